@@ -1,0 +1,42 @@
+"""The contract every executor keeps, whatever platform it drives."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ops.base import Launch
+
+# Verdicts an executor itself can decide (the comparator decides pass/fail).
+EXEC_OK = "ok"
+EXEC_VERDICTS = ("missing", "compile-error", "crash", "timeout", "oob-write", "input-clobbered",
+                 "unavailable")
+
+
+@dataclass
+class ExecResult:
+    status: str                                   # "ok" or one of EXEC_VERDICTS
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)   # output base buffers after the launch
+    message: str = ""                             # compiler message, fault text, suggestion, ...
+    time_ms: float | None = None
+
+
+@dataclass
+class Availability:
+    available: bool
+    reason: str = ""                              # why not, and what would fix it
+    device: str = ""                              # GPU name / toolkit, for the results
+
+
+class Executor:
+    """A level that executes launches: `cpu`, `hip-on-nvidia`, `amd`, `cuda`."""
+    level: str = "?"
+
+    def availability(self) -> Availability:
+        raise NotImplementedError
+
+    def run(self, launch: Launch) -> ExecResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release worker processes and devices."""

@@ -1,0 +1,103 @@
+"""The `cpu` level: executes a Launch in NumPy the way Candle's kernels read their arguments.
+
+It walks `info` and the pointers exactly as a kernel does (null info = contiguous, one stride
+array per operand, pointer offsets, null input = in place) and computes with the reference's
+math. It checks the case machinery (layouts, info, packing) end to end on any machine; it is
+not an independent check of the math. Tests subclass it to build deliberately broken subjects.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..numerics import scalar_to_dtype
+from ..ops import expected_kernels
+from ..ops.base import Launch, Op
+from .base import Availability, ExecResult, Executor
+
+
+class CpuExecutor(Executor):
+    level = "cpu"
+
+    def __init__(self) -> None:
+        self._kernels = expected_kernels()
+
+    def availability(self) -> Availability:
+        return Availability(True, device="NumPy ABI emulation")
+
+    # --- hooks a broken subject overrides -------------------------------------------------
+    def operand_strides(self, info: np.ndarray, nd: int, k: int) -> np.ndarray:
+        """Strides of operand k: its own array after the dims (binary: lhs, rhs; where: 3)."""
+        return info[nd * (1 + k): nd * (2 + k)]
+
+    def pointer_offset(self, offset: int) -> int:
+        return offset
+
+    def gather(self, base: np.ndarray, offset: int, info: np.ndarray | None, nd: int, k: int,
+               numel: int) -> np.ndarray:
+        if info is None or self._contiguous(info, nd, k):
+            return base[offset: offset + numel]
+        dims = info[:nd].astype(np.int64)
+        strides = self.operand_strides(info, nd, k).astype(np.int64)
+        idx = np.zeros(numel, dtype=np.int64)
+        rem = np.arange(numel, dtype=np.int64)
+        for d in reversed(range(nd)):               # get_strided_index: peel dims from the last
+            idx += (rem % dims[d]) * strides[d]
+            rem //= dims[d]
+        return base[offset + idx]
+
+    def _contiguous(self, info: np.ndarray, nd: int, k: int) -> bool:
+        dims, strides = info[:nd], self.operand_strides(info, nd, k)
+        acc = 1
+        for d in reversed(range(nd)):
+            if dims[d] > 1 and strides[d] != acc:
+                return False
+            acc *= int(dims[d])
+        return True
+
+    def compute(self, op: Op, key: str, inputs: dict[str, np.ndarray], params: dict) -> np.ndarray:
+        return op.reference(inputs, params, key, op)
+
+    def store(self, out: np.ndarray, values: np.ndarray) -> None:
+        out[: values.size] = values
+
+    # --- the interpreter ------------------------------------------------------------------
+    def run(self, launch: Launch) -> ExecResult:
+        if launch.kernel not in self._kernels:
+            return ExecResult("missing", message=f"no kernel {launch.kernel} in the ABI emulation")
+        op, key = self._kernels[launch.kernel]
+        bufs = {n: b.copy() for n, b in launch.buffers.items()}
+        args = {a.name: a for a in launch.args}
+        t = op.dtype_parts(key)[-1]
+        numel = int(args["numel"].value) if "numel" in args else 0
+        nd = int(args["num_dims"].value) if "num_dims" in args else 0
+        info = args["info"].value if "info" in args else None
+        out_name, out_off = args["out"].value
+        out = bufs[out_name][self.pointer_offset(out_off):]
+        params = {n: a.value for n, a in args.items() if a.kind not in ("ptr", "info", "size_t")}
+
+        if op.root == "const_set":
+            value = scalar_to_dtype(params["value"], t)[0]
+            if info is None:
+                out[:numel] = value
+            else:
+                idx = self.gather(np.arange(out.size), 0, info, nd, 0, numel)
+                out[idx] = value
+        elif op.root == "fill":
+            out[:numel] = scalar_to_dtype(params["value"], t)[0]
+        elif op.root == "copy2d":
+            d1, d2, ss, ds = (int(params[k]) for k in ("d1", "d2", "src_s", "dst_s"))
+            name, off = args["src"].value
+            src = bufs[name][self.pointer_offset(off):]
+            r, c = np.divmod(np.arange(d1 * d2), d2) if d2 else (np.zeros(0, int), np.zeros(0, int))
+            out[r * ds + c] = src[r * ss + c]
+        else:
+            inputs = {}
+            for k, name in enumerate(op.inputs):
+                ptr = args[name].value
+                if ptr is None:                      # in place: the kernel reads out[i]
+                    inputs[name] = out[:numel].copy()
+                else:
+                    inputs[name] = self.gather(bufs[ptr[0]], self.pointer_offset(ptr[1]), info, nd, k, numel)
+            values = self.compute(op, key, inputs, params)
+            self.store(out, np.asarray(values).reshape(-1))
+        return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})

@@ -1,0 +1,75 @@
+"""Run cases on executors: build -> reference -> pack -> execute -> compare -> result row."""
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .backends.base import Executor
+from .cases import Built, Case, build
+from .compare import compare
+from .ops.abi import extract, pack
+
+
+def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
+    """The reference result in the form the executor's output will be read back."""
+    op, key = b.op, b.case.dtype
+    with np.errstate(all="ignore"):
+        if op.out_mode == "buffer":
+            inputs = {n: b.operands.logical[n] for n in b.operands.names}
+            return op.reference(inputs, b.params, key, op, out_base=out_before, out_layout=b.out_layout)
+        out = op.reference(dict(b.operands.logical), b.params, key, op)
+    shape = b.operands.layouts[op.inputs[0]].shape
+    return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
+
+
+def run_case(case: Case, executor: Executor, device: str = "") -> dict:
+    """One result row (a plain dict; the results module turns rows into a table)."""
+    t0 = time.perf_counter()
+    b = build(case)
+    op, key = b.op, case.dtype
+    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
+    expected = expected_output(b, launch.buffers["out"])
+    row = {
+        "case_id": case.id, "op": op.name, "family": op.family, "kernel": launch.kernel,
+        "dtype": key, "layout": case.layout, "values": case.values, "seed": case.seed,
+        "params": dict(case.params), "level": executor.level, "device": device,
+        "numel": int(expected.size), "verdict": "", "max_ulp": None, "n_bad": 0, "worst": None,
+        "message": "", "tolerance": op.tolerance.describe(op.out_dtype(key).name),
+        "semantics": op.semantics, "divergences": list(op.divergences),
+        "layouts": {n: b.operands.layouts[n].describe() for n in b.operands.names},
+        "launch": launch.describe(), "kernel_ms": None,
+    }
+    res = executor.run(launch)
+    row["kernel_ms"] = res.time_ms
+    if res.status != "ok":
+        row["verdict"], row["message"] = res.status, res.message
+    else:
+        shape = expected.shape
+        got = extract(op, res.outputs["out"], shape)
+        inputs = b.operands.logical if op.out_mode == "dense" else None
+        c = compare(expected, got, op.out_dtype(key), op.tolerance, inputs, b.operands.dtypes)
+        row["verdict"] = "pass" if c.passed else "fail"
+        row["max_ulp"], row["n_bad"] = c.max_ulp, c.n_bad
+        row["worst"] = c.worst.to_dict() if c.worst else None
+        if c.worst:
+            row["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
+    row["wall_ms"] = (time.perf_counter() - t0) * 1e3
+    return row
+
+
+def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
+              on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    rows = []
+    for case in cases:
+        try:
+            row = run_case(case, executor, device)
+        except Exception as e:  # a tool bug on one case must not hide the others' results
+            row = {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout,
+                   "values": case.values, "seed": case.seed, "level": executor.level,
+                   "verdict": "error", "message": f"parity internal error: {type(e).__name__}: {e}"}
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows

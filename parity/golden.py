@@ -1,0 +1,86 @@
+"""Check the CPU reference against measured outputs of Candle's CUDA kernels (bit patterns)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .numerics import bits_of, from_bits, ulp_order
+from .ops import expected_kernels
+
+
+@dataclass
+class GoldenResult:
+    entry: str
+    kernel: str
+    n: int
+    bit_exact: int           # elements whose bits match (NaN: any NaN matches a NaN)
+    within_budget: int       # elements within the op's tolerance
+    worst_ulp: float
+    exact_required: bool     # non-transcendental: every element must match bit for bit
+    skipped: int = 0         # elements with undefined behaviour on CUDA (integer / 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.bit_exact == self.n if self.exact_required else self.within_budget == self.n
+
+
+def default_path() -> Path | None:
+    for cand in (Path(__file__).resolve().parents[2] / "shared/data/cuda-golden-elementwise.json",
+                 Path.cwd().parent / "shared/data/cuda-golden-elementwise.json"):
+        if cand.exists():
+            return cand
+    return None
+
+
+def check(path: Path) -> list[GoldenResult]:
+    data = json.loads(Path(path).read_text())["kernels"]
+    kernels = expected_kernels()
+    results = []
+    for entry, e in sorted(data.items()):
+        op, key = kernels[e["kernel"]]
+        parts = op.dtype_parts(key)
+        out_dt = op.out_dtype(key)
+        params = {}
+        if "@" in entry:
+            vals = [float(v) for v in entry.split("@")[1].split(",")]
+            params = dict(zip(op.params_abi, vals))
+        if "param" in e:
+            params = {"param": float(e["param"])}
+        if op.family == "binary":
+            inputs = {"lhs": from_bits(e["lhs"], parts[0]), "rhs": from_bits(e["rhs"], parts[0])}
+        elif op.family == "ternary":
+            inputs = {"cond": from_bits(e["cond"], parts[0]), "t": from_bits(e["t"], parts[1]),
+                      "f": from_bits(e["f"], parts[1])}
+        else:
+            inputs = {"x": from_bits(e["x"], parts[0])}
+        expected = op.reference(inputs, params, key, op)
+        got = from_bits(e["out"], out_dt)
+        defined = np.ones(got.shape, dtype=bool)
+        if op.name == "binary.div" and not out_dt.is_float:
+            defined = inputs["rhs"] != 0
+        eb, gb = bits_of(expected, out_dt), bits_of(got, out_dt)
+        same = eb == gb
+        if out_dt.is_float:
+            en, gn = np.isnan(expected.astype(np.float64)), np.isnan(got.astype(np.float64))
+            same |= en & gn
+            ulps = np.abs(ulp_order(eb, out_dt) - ulp_order(gb, out_dt)).astype(np.float64)
+            ulps[en & gn] = 0
+            ulps[en != gn] = np.inf
+            tol = op.tolerance
+            diff = np.abs(expected.astype(np.float64) - got.astype(np.float64))
+            within = same | (~tol.exact & ((ulps <= tol.ulp_for(out_dt.name)) |
+                                           (np.nan_to_num(diff, nan=np.inf) <= tol.atol_for(out_dt.name))))
+            if tol.signed_zero:
+                within &= ~((expected.astype(np.float64) == 0) & (np.signbit(expected) != np.signbit(got)))
+            worst = float(ulps[defined].max()) if defined.any() else 0.0
+        else:
+            within = same
+            worst = float((~same[defined]).sum())
+        exact_required = op.tolerance.exact or op.tolerance.ulp_for(out_dt.name) == 0
+        results.append(GoldenResult(entry, e["kernel"], int(defined.sum()), int((same & defined).sum()),
+                                    int((within & defined).sum()), worst, exact_required,
+                                    int((~defined).sum())))
+    return results

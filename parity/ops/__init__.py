@@ -1,0 +1,29 @@
+"""The op catalog: every op of Candle's kernel ABI that parity knows, one module per family."""
+from __future__ import annotations
+
+import fnmatch
+
+from . import affine, binary, cast, fill, ternary, unary
+from .base import Op
+
+CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill)
+                          for op in mod.OPS}
+
+
+def select(patterns: list[str] | None = None) -> list[Op]:
+    """Ops matching any glob pattern (`unary.*`, `cast`); KeyError when a pattern matches none."""
+    if not patterns:
+        return list(CATALOG.values())
+    chosen: dict[str, Op] = {}
+    for pat in patterns:
+        hits = [op for name, op in CATALOG.items() if fnmatch.fnmatchcase(name, pat)
+                or fnmatch.fnmatchcase(op.family, pat)]
+        if not hits:
+            raise KeyError(f"no op matches {pat!r} (try `parity list`)")
+        chosen.update((op.name, op) for op in hits)
+    return list(chosen.values())
+
+
+def expected_kernels() -> dict[str, tuple[Op, str]]:
+    """Every kernel name the catalog expects a suite to define -> (op, dtype key)."""
+    return {op.kernel_name(key): (op, key) for op in CATALOG.values() for key in op.dtypes}

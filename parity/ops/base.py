@@ -1,0 +1,147 @@
+"""What every op declares, and the launch description every executor consumes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..dtypes import DType, dtype
+from ..layouts import Layout
+
+BLOCK = 1024  # cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel parameter, in ABI order.
+
+    kind: "size_t" | "u32" | "i32" | "f32" | "f64" | "bool" | "scalar" (a T by value, `dtype`)
+          | "ptr" (value = (buffer name, element offset) or None for null) | "info" (uint64 array or None)
+    """
+    kind: str
+    value: Any
+    dtype: str | None = None
+    name: str = ""
+
+    def ctype(self) -> str:
+        """C type of the parameter, for signature checks against a suite."""
+        if self.kind in ("ptr", "info"):
+            return "ptr"
+        if self.kind == "scalar":
+            return self.dtype or "?"
+        return self.kind
+
+
+@dataclass
+class Launch:
+    kernel: str
+    args: list[Arg]
+    buffers: dict[str, np.ndarray]          # host base buffers, by name
+    outputs: tuple[str, ...]                # buffers the kernel writes
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int] = (BLOCK, 1, 1)
+    shared_mem: int = 0
+    dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
+
+    def describe(self) -> str:
+        parts = []
+        for a in self.args:
+            if a.kind == "ptr":
+                parts.append("null" if a.value is None else f"{a.value[0]}+{a.value[1]}")
+            elif a.kind == "info":
+                parts.append("null" if a.value is None else f"info{list(map(int, a.value))}")
+            else:
+                parts.append(f"{a.value}")
+        return f"{self.kernel}<<<{self.grid}, {self.block}>>>({', '.join(parts)})"
+
+
+def elementwise_grid(n: int) -> tuple[int, int, int]:
+    """Candle's geometry; an empty tensor still gets one block so the kernel's bounds are tested."""
+    return (max(1, -(-n // BLOCK)), 1, 1)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How a float result is judged. Integers, cmp and copies are always exact."""
+    exact: bool = False                      # bit patterns must match (NaN-ness for NaNs)
+    ulp: int | dict[str, int] = 0            # budget in ULPs of the output dtype
+    atol: float | dict[str, float] = 0.0     # absolute floor near zero
+    signed_zero: bool = False                # -0 and +0 must match
+    nan_payload: bool = False                # copies must keep NaN bits, not just NaN-ness
+
+    def ulp_for(self, dt: str) -> int:
+        return self.ulp.get(dt, self.ulp.get("*", 0)) if isinstance(self.ulp, dict) else self.ulp
+
+    def atol_for(self, dt: str) -> float:
+        return self.atol.get(dt, self.atol.get("*", 0.0)) if isinstance(self.atol, dict) else self.atol
+
+    def describe(self, dt: str) -> str:
+        if self.exact:
+            return "bit-exact"
+        s = f"{self.ulp_for(dt)} ulp"
+        if self.atol_for(dt):
+            s += f" or |err| <= {self.atol_for(dt):g}"
+        return s
+
+
+EXACT = Tolerance(exact=True)
+COPY = Tolerance(exact=True, signed_zero=True, nan_payload=True)
+
+
+@dataclass
+class Operands:
+    """A case's materialised inputs: base buffers, layouts and the logical views."""
+    names: tuple[str, ...]
+    dtypes: dict[str, DType]
+    layouts: dict[str, Layout]
+    bases: dict[str, np.ndarray]
+    logical: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of the catalog: the ABI it is launched with and the semantics it must have."""
+    name: str                                # "unary.exp"
+    family: str                              # module that packs its launches
+    root: str                                # kernel-name root: "uexp", "cast", "where"
+    dtypes: tuple[str, ...]                  # dtype keys: "f32", or "f32-u8" for cast/where
+    inputs: tuple[str, ...]                  # operand names in ABI order
+    reference: Callable[..., np.ndarray]     # (logical inputs dict, params, key) -> output
+    params_abi: tuple[str, ...] = ()         # names of scalar params, in ABI order
+    param_sets: tuple[dict[str, float], ...] = ({},)
+    tolerance: Tolerance = EXACT
+    domain: dict[str, str] = field(default_factory=dict)   # operand -> value domain
+    fp8_spelling: str = "f8_e4m3"
+    inplace: bool = False                    # has the null-input in-place path
+    info_always: bool = False                # kernel dereferences info unconditionally
+    value_classes: tuple[str, ...] = ("normal", "special")
+    abi: tuple[str, ...] = ()                # parameter list: "numel", "num_dims", "info", operand
+                                             # names, "out", or "name:type" scalars (T = the dtype)
+    out_rule: str = "last"                   # output dtype: "last" dtype part, or a dtype name
+    out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
+    semantics: str = ""                      # one line: what the CUDA kernel computes
+    divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
+
+    def dtype_parts(self, key: str) -> list[DType]:
+        return [dtype(p) for p in key.split("-")]
+
+    def kernel_name(self, key: str) -> str:
+        return "_".join([self.root] + [d.spelling(self.fp8_spelling) for d in self.dtype_parts(key)])
+
+    def out_dtype(self, key: str) -> DType:
+        return self.dtype_parts(key)[-1] if self.out_rule == "last" else dtype(self.out_rule)
+
+    def signature(self, key: str) -> list[str]:
+        """C parameter types in ABI order ("size_t", "ptr", "f32", ...), for suite checks."""
+        t = self.dtype_parts(key)[-1].name
+        sig = []
+        for p in self.abi:
+            if p in ("numel", "num_dims"):
+                sig.append("size_t")
+            elif ":" in p:
+                typ = p.split(":")[1]
+                sig.append(t if typ == "T" else typ)
+            else:
+                sig.append("ptr")
+        return sig

@@ -1,0 +1,21 @@
+"""where_I_T(numel, num_dims, info, ids, t, f, out): info = dims + cond, t, f strides; never null."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import COPY, Op
+
+_VALUES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64")
+KEYS = [f"{c}-{t}" for c in ("u8", "u32", "i64") for t in _VALUES] + \
+       [f"{c}-f8_e4m3" for c in ("i16", "i32", "i64", "u32", "u8")]
+
+
+def reference(inputs, params, key, op):
+    return np.where(inputs["cond"] != 0, inputs["t"], inputs["f"])
+
+
+OPS = [Op(name="where", family="ternary", root="where", dtypes=tuple(KEYS), inputs=("cond", "t", "f"),
+          reference=reference, tolerance=COPY, fp8_spelling="fp8_e4m3", info_always=True,
+          domain={"cond": "mask"},
+          semantics="cond != 0 ? t : f, each operand through its own stride array",
+          abi=("numel", "num_dims", "info", "cond", "t", "f", "out"))]

@@ -1,0 +1,79 @@
+"""Value classes: what numbers fill a case's inputs. Deterministic from a seed."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import DType
+from .numerics import round_float
+
+VALUE_CLASSES = {
+    "normal": "random finite values in the op's input domain",
+    "special": "NaN, ±Inf, ±0, subnormals, max finite, halves (rounding ties) among normal values",
+    "out-of-range": "values outside the destination's range (casts): 300 for u8, 65520 for f16, 464 for fp8, ...",
+}
+
+_FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5]
+_OUT_OF_RANGE = [300.0, 500.0, 256.0, 255.5, -1.0, -0.7, 1e10, -1e10, 9.3e18, -9.3e18, 65520.0,
+                 -65520.0, 464.0, -464.0, 449.0, 4.3e9, 2.0**31, 2.0**32, -(2.0**31) - 1, 1e30, -1e30,
+                 3.5e38, 1e300, np.inf, -np.inf, np.nan]
+
+
+def _float_specials(dt: DType) -> list[float]:
+    tiny = 2.0 ** (dt.emin - dt.mant_bits)          # smallest subnormal
+    min_normal = 2.0 ** dt.emin
+    return _FLOAT_SPECIALS + [tiny, -tiny, min_normal - tiny, min_normal, -min_normal,
+                              dt.max_finite, -dt.max_finite]
+
+
+def _int_specials(dt: DType) -> list[int]:
+    info = np.iinfo(dt.np)
+    cands = [0, 1, 2, info.max, info.max - 1, info.min, info.min + 1, 255, 256, 2**31 - 1, 2**31,
+             2**32 - 1, -1, -2, 7]
+    return [c for c in cands if info.min <= c <= info.max]
+
+
+def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
+             domain: str | None = None) -> np.ndarray:
+    """n values of dtype dt for a value class, drawn from rng."""
+    if value_class not in VALUE_CLASSES:
+        raise KeyError(f"unknown value class {value_class!r}; known: {', '.join(VALUE_CLASSES)}")
+    base = _normal(dt, n, rng, domain)
+    if value_class == "normal" or n == 0:
+        return base
+    if dt.is_float:
+        pool = _float_specials(dt) if value_class == "special" else _OUT_OF_RANGE
+        pool_arr = round_float(np.array(pool, dtype=np.float64), dt, nan="keep")
+    else:
+        pool_arr = np.array(_int_specials(dt), dtype=dt.np)
+    # specials at random positions, at least one of each when n allows, about half the tensor
+    k = min(n, max(pool_arr.size, n // 2))
+    where = rng.permutation(n)[:k]
+    base[where] = pool_arr[np.arange(k) % pool_arr.size]
+    return base
+
+
+def _normal(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> np.ndarray:
+    if dt.is_float:
+        if domain == "positive":
+            v = rng.uniform(0.05, 6.0, n)
+        elif domain == "unit":
+            v = rng.uniform(-0.99, 0.99, n)
+        else:
+            v = rng.uniform(-5.0, 5.0, n)
+        if domain == "nonzero":
+            v = np.where(np.abs(v) < 0.05, 0.5, v)
+        return round_float(v, dt)
+    if domain == "mask":                            # where conditions: zeros and assorted non-zeros
+        return rng.choice(np.array([0, 0, 1, 2, 7], dtype=np.int64), n).astype(dt.np)
+    info = np.iinfo(dt.np)
+    lo, hi = int(info.min), int(info.max)
+    if domain == "small":                           # products that stay exact and readable
+        lo, hi = max(lo, -100), min(hi, 100)
+    v = rng.integers(lo, hi, n, dtype=np.int64, endpoint=True) if dt.bits < 64 else \
+        rng.integers(lo, hi, n, dtype=np.int64, endpoint=True)
+    v = v.astype(dt.np)
+    if domain in ("nonzero", "divisor"):
+        v[v == 0] = 1
+        if domain == "divisor" and dt.kind == "int":
+            v[v == -1] = 3                          # avoid MIN / -1 (undefined behaviour)
+    return v
