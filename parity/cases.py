@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import fnmatch
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 import zlib
 from dataclasses import dataclass
 from pathlib import Path

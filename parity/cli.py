@@ -1,0 +1,187 @@
+"""Command line: parity list | run | report (and the suite tools: coverage, compile, doctor)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import __version__
+
+EPILOG_RUN = """\b
+Examples:
+  parity run                                  # smoke sweep on every level this machine has
+  parity run --sweep pr --ops 'unary.*' --dtypes f16,bf16
+  parity run --ops binary.minimum --layouts transposed,broadcast-leading
+  parity run --hip-src ~/candle-rocm/kernels --require hip-on-nvidia
+Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 usage or setup error.
+"""
+
+
+class SetupError(click.ClickException):
+    """A user mistake or a missing prerequisite: one line, exit code 2, no traceback."""
+    exit_code = 2
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="parity")
+def main() -> None:
+    """parity proves, op by op, that a HIP port of Candle's CUDA kernels computes what the CUDA
+    kernels and a CPU reference compute, over strided, sliced, broadcast, empty and huge layouts.
+
+    Start with `parity run` (the smoke sweep on the bundled HIP suite), `parity list` to see the
+    catalog, and `parity doctor` to see which levels this machine can run.
+    """
+
+
+@main.command("list")
+@click.option("--ops", help="Glob patterns, comma separated: 'unary.*,cast'.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cmd(ops: str | None, as_json: bool) -> None:
+    """The op catalog: op, dtypes, kernel names, tolerance and CUDA semantics."""
+    from .ops import select
+    try:
+        chosen = select(_csv(ops))
+    except KeyError as e:
+        raise SetupError(str(e.args[0]))
+    if as_json:
+        click.echo(json.dumps([{"op": o.name, "family": o.family, "dtypes": list(o.dtypes),
+                                "kernels": [o.kernel_name(k) for k in o.dtypes], "abi": list(o.abi),
+                                "semantics": o.semantics, "divergences": list(o.divergences)}
+                               for o in chosen], indent=1))
+        return
+    from rich.table import Table
+    t = Table(show_lines=False)
+    for col in ("op", "kernels", "tolerance", "semantics"):
+        t.add_column(col, overflow="fold")
+    for o in chosen:
+        names = [o.kernel_name(k) for k in o.dtypes]
+        shown = ", ".join(names[:6]) + (f", … ({len(names)} kernels)" if len(names) > 6 else "")
+        t.add_row(o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics)
+    Console().print(t)
+    click.echo(f"{len(chosen)} ops, {sum(len(o.dtypes) for o in chosen)} kernels")
+
+
+@main.command(epilog=EPILOG_RUN)
+@click.option("--sweep", default="smoke", show_default=True,
+              help="Bundled sweep (smoke, pr, nightly) or a path to a sweep TOML file.")
+@click.option("--ops", help="Op glob patterns, comma separated ('unary.*,cast').")
+@click.option("--dtypes", help="Dtypes, comma separated (f16,bf16,fp8).")
+@click.option("--layouts", help="Layout classes, comma separated (transposed,broadcast-leading).")
+@click.option("--values", "value_classes", help="Value classes, comma separated (normal,special,out-of-range).")
+@click.option("--levels", default="auto", show_default=True,
+              help="Levels to run: auto (cpu + every GPU level this machine has) or a list of "
+                   "cpu, hip-on-nvidia, amd, cuda.")
+@click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
+@click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled backends/hip].")
+@click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or tables; just the summary line.")
+def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
+        quiet: bool) -> None:
+    """Run a sweep of cases on every selected level and write the reports."""
+    from .cases import Filters, load_sweep
+    from .engine import run_cases
+    from .golden import summary as golden_summary
+    from .levels import DEFAULT_HIP_SRC, LEVELS, make
+    from .reports import junit, markdown, terminal
+    from .results import Results, environment
+
+    console = Console(stderr=False, quiet=quiet)
+    filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes))
+    try:
+        cases = load_sweep(sweep, filters)
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise SetupError(str(e.args[0]) if e.args else str(e))
+    if not cases:
+        raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
+    hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
+    for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
+        if not p.is_dir():
+            raise SetupError(f"kernel suite folder {p} does not exist")
+    names = LEVELS if levels == "auto" else _csv(levels) or []
+    unknown = [n for n in names if n not in LEVELS]
+    if unknown:
+        raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(LEVELS)}")
+    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None) for n in names]
+    for r in _csv(require) or []:
+        lv = next((l for l in lvls if l.name == r), None)
+        if lv is None or not lv.availability.available:
+            why = lv.availability.reason if lv else "not selected by --levels"
+            raise SetupError(f"required level {r} is unavailable: {why}")
+    runnable = [l for l in lvls if l.availability.available]
+
+    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v}, "hip_src": str(hip_src),
+            "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
+            "levels": [{"level": l.name, "available": l.availability.available, "reason": l.availability.reason,
+                        "device": l.availability.device} for l in lvls],
+            "golden": golden_summary()}
+    t0 = time.perf_counter()
+    rows: list[dict] = []
+    with terminal.progress(console) as prog:
+        for lv in runnable:
+            task = prog.add_task(lv.name, total=len(cases), status="")
+            fails = 0
+
+            def tick(row: dict, task=task) -> None:
+                nonlocal fails
+                fails += row["verdict"] not in ("pass", "xfail")
+                prog.update(task, advance=1, status=f"[red]{fails} not passing[/]" if fails else "")
+            try:
+                rows += run_cases(cases, lv.executor, lv.availability.device, on_row=tick)
+            finally:
+                lv.executor.close()
+    meta["elapsed_s"] = time.perf_counter() - t0
+    res = Results.from_rows(rows, meta)
+
+    folder = Path(out) / f"{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    res.to_json(folder / "results.json")
+    (folder / "summary.md").write_text(markdown.render(res))
+    (folder / "junit.xml").write_text(junit.render(res))
+    terminal.show(res, console)
+    counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
+    unavailable = [l.name for l in lvls if not l.availability.available]
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}"
+               + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
+    click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml)")
+    sys.exit(0 if res.ok else 1)
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "junit", "json"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
+def report(results: Path, fmt: str, output: Path | None) -> None:
+    """Render a results.json as markdown, JUnit XML or JSON."""
+    from .reports import junit, markdown
+    from .results import Results
+    try:
+        res = Results.from_json(results)
+    except ValueError as e:
+        raise SetupError(str(e))
+    if fmt == "md":
+        text = markdown.render(res)
+    elif fmt == "junit":
+        text = junit.render(res)
+    else:
+        text = json.dumps({"schema": "parity.results/1", "meta": res.meta,
+                           "results": json.loads(res.table.to_json(orient="records"))}, indent=1)
+    if output:
+        Path(output).write_text(text)
+    else:
+        click.echo(text)
+    sys.exit(0 if res.ok else 1)
+
+
+if __name__ == "__main__":
+    main()

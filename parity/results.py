@@ -1,0 +1,111 @@
+"""One results table per run (pandas), with the run's metadata; JSON with a versioned schema."""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+
+SCHEMA = "parity.results/1"
+COLUMNS = ["case_id", "op", "family", "kernel", "dtype", "layout", "values", "seed", "params", "level",
+           "device", "verdict", "max_ulp", "n_bad", "numel", "worst", "message", "tolerance",
+           "semantics", "divergences", "layouts", "launch", "kernel_ms", "wall_ms"]
+# Verdicts that mean "the subject is wrong or broken" (exit 1); unavailable is neither pass nor fail.
+FAILING = ("fail", "missing", "compile-error", "crash", "timeout", "oob-write", "input-clobbered",
+           "error", "xpass-strict")
+ORDER = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "missing", "error",
+         "xfail", "xpass", "unavailable", "pass"]
+
+
+@dataclass
+class Results:
+    table: pd.DataFrame
+    meta: dict = field(default_factory=dict)      # run info: sweep, filters, levels, environment, golden
+
+    @staticmethod
+    def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":
+        df = pd.DataFrame(rows)
+        for c in COLUMNS:
+            if c not in df.columns:
+                df[c] = None
+        return Results(df[COLUMNS + [c for c in df.columns if c not in COLUMNS]], meta or {})
+
+    def counts(self) -> dict[str, int]:
+        vc = self.table["verdict"].value_counts()
+        return {v: int(vc[v]) for v in sorted(vc.index, key=lambda v: ORDER.index(v) if v in ORDER else 99)}
+
+    def failures(self) -> pd.DataFrame:
+        return self.table[self.table["verdict"].isin(FAILING)]
+
+    @property
+    def ok(self) -> bool:
+        return self.failures().empty
+
+    def to_json(self, path: Path) -> None:
+        rows = [_finite_json(r) for r in self.table.to_dict(orient="records")]
+        doc = {"schema": SCHEMA, "meta": self.meta, "results": rows}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, default=_json_default, allow_nan=False))
+        tmp.replace(path)
+
+    @staticmethod
+    def from_json(path: Path) -> "Results":
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"cannot read results {path}: {e}") from None
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
+        return Results.from_rows([_from_json(r) for r in doc["results"]], doc.get("meta", {}))
+
+
+_NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def _finite_json(o):
+    """Strict JSON: non-finite floats become "inf"/"-inf"/"nan" strings, NaN cells become null."""
+    if isinstance(o, dict):
+        return {k: _finite_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite_json(v) for v in o]
+    if isinstance(o, (float, np.floating)):
+        f = float(o)
+        if f != f:
+            return None
+        return f if np.isfinite(f) else ("inf" if f > 0 else "-inf")
+    return o
+
+
+def _from_json(row: dict) -> dict:
+    for k in ("max_ulp",):
+        if isinstance(row.get(k), str):
+            row[k] = _NONFINITE[row[k]]
+    w = row.get("worst")
+    if isinstance(w, dict) and isinstance(w.get("ulps"), str):
+        w["ulps"] = _NONFINITE[w["ulps"]]
+    return row
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def environment() -> dict:
+    import ml_dtypes
+    return {"parity": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "ml_dtypes": ml_dtypes.__version__, "pandas": pd.__version__, "host": platform.node(),
+            "platform": platform.platform(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
