@@ -71,7 +71,7 @@ def render(res: Results, limit: int = LIMIT) -> str:
         details.append(f"| {op} | {g['dtype'].nunique()} | {len(g)} | {(g['verdict'] == 'pass').sum()} | "
                        f"{g['verdict'].isin(FAILING).sum()} |")
     details += ["", "</details>", ""]
-    head = "\n".join(lines)
+    head = "\n".join(lines) + "\n"
     tail = "\n".join(details)
     out = head + "\n".join(body) + "\n" + tail
     if len(out) > limit:                          # keep the headline and as many failures as fit

@@ -1,0 +1,402 @@
+"""Levels `hip-on-nvidia` and `cuda`: a kernel suite compiled by the CUDA toolchain, run by CuPy.
+
+`hip-on-nvidia` compiles the `.hip` sources with `-D__HIPCC__ -I backends/hip/include` (the
+device-code mapping of HIP names onto CUDA), `cuda` compiles `.cu` sources as they are. The
+compiler is nvcc when it is on PATH (`nvcc -cubin -arch=sm_XX ...`), else NVRTC through CuPy;
+either way through the compile cache. Each launch gets fresh device buffers with guard bytes
+before and after every buffer, so the executor itself can say `oob-write`,
+`input-clobbered`, `crash`, `missing` or `compile-error`; the comparator decides pass/fail.
+
+A crash (illegal address) poisons the CUDA context of this process: every later launch answers
+`crash` too. Run the executor through `parity.backends.worker.IsolatedExecutor` to have the
+process restarted after a crash and to turn hangs into `timeout`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..compile_cache import CompileResult, cache_key, cached_build, compile_source, header_closure
+from ..dtypes import dtype as dtype_of
+from ..numerics import scalar_to_dtype
+from ..ops.base import Arg, Launch
+from ..suite import Suite, discover, kernels_from_binary
+from .base import Availability, ExecResult, Executor
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_HIP_SUITE = REPO / "backends" / "hip"
+HIP_MAPPING = DEFAULT_HIP_SUITE / "include"
+CUDA_RTC_STUBS = REPO / "backends" / "cuda_rtc"
+
+GUARD_BYTES = 256
+# Guard pattern: not a constant byte, so a kernel storing one repeated value cannot match it.
+GUARD = ((np.arange(GUARD_BYTES, dtype=np.uint32) * 37 + 0x5A) & 0xFF).astype(np.uint8)
+
+
+# -------------------------------------------------------------------- argument packing (pure)
+def scalar_arg(arg: Arg) -> np.generic:
+    """A by-value argument as the numpy scalar whose bytes the kernel receives."""
+    k = arg.kind
+    if k == "size_t":
+        return np.uint64(int(arg.value))
+    if k == "u32":
+        return np.uint32(int(arg.value))
+    if k == "i32":
+        return np.int32(int(arg.value))
+    if k == "f32":
+        return np.float32(arg.value)
+    if k == "f64":
+        return np.float64(arg.value)
+    if k == "bool":
+        return np.bool_(bool(arg.value))
+    if k == "scalar":
+        dt = dtype_of(arg.dtype)
+        v = scalar_to_dtype(arg.value, dt)
+        if dt.name == "f16":
+            return np.float16(v[0])
+        if dt.name == "bf16":
+            return v.view(np.uint16)[0]          # raw bits: ABI-identical by value
+        if dt.name == "f8_e4m3":
+            return v.view(np.uint8)[0]
+        return v[0]
+    raise ValueError(f"not a by-value argument kind: {k}")
+
+
+def arg_values(launch: Launch, buffer_address: Callable[[str], int],
+               info_address: Callable[[np.ndarray], int]) -> list[np.generic]:
+    """The kernel arguments of `launch`, in ABI order, as numpy scalars.
+
+    buffer_address(name) is the device address of a buffer's first element; info_address(a)
+    uploads an info array and returns its address. Pointers carry `offset * itemsize`; null
+    pointers and null info are 0.
+    """
+    vals: list[np.generic] = []
+    for a in launch.args:
+        if a.kind == "ptr":
+            if a.value is None:
+                vals.append(np.uint64(0))
+            else:
+                name, off = a.value
+                item = launch.buffers[name].dtype.itemsize
+                vals.append(np.uint64(buffer_address(name) + int(off) * item))
+        elif a.kind == "info":
+            vals.append(np.uint64(0) if a.value is None
+                        else np.uint64(info_address(np.asarray(a.value, dtype=np.uint64))))
+        else:
+            vals.append(scalar_arg(a))
+    return vals
+
+
+def guarded_image(host: np.ndarray) -> np.ndarray:
+    """guard + the buffer's bytes + guard, as one uint8 array."""
+    raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+    return np.concatenate([GUARD, raw, GUARD])
+
+
+def check_image(image: np.ndarray, nbytes: int) -> tuple[bool, bool, np.ndarray]:
+    """(guard before intact, guard after intact, the buffer's bytes)."""
+    before = bool(np.array_equal(image[:GUARD_BYTES], GUARD))
+    after = bool(np.array_equal(image[GUARD_BYTES + nbytes:], GUARD))
+    return before, after, image[GUARD_BYTES:GUARD_BYTES + nbytes]
+
+
+# -------------------------------------------------------------------------- compilation
+class CudaToolchain:
+    """nvcc or NVRTC, with the flags of one level; compile() goes through the cache."""
+
+    def __init__(self, arch: str | None = None, compiler: str = "auto", hip: bool = True,
+                 include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
+                 extra_flags: list[str] = (), cache_root: Path | None = None):
+        self.arch = str(arch).replace("sm_", "") if arch else None
+        self.hip = hip
+        self.include_dirs = [Path(d) for d in include_dirs]
+        self.defines = dict(defines or {})
+        self.extra_flags = list(extra_flags)
+        self.cache_root = cache_root
+        if compiler == "auto":
+            compiler = "nvcc" if shutil.which("nvcc") else "nvrtc"
+        self.compiler = compiler
+
+    def target(self) -> str:
+        if self.arch is None:
+            self.arch = _device_arch() or "90"
+        return f"sm_{self.arch}"
+
+    def flags(self, source: Path) -> list[str]:
+        f = ["-O3", "-std=c++17", "--expt-relaxed-constexpr"]
+        if self.hip:
+            f.append("-D__HIPCC__")
+        f += [f"-D{k}={v}" for k, v in self.defines.items()]
+        f += [f"-I{d}" for d in self.include_dirs] + [f"-I{source.parent}"]
+        return f + self.extra_flags
+
+    def compile(self, source: Path) -> CompileResult:
+        source = Path(source)
+        if self.compiler == "nvcc":
+            flags = ["-cubin", f"-arch={self.target()}", *self.flags(source), "-x", "cu"]
+            return compile_source(source, ["nvcc"], flags, target=self.target(),
+                                  include_dirs=self.include_dirs, cache_root=self.cache_root)
+        return self._nvrtc(source)
+
+    def _nvrtc(self, source: Path) -> CompileResult:
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+            version = "nvrtc %d.%d" % nvrtc.getVersion()
+        except Exception as e:  # library absent
+            from ..compile_cache import CompileError
+            return CompileResult(False, "", error=CompileError(
+                f"NVRTC unavailable ({e}); install nvcc or `pip install nvidia-cuda-nvrtc-cu12`"))
+        incs = list(self.include_dirs) + ([CUDA_RTC_STUBS] if CUDA_RTC_STUBS.is_dir() else [])
+        incs += [Path(p) for p in _cuda_include_dirs()]
+        opts = [f"--gpu-architecture={self.target()}", "-default-device",
+                *[f for f in self.flags(source) if f not in ("-O3",)], *[f"-I{d}" for d in incs]]
+        key = cache_key(source, header_closure(source, self.include_dirs), opts, version, self.target())
+
+        def build(out: Path) -> tuple[int, str]:
+            prog = nvrtc.createProgram(source.read_text(), source.name, [], [])
+            try:
+                try:
+                    nvrtc.compileProgram(prog, opts)
+                except nvrtc.NVRTCError:
+                    return 1, _nvrtc_log(nvrtc, prog, source)
+                out.write_bytes(nvrtc.getCUBIN(prog))
+                return 0, _nvrtc_log(nvrtc, prog, source)
+            finally:
+                nvrtc.destroyProgram(prog)
+        return cached_build(key, build, ["nvrtc", *opts, str(source)], self.cache_root)
+
+
+def _nvrtc_log(nvrtc, prog, source: Path) -> str:
+    try:
+        log = nvrtc.getProgramLog(prog)
+    except Exception:
+        return ""
+    return log.replace(f"{source.name}(", f"{source}(")
+
+
+def _cuda_include_dirs() -> list[str]:
+    out = []
+    for base in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if base and Path(base, "include", "cuda_fp16.h").is_file():
+            out.append(str(Path(base, "include")))
+            break
+    return out
+
+
+def _device_arch() -> str | None:
+    try:
+        import cupy
+        if cupy.cuda.is_available():
+            return str(cupy.cuda.Device().compute_capability)
+    except Exception:
+        pass
+    return None
+
+
+# ---------------------------------------------------------------------------- executor
+class HipOnNvidiaExecutor(Executor):
+    """Runs launches against a HIP suite compiled for the NVIDIA GPU of this process."""
+    level = "hip-on-nvidia"
+    suffixes = (".hip",)
+
+    def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
+                 compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
+                 defines: dict[str, str] | None = None, extra_flags: list[str] = (),
+                 cache_root: str | os.PathLike | None = None, timing: bool = False):
+        self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
+        if include_dirs is None:
+            include_dirs = self.default_includes()
+        self.toolchain = CudaToolchain(arch, compiler, self.level != "cuda", [Path(d) for d in include_dirs],
+                                       defines, extra_flags, Path(cache_root) if cache_root else None)
+        self.timing = timing
+        self._suite: Suite | None = None
+        self._compiled: dict[Path, CompileResult] = {}
+        self._symbols: dict[Path, list[str]] = {}
+        self._modules: dict[Path, object] = {}
+        self._functions: dict[str, object] = {}
+        self._dead = ""                          # set after a context-killing fault
+
+    def default_includes(self) -> list[Path]:
+        return [HIP_MAPPING] if HIP_MAPPING.is_dir() else []
+
+    # --- suite and compilation (no GPU needed) ---------------------------------------------
+    @property
+    def suite(self) -> Suite:
+        if self._suite is None:
+            self._suite = discover(self.suite_dir)
+            self._suite.sources = [s for s in self._suite.sources if s.suffix in self.suffixes]
+        return self._suite
+
+    def compile(self, source: Path) -> CompileResult:
+        source = Path(source)
+        if source not in self._compiled:
+            res = self.toolchain.compile(source)
+            self._compiled[source] = res
+            if res.ok:
+                try:
+                    self._symbols[source] = kernels_from_binary(res.binary)
+                except Exception:
+                    self._symbols[source] = []
+                self.suite.add_symbols(self._symbols[source], source)
+        return self._compiled[source]
+
+    def compile_all(self) -> dict[Path, CompileResult]:
+        return {s: self.compile(s) for s in self.suite.sources}
+
+    def locate(self, kernel: str) -> tuple[Path | None, ExecResult | None]:
+        """(source defining `kernel`, None) or (None, the missing / compile-error verdict)."""
+        decl = self.suite.kernels.get(kernel)
+        if decl is not None and decl.file is not None and Path(decl.file) in self.suite.sources:
+            src = Path(decl.file)
+            res = self.compile(src)
+            if not res.ok:
+                return None, ExecResult("compile-error", message=f"{src}: {res.error.message}")
+            if kernel in self._symbols.get(src, [kernel]):
+                return src, None
+        failed = []
+        for src in self.suite.sources:                 # macro magic the scan missed: symbols decide
+            res = self.compile(src)
+            if not res.ok:
+                failed.append(src)
+            elif kernel in self._symbols.get(src, []):
+                return src, None
+        from ..coverage import suggestion_for
+        sugg = suggestion_for(kernel, self.suite)
+        msg = f"no kernel {kernel} in {self.suite_dir}"
+        if decl is not None:
+            msg += f" (declared at {decl.where()} but absent from the compiled module: excluded by #if?)"
+        if sugg:
+            msg += f"; closest defined: {sugg}"
+        if failed:
+            msg += "; sources that failed to compile: " + ", ".join(map(str, failed))
+        return None, ExecResult("missing", message=msg)
+
+    # --- device ------------------------------------------------------------------------------
+    def availability(self) -> Availability:
+        try:
+            import cupy
+        except Exception as e:
+            return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda12x")
+        try:
+            if not cupy.cuda.is_available():
+                return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)")
+            dev = cupy.cuda.Device()
+            name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"].decode()
+        except Exception as e:
+            return Availability(False, f"CUDA device unusable: {e}")
+        if self.toolchain.compiler == "nvrtc":
+            try:
+                from cupy_backends.cuda.libs import nvrtc
+                nvrtc.getVersion()
+            except Exception as e:
+                return Availability(False, f"no nvcc on PATH and NVRTC unusable ({e}): "
+                                           "install the CUDA toolkit or pip install nvidia-cuda-nvrtc-cu12")
+        return Availability(True, device=f"{name} (sm_{dev.compute_capability}), {self.toolchain.compiler}")
+
+    def _function(self, kernel: str):
+        if kernel in self._functions:
+            return self._functions[kernel], None
+        src, err = self.locate(kernel)
+        if err:
+            return None, err
+        import cupy
+        if src not in self._modules:
+            mod = cupy.cuda.function.Module()
+            mod.load_file(str(self._compiled[src].binary))
+            self._modules[src] = mod
+        self._functions[kernel] = self._modules[src].get_function(kernel)
+        return self._functions[kernel], None
+
+    def prepare(self, kernel: str) -> ExecResult | None:
+        """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
+        if self._dead:
+            return ExecResult("crash", message=self._dead)
+        try:
+            _, err = self._function(kernel)
+        except Exception as e:
+            return self._fault(e, f"loading {kernel}")
+        return err
+
+    def _fault(self, e: Exception, what: str) -> ExecResult:
+        text = f"{what}: {type(e).__name__}: {e}"
+        self._dead = f"CUDA context lost by an earlier crash ({text})"
+        return ExecResult("crash", message=text)
+
+    def run(self, launch: Launch) -> ExecResult:
+        err = self.prepare(launch.kernel)
+        if err is not None:
+            return err
+        import cupy
+        func = self._functions[launch.kernel]
+        hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
+        try:
+            dev = {n: cupy.asarray(guarded_image(h)) for n, h in hosts.items()}
+            infos = []
+
+            def info_address(a: np.ndarray) -> int:
+                d = cupy.asarray(a)
+                infos.append(d)
+                return int(d.data.ptr)
+            args = arg_values(launch, lambda n: int(dev[n].data.ptr) + GUARD_BYTES, info_address)
+            cupy.cuda.Device().synchronize()
+        except Exception as e:
+            return self._fault(e, "setting up buffers")
+        t0 = t1 = None
+        try:
+            if self.timing:
+                t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
+                t0.record()
+            func(tuple(int(g) for g in launch.grid), tuple(int(b) for b in launch.block), tuple(args),
+                 shared_mem=int(launch.shared_mem))
+            if t1 is not None:
+                t1.record()
+            cupy.cuda.Device().synchronize()
+            images = {n: cupy.asnumpy(d) for n, d in dev.items()}
+        except Exception as e:
+            return self._fault(e, f"{launch.describe()}")
+        time_ms = cupy.cuda.get_elapsed_time(t0, t1) if t1 is not None else None
+        return self.judge(launch, hosts, images, time_ms)
+
+    @staticmethod
+    def judge(launch: Launch, hosts: dict[str, np.ndarray], images: dict[str, np.ndarray],
+              time_ms: float | None = None) -> ExecResult:
+        """Guard and input checks on the downloaded images; pure, so it is testable without a GPU."""
+        outputs, oob, clobbered = {}, [], []
+        for n, h in hosts.items():
+            before, after, data = check_image(images[n], h.nbytes)
+            if not before:
+                oob.append(f"{n}: bytes before the buffer overwritten")
+            if not after:
+                oob.append(f"{n}: bytes after the buffer ({h.nbytes} B) overwritten")
+            got = data.view(h.dtype).reshape(h.shape) if h.nbytes else np.empty(h.shape, h.dtype)
+            if n in launch.outputs:
+                outputs[n] = got
+            elif not np.array_equal(data, h.reshape(-1).view(np.uint8)):
+                diff = np.flatnonzero(data != h.reshape(-1).view(np.uint8))
+                clobbered.append(f"{n}: {diff.size} byte(s) changed, first at byte {int(diff[0])}")
+        if oob:
+            return ExecResult("oob-write", outputs, "; ".join(oob), time_ms)
+        if clobbered:
+            return ExecResult("input-clobbered", outputs, "; ".join(clobbered), time_ms)
+        return ExecResult("ok", outputs, "", time_ms)
+
+    def close(self) -> None:
+        self._functions.clear()
+        self._modules.clear()
+
+
+class CudaExecutor(HipOnNvidiaExecutor):
+    """Level `cuda`: a `.cu` suite (Candle's own kernels) compiled as it is, no HIP mapping."""
+    level = "cuda"
+    suffixes = (".cu",)
+
+    def __init__(self, suite_dir: str | os.PathLike, **kw):
+        super().__init__(suite_dir, **kw)
+
+    def default_includes(self) -> list[Path]:
+        return []

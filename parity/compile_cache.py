@@ -1,0 +1,256 @@
+"""Compile kernel sources once: a content-addressed cache shared by processes.
+
+Key = SHA-256 over length-prefixed (source bytes, the bytes of every header it includes that
+lives in the suite or an include dir, flags, toolchain version string, target). An entry is
+`<cache>/<key[:2]>/<key>/` holding `out.bin` (the binary), `log.txt` (the compiler's stderr:
+remarks survive a cache hit) and `meta.json`, written last as the commit mark. Writes go to a
+temporary name and are renamed into place; a miss is compiled under an `fcntl` lock per entry,
+so concurrent processes compile each entry once. Compile errors are cached too (same inputs,
+same error) and come back as a `CompileError`, never as an exception.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+CACHE_VERSION = "1"
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+_LOC = re.compile(r'^(?P<file>[^\s:()][^:()\n]*?)(?::(?P<l1>\d+)(?::\d+)?|\((?P<l2>\d+)\))\s*:?\s*'
+                  r'(?:fatal error|error|catastrophic error)\b', re.M)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "parity")
+
+
+@dataclass
+class CompileError:
+    message: str                                   # the compiler's output (error lines kept)
+    locations: list[tuple[str, int]] = field(default_factory=list)   # (file, line) of each error
+    command: list[str] = field(default_factory=list)
+    returncode: int | None = None
+
+    def first(self) -> str:
+        return f"{self.locations[0][0]}:{self.locations[0][1]}" if self.locations else ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    key: str
+    binary: Path | None = None       # path inside the cache (read-only by convention)
+    log: str = ""                    # stderr (warnings, -Rpass remarks)
+    cached: bool = False             # served from the cache
+    error: CompileError | None = None
+    seconds: float = 0.0
+    command: list[str] = field(default_factory=list)
+
+    def read(self) -> bytes:
+        return self.binary.read_bytes() if self.binary else b""
+
+
+def error_locations(text: str) -> list[tuple[str, int]]:
+    out = []
+    for m in _LOC.finditer(text):
+        out.append((m.group("file").strip(), int(m.group("l1") or m.group("l2"))))
+    return out
+
+
+_NOISE = re.compile(r"^(Traceback|  File |    |FileNotFoundError|.*rocm_agent_enumerator).*$", re.M)
+
+
+def clean_message(text: str, limit: int = 12000) -> str:
+    """Drop tool noise (hipcc's agent-enumerator traceback), keep file:line lines, cap the size."""
+    lines = [ln for ln in text.splitlines() if not _NOISE.match(ln)]
+    if sum(len(ln) + 1 for ln in lines) > limit:       # keep every error line, then context
+        keep = [ln for ln in lines if "error" in ln]
+        rest = [ln for ln in lines if "error" not in ln]
+        lines = keep + ["..."] + rest[: max(0, 40 - len(keep))]
+    return "\n".join(lines)[:limit].strip()
+
+
+def make_error(text: str, command: list[str] = (), returncode: int | None = None) -> CompileError:
+    msg = clean_message(text)
+    return CompileError(msg, error_locations(msg), list(command), returncode)
+
+
+# ------------------------------------------------------------------------ key ingredients
+def header_closure(source: Path, include_dirs: list[Path] = ()) -> list[Path]:
+    """Headers `source` includes, transitively, that exist next to it or under include_dirs."""
+    seen: dict[Path, None] = {}
+    todo = [Path(source)]
+    roots = [Path(d) for d in include_dirs]
+    while todo:
+        cur = todo.pop()
+        try:
+            text = cur.read_text(errors="replace")
+        except OSError:
+            continue
+        for inc in _INCLUDE.findall(text):
+            for base in [cur.parent, *roots]:
+                cand = (base / inc)
+                if cand.is_file():
+                    cand = cand.resolve()
+                    if cand not in seen:
+                        seen[cand] = None
+                        todo.append(cand)
+                    break
+    return sorted(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_version(argv: tuple[str, ...], env_items: tuple[tuple[str, str], ...] = ()) -> str:
+    """`<compiler> --version`, noise removed; "" when the compiler is absent."""
+    exe = shutil.which(argv[0])
+    if not exe:
+        return ""
+    env = {**os.environ, **dict(env_items)}
+    try:
+        p = subprocess.run([exe, *argv[1:], "--version"], capture_output=True, text=True, env=env,
+                           errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return clean_message(p.stdout + p.stderr)
+
+
+def cache_key(source: Path, headers: list[Path], flags: list[str], toolchain: str, target: str,
+              source_bytes: bytes | None = None) -> str:
+    h = hashlib.sha256()
+
+    def put(b: bytes) -> None:
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    put(CACHE_VERSION.encode())
+    put(Path(source).name.encode())
+    put(source_bytes if source_bytes is not None else Path(source).read_bytes())
+    for hd in headers:
+        put(Path(hd).name.encode())
+        put(Path(hd).read_bytes())
+    put("\0".join(flags).encode())
+    put(toolchain.encode())
+    put(target.encode())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------ the store
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _load(entry: Path, key: str) -> CompileResult | None:
+    meta_p = entry / "meta.json"
+    if not meta_p.is_file():
+        return None
+    try:
+        meta = json.loads(meta_p.read_text())
+    except (OSError, ValueError):
+        return None
+    log = (entry / "log.txt").read_text(errors="replace") if (entry / "log.txt").is_file() else ""
+    if meta.get("ok"):
+        if not (entry / "out.bin").is_file():
+            return None
+        return CompileResult(True, key, entry / "out.bin", log, cached=True, command=meta.get("command", []))
+    err = CompileError(meta.get("message", log), [tuple(x) for x in meta.get("locations", [])],
+                       meta.get("command", []), meta.get("returncode"))
+    return CompileResult(False, key, None, log, cached=True, error=err, command=meta.get("command", []))
+
+
+Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, compiler output)
+
+
+def cached_build(key: str, build: Builder, command: list[str] = (), root: Path | None = None,
+                 force: bool = False) -> CompileResult:
+    """Serve `key` from the cache, or run `build(out_path)` once (under the entry's lock)."""
+    root = Path(root) if root else cache_dir()
+    entry = root / key[:2] / key
+    if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
+        hit = _load(entry, key)
+        if hit:
+            return hit
+    with _locked(root / "locks" / f"{key}.lock"):
+        if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
+            hit = _load(entry, key)               # another process compiled it meanwhile
+            if hit:
+                return hit
+        entry.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
+            out = Path(tmp) / "out.bin"
+            try:
+                rc, text = build(out)
+            except Exception as e:                 # a builder that raises is a compile error too
+                rc, text = -1, f"{type(e).__name__}: {e}"
+            seconds = time.perf_counter() - t0
+            ok = rc == 0 and out.is_file()
+            if ok:
+                _atomic_write(entry / "out.bin", out.read_bytes())
+            _atomic_write(entry / "log.txt", text.encode())
+            meta = {"ok": ok, "command": list(command), "returncode": rc, "seconds": seconds}
+            err = None
+            if not ok:
+                err = make_error(text or f"compiler exited with {rc} and wrote no output", command, rc)
+                meta.update(message=err.message, locations=err.locations)
+            _atomic_write(entry / "meta.json", json.dumps(meta).encode())
+        if ok:
+            return CompileResult(True, key, entry / "out.bin", text, False, None, seconds, list(command))
+        return CompileResult(False, key, None, text, False, err, seconds, list(command))
+
+
+def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[str], *,
+                   target: str = "", include_dirs: list[str | os.PathLike] = (),
+                   env: dict[str, str] | None = None, output_flag: str = "-o",
+                   timeout: float = 1800, cache_root: Path | None = None,
+                   force: bool = False) -> CompileResult:
+    """`compiler + flags + [source, -o out]` through the cache. Missing compiler -> error result."""
+    source = Path(source)
+    env_items = tuple(sorted((env or {}).items()))
+    version = toolchain_version(tuple(compiler), env_items)
+    cmd = [*compiler, *flags, str(source), output_flag]
+    if not version and not shutil.which(compiler[0]):
+        err = CompileError(f"{compiler[0]}: not found on PATH", [], cmd, None)
+        return CompileResult(False, "", error=err, command=cmd)
+    incs = [Path(d) for d in include_dirs]
+    key = cache_key(source, header_closure(source, incs), [*compiler, *flags], version, target)
+
+    def build(out: Path) -> tuple[int, str]:
+        try:
+            p = subprocess.run([*cmd, str(out)], capture_output=True, text=True, errors="replace",
+                               env={**os.environ, **(env or {})}, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return -1, f"{source}: compiler timed out after {timeout:.0f} s"
+        return p.returncode, p.stdout + p.stderr
+    return cached_build(key, build, cmd + ["<out>"], cache_root, force)

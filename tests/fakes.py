@@ -1,0 +1,65 @@
+"""Deliberately broken subjects built on the CPU ABI emulation: each reproduces one bug that
+ships in real ports. Tests assert parity reports each with the exact verdict and worst element."""
+from __future__ import annotations
+
+import numpy as np
+
+from parity.backends.cpu import CpuExecutor
+from parity.numerics import cast, to_f64
+
+
+class IgnoresStrides(CpuExecutor):
+    """Reads every operand as if contiguous (treats info as null)."""
+    def gather(self, base, offset, info, nd, k, numel):
+        return base[offset: offset + numel]
+
+
+class DropsStartOffset(CpuExecutor):
+    """Forgets that the host advanced the pointer by the start offset."""
+    def pointer_offset(self, offset):
+        return 0
+
+
+class OneStrideArray(CpuExecutor):
+    """Reuses the first operand's strides for every operand (the ternary macro bug)."""
+    def operand_strides(self, info, nd, k):
+        return info[nd: 2 * nd]
+
+
+class SaturatingU8Cast(CpuExecutor):
+    """float->u8 saturates like Rust `as` (Candle CPU) instead of wrapping like CUDA."""
+    def compute(self, op, key, inputs, params):
+        src, dst = op.dtype_parts(key)[0], op.dtype_parts(key)[-1]
+        if op.root == "cast" and src.is_float and dst.name == "u8":
+            v = to_f64(inputs["x"])
+            return np.where(np.isnan(v), 0, np.clip(np.trunc(np.nan_to_num(v)), 0, 255)).astype(np.uint8)
+        return super().compute(op, key, inputs, params)
+
+
+class NanDroppingMinimum(CpuExecutor):
+    """minimum through `a < b ? a : b`: NaN handling lost (for f16/bf16 it must propagate)."""
+    def compute(self, op, key, inputs, params):
+        if op.root == "bminimum":
+            a, b = inputs["lhs"], inputs["rhs"]
+            return np.where(to_f64(a) < to_f64(b), a, b)
+        return super().compute(op, key, inputs, params)
+
+
+class UnwrittenTail(CpuExecutor):
+    """Never writes the last element (an off-by-one bound)."""
+    def store(self, out, values):
+        out[: max(values.size - 1, 0)] = values[:-1]
+
+
+class NoInPlacePath(CpuExecutor):
+    """A unary macro without the `inp ? inp[i] : out[i]` path: a null input reads zeros."""
+    def run(self, launch):
+        for a in launch.args:
+            if a.kind == "ptr" and a.value is None:
+                launch.args = [type(a)(a.kind, ("zeros", 0), a.dtype, a.name) if x is a else x for x in launch.args]
+                launch.buffers["zeros"] = np.zeros_like(launch.buffers["out"])
+        return super().run(launch)
+
+
+__all__ = ["IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
+           "UnwrittenTail", "NoInPlacePath", "cast"]

@@ -1,0 +1,69 @@
+"""The engine must catch each deliberately broken subject, with the exact verdict and worst element."""
+import pytest
+
+from fakes import (DropsStartOffset, IgnoresStrides, NanDroppingMinimum, NoInPlacePath, OneStrideArray,
+                   SaturatingU8Cast, UnwrittenTail)
+from parity.backends.cpu import CpuExecutor
+from parity.cases import Case
+from parity.engine import run_case
+
+# (subject, case, n_bad, worst coords, worst inputs, expected, got)
+CAUGHT = [
+    (IgnoresStrides, "unary.exp/f32/transposed/normal/s0", 1548, [1, 39],
+     {"x": "4.849396228790283"}, "127.66328430175781", "0.00801017601042986"),
+    (DropsStartOffset, "unary.neg/f32/narrowed/normal/s0", 384, [0, 0],
+     {"x": "1.083400845527649"}, "-1.083400845527649", "nan"),
+    (OneStrideArray, "where/u8-f32/transposed/normal/s0", 1549, [0, 1],
+     {"cond": "0", "t": "4.488234043121338", "f": "0.009603574872016907"}, "0.009603574872016907", "nan"),
+    (OneStrideArray, "binary.add/f32/transposed/normal/s0", 1548, [2, 45],
+     {"lhs": "0.15844736993312836", "rhs": "4.682126522064209"}, "4.840573787689209", "-4.536996841430664"),
+    (SaturatingU8Cast, "cast/f32-u8/contiguous/out-of-range/s0", 325, [0, 10],
+     {"x": "2147483648.0"}, "0", "255"),
+    (NanDroppingMinimum, "binary.minimum/f16/contiguous/special/s0", 61, [0, 21],
+     {"lhs": "nan", "rhs": "-4.93359375"}, "nan", "-4.93359375"),
+    (UnwrittenTail, "unary.sqrt/bf16/len1025/normal/s0", 1, [1024],
+     {"x": "2.28125"}, "1.5078125", "-2.8622937353617317e-16"),
+    (NoInPlacePath, "unary.exp/f32/inplace/normal/s0", 1485, [29, 13],
+     {"x": "-4.997680187225342"}, "0.006753596011549234", "1.0"),
+]
+
+
+@pytest.mark.parametrize("subject,case_id,n_bad,coords,inputs,expected,got", CAUGHT,
+                         ids=[f"{c[0].__name__}:{c[1]}" for c in CAUGHT])
+def test_broken_subject_is_caught(subject, case_id, n_bad, coords, inputs, expected, got):
+    row = run_case(Case.parse(case_id), subject())
+    assert row["verdict"] == "fail"
+    assert row["n_bad"] == n_bad
+    w = row["worst"]
+    assert w["coords"] == coords
+    assert w["inputs"] == inputs
+    assert (w["expected"], w["got"]) == (expected, got)
+
+
+def test_unwritten_element_is_named():
+    row = run_case(Case.parse("unary.sqrt/bf16/len1025/normal/s0"), UnwrittenTail())
+    assert row["worst"]["note"] == "unwritten: still the 0xA5 sentinel"
+    assert row["worst"]["got_bits"] == "0xa5a5"
+
+
+def test_u8_wrap_300_is_44_and_saturation_is_caught():
+    """The headline cast divergence: CUDA 300.0 -> 44, a saturating port gives 255."""
+    row = run_case(Case.parse("cast/f32-u8/contiguous/out-of-range/s0"), SaturatingU8Cast())
+    assert row["verdict"] == "fail"
+    import numpy as np
+    from parity.numerics import cast
+    from parity.dtypes import dtype
+    assert cast(np.array([300.0], np.float32), dtype("f32"), dtype("u8"))[0] == 44
+
+
+@pytest.mark.parametrize("case_id", [c[1] for c in CAUGHT])
+def test_correct_subject_passes_the_same_cases(case_id):
+    """The fixtures fail because of their bug, not because the case is unpassable."""
+    assert run_case(Case.parse(case_id), CpuExecutor())["verdict"] == "pass"
+
+
+def test_nan_dropping_minimum_passes_for_f32_only_where_cuda_ignores_nan():
+    """f32 fminf ignores NaN, so `a<b?a:b` still differs: NaN on the rhs leaks through."""
+    row = run_case(Case.parse("binary.minimum/f32/contiguous/special/s0"), NanDroppingMinimum())
+    assert row["verdict"] == "fail"
+    assert row["worst"]["inputs"]["rhs"] == "nan" and row["worst"]["expected"] != "nan"
