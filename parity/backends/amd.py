@@ -1,0 +1,224 @@
+"""Level `amd`: a HIP suite compiled by hiprtc and launched on an AMD GPU through hip-python.
+
+Detected at run time; without `hip-python`, `libhiprtc` or an AMD device the level is
+`unavailable` with the reason, never passed. Arguments are packed by the same pure function as
+on NVIDIA (`hip_nvidia.arg_values`) and laid out by `kernel_arg_buffer` (natural alignment,
+what `hipModuleLaunchKernel`'s `HIP_LAUNCH_PARAM_BUFFER_POINTER` expects), which needs no GPU.
+Guards, input checks and verdicts are the NVIDIA executor's (`HipOnNvidiaExecutor.judge`).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
+from ..ops.base import Launch
+from ..suite import Suite, discover, kernels_from_binary
+from .base import Availability, ExecResult, Executor
+from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
+
+HIPRTC_FLAGS = ["-O3", "-std=c++17"]
+
+_CTYPES = {np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.int64): ctypes.c_int64,
+           np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.int32): ctypes.c_int32,
+           np.dtype(np.uint16): ctypes.c_uint16, np.dtype(np.int16): ctypes.c_int16,
+           np.dtype(np.uint8): ctypes.c_uint8, np.dtype(np.int8): ctypes.c_int8,
+           np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
+           np.dtype(np.bool_): ctypes.c_bool}
+
+
+def ctypes_args(values: list[np.generic]) -> list:
+    """numpy scalars -> ctypes scalars of the same size (f16 as its uint16 bits)."""
+    out = []
+    for v in values:
+        v = np.asarray(v)
+        if v.dtype == np.float16:
+            v = v.view(np.uint16)
+        out.append(_CTYPES[v.dtype](v.item()))
+    return out
+
+
+def kernel_arg_buffer(values: list[np.generic]) -> bytes:
+    """The kernel-argument block: each value at its natural alignment, in order."""
+    buf = bytearray()
+    for v in values:
+        b = np.asarray(v).tobytes()
+        align = max(1, len(b))
+        buf += b"\0" * (-len(buf) % align)
+        buf += b
+    buf += b"\0" * (-len(buf) % 8)
+    return bytes(buf)
+
+
+def _check(result):
+    """hip-python calls return (err, *values); raise on an error, return the value(s)."""
+    from hip import hip, hiprtc
+    err, rest = result[0], result[1:]
+    if isinstance(err, hip.hipError_t) and err != hip.hipError_t.hipSuccess:
+        raise RuntimeError(f"{err.name}")
+    if isinstance(err, hiprtc.hiprtcResult) and err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
+        raise RuntimeError(f"{err.name}")
+    return rest[0] if len(rest) == 1 else (rest or None)
+
+
+def detect() -> tuple[bool, str, str]:
+    """(available, reason, gcnArchName)."""
+    try:
+        from hip import hip, hiprtc  # noqa: F401
+    except ImportError as e:
+        return False, f"hip-python not installed ({e}): pip install hip-python", ""
+    except OSError as e:
+        return False, f"ROCm libraries missing ({e}): apt-get install libamdhip64-dev libhiprtc-dev", ""
+    try:
+        err, count = hip.hipGetDeviceCount()
+    except Exception as e:
+        return False, f"HIP runtime unusable: {e}", ""
+    if err != hip.hipError_t.hipSuccess or count == 0:
+        return False, f"no AMD GPU ({getattr(err, 'name', err)}, {count} devices)", ""
+    try:
+        props = hip.hipDeviceProp_t()
+        _check(hip.hipGetDeviceProperties(props, 0))
+        arch = props.gcnArchName
+        arch = arch.decode() if isinstance(arch, bytes) else str(arch)
+    except Exception as e:
+        return False, f"hipGetDeviceProperties failed: {e}", ""
+    return True, "", arch
+
+
+class AmdExecutor(Executor):
+    level = "amd"
+
+    def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
+                 cache_root: str | os.PathLike | None = None, extra_flags: list[str] = ()):
+        self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
+        self.arch = arch
+        self.cache_root = Path(cache_root) if cache_root else None
+        self.extra_flags = list(extra_flags)
+        self._suite: Suite | None = None
+        self._compiled: dict[Path, CompileResult] = {}
+        self._symbols: dict[Path, list[str]] = {}
+        self._modules: dict[Path, object] = {}
+        self._functions: dict[str, object] = {}
+        self._avail: tuple[bool, str, str] | None = None
+
+    @property
+    def suite(self) -> Suite:
+        if self._suite is None:
+            self._suite = discover(self.suite_dir)
+            self._suite.sources = [s for s in self._suite.sources if s.suffix == ".hip"]
+        return self._suite
+
+    def availability(self) -> Availability:
+        if self._avail is None:
+            self._avail = detect()
+        ok, why, arch = self._avail
+        self.arch = self.arch or (arch.split(":")[0] if arch else None)
+        return Availability(ok, why, device=f"AMD {arch}" if ok else "")
+
+    def options(self, source: Path) -> list[str]:
+        return [f"--offload-arch={self.arch}", *HIPRTC_FLAGS, f"-I{source.parent}", *self.extra_flags]
+
+    def compile(self, source: Path) -> CompileResult:
+        if source in self._compiled:
+            return self._compiled[source]
+        from hip import hiprtc
+        opts = self.options(source)
+        version = "hiprtc %s" % (_check(hiprtc.hiprtcVersion()),)
+        key = cache_key(source, header_closure(source), opts, version, self.arch or "")
+
+        def build(out: Path) -> tuple[int, str]:
+            prog = _check(hiprtc.hiprtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], []))
+            bopts = [o.encode() for o in opts]
+            err, = hiprtc.hiprtcCompileProgram(prog, len(bopts), bopts)
+            size = _check(hiprtc.hiprtcGetProgramLogSize(prog))
+            log = bytearray(size)
+            if size:
+                _check(hiprtc.hiprtcGetProgramLog(prog, log))
+            text = log.decode(errors="replace").rstrip("\0")
+            if err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
+                return 1, text or str(err)
+            n = _check(hiprtc.hiprtcGetCodeSize(prog))
+            code = bytearray(n)
+            _check(hiprtc.hiprtcGetCode(prog, code))
+            out.write_bytes(bytes(code))
+            return 0, text
+        res = cached_build(key, build, ["hiprtc", *opts, str(source)], self.cache_root)
+        self._compiled[source] = res
+        if res.ok:
+            try:
+                self._symbols[source] = kernels_from_binary(res.binary, self.arch)
+            except Exception:
+                self._symbols[source] = []
+        return res
+
+    def prepare(self, kernel: str) -> ExecResult | None:
+        if kernel in self._functions:
+            return None
+        ok, why, _ = self._avail or detect()
+        if not ok:
+            return ExecResult("unavailable", message=why)
+        self.availability()
+        # the same lookup as on NVIDIA: discovery first, then the symbol tables
+        src = None
+        decl = self.suite.kernels.get(kernel)
+        cands = [Path(decl.file)] if decl and decl.file else []
+        for s in cands + [s for s in self.suite.sources if s not in cands]:
+            res = self.compile(s)
+            if not res.ok:
+                if s in cands:
+                    return ExecResult("compile-error", message=f"{s}: {res.error.message}")
+                continue
+            if kernel in self._symbols.get(s, []) or (s in cands and not self._symbols.get(s)):
+                src = s
+                break
+        if src is None:
+            from ..coverage import suggestion_for
+            s = suggestion_for(kernel, self.suite)
+            return ExecResult("missing", message=f"no kernel {kernel}" + (f"; closest defined: {s}" if s else ""))
+        from hip import hip
+        if src not in self._modules:
+            self._modules[src] = _check(hip.hipModuleLoadData(self._compiled[src].read()))
+        self._functions[kernel] = _check(hip.hipModuleGetFunction(self._modules[src], kernel.encode()))
+        return None
+
+    def run(self, launch: Launch) -> ExecResult:
+        err = self.prepare(launch.kernel)
+        if err is not None:
+            return err
+        from hip import hip
+        hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
+        allocs, images = {}, {}
+        try:
+            for n, h in hosts.items():
+                img = guarded_image(h)
+                d = _check(hip.hipMalloc(img.nbytes))
+                _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+                allocs[n] = (d, img.nbytes)
+            infos = []
+
+            def info_address(a: np.ndarray) -> int:
+                d = _check(hip.hipMalloc(max(8, a.nbytes)))
+                _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+                infos.append(d)
+                return int(d)
+            vals = arg_values(launch, lambda n: int(allocs[n][0]) + GUARD_BYTES, info_address)
+            _check(hip.hipModuleLaunchKernel(self._functions[launch.kernel], *launch.grid, *launch.block,
+                                             sharedMemBytes=int(launch.shared_mem), stream=None,
+                                             kernelParams=None, extra=tuple(ctypes_args(vals))))
+            _check(hip.hipDeviceSynchronize())
+            for n, (d, size) in allocs.items():
+                back = np.empty(size, np.uint8)
+                _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+                images[n] = back
+        except Exception as e:
+            self._functions.clear()
+            return ExecResult("crash", message=f"{launch.describe()}: {e}")
+        finally:
+            for d, _ in allocs.values():
+                hip.hipFree(d)
+            for d in locals().get("infos", []):
+                hip.hipFree(d)
+        return HipOnNvidiaExecutor.judge(launch, hosts, images)

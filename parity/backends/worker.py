@@ -1,0 +1,154 @@
+"""Fault containment: run an executor in a child process (multiprocessing, spawn).
+
+A launch that kills the CUDA context (illegal address) is answered `crash` and the child is
+replaced; a launch that does not answer within `timeout_s` is answered `timeout`, the child is
+killed and replaced. Compiling and loading (`prepare`) get their own, longer limit, so a slow
+first compile is not mistaken for a hung kernel.
+
+    ex = IsolatedExecutor(HipOnNvidiaExecutor, suite_dir="backends/hip", timeout_s=10)
+    ex.run(launch)      # ExecResult, whatever the kernel does
+    ex.close()
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+
+from ..ops.base import Launch
+from .base import Availability, ExecResult, Executor
+
+
+def _serve(conn, cls, kwargs) -> None:
+    try:
+        ex = cls(**kwargs)
+    except Exception:
+        conn.send(("error", traceback.format_exc()))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            msg, payload = conn.recv()
+        except EOFError:
+            break
+        try:
+            if msg == "availability":
+                out = ex.availability()
+            elif msg == "prepare":
+                out = ex.prepare(payload) if hasattr(ex, "prepare") else None
+            elif msg == "run":
+                out = ex.run(payload)
+            elif msg == "close":
+                ex.close()
+                conn.send(("ok", None))
+                break
+            else:
+                out = None
+            conn.send(("ok", out))
+        except Exception:
+            conn.send(("ok", ExecResult("crash", message=traceback.format_exc(limit=5))))
+
+
+class IsolatedExecutor(Executor):
+    def __init__(self, cls: type, timeout_s: float = 30.0, prepare_timeout_s: float = 1800.0,
+                 start_method: str = "spawn", **kwargs):
+        self.cls, self.kwargs = cls, kwargs
+        self.level = getattr(cls, "level", "?")
+        self.timeout_s, self.prepare_timeout_s = timeout_s, prepare_timeout_s
+        self._ctx = mp.get_context(start_method)
+        self._proc = None
+        self._conn = None
+        self.restarts = 0
+
+    # --- process management ----------------------------------------------------------------
+    def _start(self) -> str:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        if not parent.poll(self.prepare_timeout_s):
+            self._kill()
+            return "worker did not start"
+        try:
+            tag, payload = parent.recv()
+        except EOFError:
+            self._kill()
+            return "worker died while starting"
+        if tag != "ready":
+            self._kill()
+            return f"executor failed to start:\n{payload}"
+        return ""
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def _restart(self) -> None:
+        self._kill()
+        self.restarts += 1
+
+    def _call(self, msg: str, payload, timeout: float):
+        """("ok", value) | ("timeout", None) | ("died", exitcode) | ("error", text)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._kill()
+            why = self._start()
+            if why:
+                return "error", why
+        try:
+            self._conn.send((msg, payload))
+            if not self._conn.poll(timeout):
+                return "timeout", None
+            tag, value = self._conn.recv()
+            return tag, value
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            code = self._proc.exitcode if self._proc else None
+            return "died", code
+
+    # --- Executor ------------------------------------------------------------------------
+    def availability(self) -> Availability:
+        tag, value = self._call("availability", None, self.prepare_timeout_s)
+        if tag == "ok":
+            return value
+        self._restart()
+        return Availability(False, f"executor worker: {tag} {value or ''}".strip())
+
+    def run(self, launch: Launch) -> ExecResult:
+        tag, value = self._call("prepare", launch.kernel, self.prepare_timeout_s)
+        if tag == "ok" and value is not None:
+            if value.status == "crash":
+                self._restart()
+            return value
+        if tag != "ok":
+            self._restart()
+            return ExecResult("timeout" if tag == "timeout" else "crash",
+                              message=f"preparing {launch.kernel}: {tag} {value or ''}".strip())
+        tag, value = self._call("run", launch, self.timeout_s)
+        if tag == "timeout":
+            self._restart()
+            return ExecResult("timeout", message=f"no answer after {self.timeout_s:g} s: {launch.describe()}")
+        if tag != "ok":
+            self._restart()
+            return ExecResult("crash", message=f"worker process died (exit code {value}) during {launch.describe()}")
+        if value.status == "crash":                # the context is gone: start a clean process
+            self._restart()
+        return value
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(("close", None))
+                self._conn.poll(10)
+            except (OSError, BrokenPipeError):
+                pass
+        self._kill()
+
+    def __del__(self):
+        try:
+            self._kill()
+        except Exception:
+            pass

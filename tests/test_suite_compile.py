@@ -1,0 +1,249 @@
+"""Suite discovery, coverage, the compile cache, amd-static and the hip-on-nvidia compile path.
+
+No GPU needed. Tests that compile need nvcc (hip-on-nvidia) or hipcc (amd-static) on PATH and
+skip without them.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parity.compile_cache import cache_key, compile_source, error_locations
+from parity.coverage import coverage
+from parity.ops import expected_kernels
+from parity.ops.base import Arg, Launch
+from parity.suite import discover, kernels_from_binary, normalize_type, unbundle
+
+SUITES = Path(__file__).parent / "fixtures" / "suites"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+needs_hipcc = pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not on PATH")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PARITY_FORCE_RECOMPILE", raising=False)
+
+
+# ------------------------------------------------------------------------------ discovery
+def test_discover_literal_and_macro_kernels():
+    s = discover(SUITES / "good")
+    assert s.language == "hip"
+    assert set(s.kernels) == {"uneg_f32", "ucopy_f32"}
+    neg, cp = s.kernels["uneg_f32"], s.kernels["ucopy_f32"]
+    assert neg.params == ["size_t", "size_t", "ptr", "ptr", "ptr"]
+    assert cp.params == ["size_t", "size_t", "ptr", "ptr", "ptr"]      # through the ## macro
+    assert neg.file.name == "good.hip" and neg.line == 4
+    assert cp.line == 20                                              # the macro invocation
+
+
+def test_discover_without_cpp_finds_literal_declarations():
+    s = discover(SUITES / "good", use_cpp=False)
+    assert "uneg_f32" in s.kernels and "ucopy_f32" not in s.kernels
+
+
+@pytest.mark.parametrize("ctype,want", [
+    ("size_t numel", "size_t"), ("const size_t* info", "ptr"), ("const __half* inp", "ptr"),
+    ("__half param", "f16"), ("__nv_bfloat16 v", "bf16"), ("uint8_t x", "u8"), ("float mul", "f32"),
+    ("double add", "f64"), ("unsigned int d1", "u32"), ("int n_cols", "i32"), ("bool flag", "bool"),
+    ("const float* __restrict__ src", "ptr"), ("__nv_fp8_e4m3 value", "f8_e4m3"), ("int64_t x", "i64"),
+    ("unsigned long long n", "u64"), ("float arr[]", "ptr"),
+])
+def test_normalize_type(ctype, want):
+    assert normalize_type(ctype) == want
+
+
+def test_normalize_type_follows_typedefs():
+    tds = {"usize": "decltype(sizeof(0))", "f16": "__half", "f8e4m3": "fp8e4m3", "T": "pk::f16"}
+    assert normalize_type("pk::usize numel", tds) == "size_t"
+    assert normalize_type("pk::f16 param", tds) == "f16"
+    assert normalize_type("pk::f8e4m3 param", tds) == "f8_e4m3"
+
+
+# ------------------------------------------------------------------------------- coverage
+def test_coverage_suggests_closest_name_for_misnamed_kernel():
+    rows = {r.kernel: r for r in coverage(discover(SUITES / "misnamed"))}
+    miss = rows["utanh_f32"]
+    assert miss.status == "missing" and miss.suggestion == "utan_f32"
+    extra = rows["utan_f32"]
+    assert extra.status == "extra" and extra.suggestion == "utanh_f32"
+    assert "unary.hip" in extra.where
+
+
+def test_coverage_present_and_signature_mismatch():
+    s = discover(SUITES / "good")
+    rows = {r.kernel: r for r in coverage(s)}
+    assert rows["uneg_f32"].status == "present"
+    s.kernels["uneg_f32"].params = ["size_t", "ptr", "ptr", "ptr"]
+    rows = {r.kernel: r for r in coverage(s)}
+    assert rows["uneg_f32"].status == "signature-mismatch"
+    assert "expected 5 parameters" in rows["uneg_f32"].suggestion
+
+
+def test_coverage_custom_expected():
+    op, key = expected_kernels()["uneg_f32"]
+    rows = coverage(discover(SUITES / "good"), expected={"uneg_f32": (op, key)})
+    assert [(r.kernel, r.status) for r in rows] == [("uneg_f32", "present"), ("ucopy_f32", "extra")]
+
+
+# ------------------------------------------------------------------------- compile cache
+def test_cache_key_covers_source_headers_flags_toolchain_target(tmp_path):
+    src, hdr = tmp_path / "a.hip", tmp_path / "a.h"
+    src.write_text('#include "a.h"\n')
+    hdr.write_text("// v1\n")
+    base = cache_key(src, [hdr], ["-O3"], "tc 1", "gfx90a")
+    assert base == cache_key(src, [hdr], ["-O3"], "tc 1", "gfx90a")
+    hdr.write_text("// v2\n")
+    assert base != cache_key(src, [hdr], ["-O3"], "tc 1", "gfx90a")
+    hdr.write_text("// v1\n")
+    assert base != cache_key(src, [hdr], ["-O2"], "tc 1", "gfx90a")
+    assert base != cache_key(src, [hdr], ["-O3"], "tc 2", "gfx90a")
+    assert base != cache_key(src, [hdr], ["-O3"], "tc 1", "gfx908")
+
+
+def test_error_locations_gcc_and_nvcc_styles():
+    text = ("a.hip:6:3: error: expected ';'\n"
+            "b.hip(12): error: identifier \"__builtin_amdgcn_readfirstlane\" is undefined\n"
+            "c.hip:3:1: warning: unused\n")
+    assert error_locations(text) == [("a.hip", 6), ("b.hip", 12)]
+
+
+def test_missing_compiler_is_an_error_result(tmp_path):
+    src = tmp_path / "x.hip"
+    src.write_text("")
+    r = compile_source(src, ["no-such-compiler-xyz"], [])
+    assert not r.ok and "not found" in r.error.message
+
+
+# ------------------------------------------------------------- hip-on-nvidia (compile only)
+def _exe(name, **kw):
+    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    return HipOnNvidiaExecutor(SUITES / name, arch="90", compiler="nvcc", **kw)
+
+
+@needs_nvcc
+def test_nvcc_compile_and_cache_hit():
+    ex = _exe("good")
+    (src, first), = ex.compile_all().items()
+    assert first.ok and not first.cached, first.error
+    assert set(kernels_from_binary(first.binary)) == {"uneg_f32", "ucopy_f32"}
+    (_, second), = _exe("good").compile_all().items()    # a fresh executor: served from disk
+    assert second.ok and second.cached and second.key == first.key
+
+
+@needs_nvcc
+def test_nvcc_compile_error_verdict_has_file_and_line():
+    src, err = _exe("compile_error").locate("uneg_f32")
+    assert src is None and err.status == "compile-error"
+    assert "broken.hip(6)" in err.message or "broken.hip(7)" in err.message
+    res = _exe("compile_error").compile_all()
+    (r,) = res.values()
+    assert r.error.locations and r.error.locations[0][0].endswith("broken.hip")
+    assert r.error.locations[0][1] in (6, 7)
+
+
+@needs_nvcc
+def test_nvcc_amd_only_intrinsic_is_compile_error_naming_it():
+    src, err = _exe("amd_only").locate("warp_sum_f32")
+    assert err is not None and err.status == "compile-error"
+    assert "__builtin_amdgcn_readfirstlane" in err.message
+
+
+@needs_nvcc
+def test_missing_kernel_suggests_closest():
+    src, err = _exe("misnamed").locate("utanh_f32")
+    assert err.status == "missing" and "utan_f32" in err.message
+
+
+# --------------------------------------------------------------------- packing and judging
+def _launch(**bufs):
+    return Launch("k", [Arg("size_t", 4, name="numel"), Arg("info", None, name="info"),
+                        Arg("ptr", ("x", 1), name="x"), Arg("ptr", None, name="y"),
+                        Arg("scalar", 1.5, dtype="bf16", name="p"), Arg("scalar", 2.0, dtype="f16", name="q"),
+                        Arg("u32", 7, name="d"), Arg("ptr", ("out", 0), name="out")],
+                  bufs, ("out",), (1, 1, 1), (32, 1, 1))
+
+
+def test_arg_values_abi_order_and_types():
+    from parity.backends.hip_nvidia import arg_values
+    lau = _launch(x=np.zeros(5, np.float32), out=np.zeros(4, np.float32))
+    vals = arg_values(lau, {"x": 0x1000, "out": 0x2000}.__getitem__, lambda a: 0)
+    assert [type(v) for v in vals] == [np.uint64, np.uint64, np.uint64, np.uint64, np.uint16, np.float16,
+                                       np.uint32, np.uint64]
+    assert int(vals[2]) == 0x1000 + 4 and int(vals[3]) == 0 and int(vals[7]) == 0x2000
+    assert int(vals[4]) == 0x3FC0                     # bf16 1.5 as raw bits
+    assert float(vals[5]) == 2.0
+
+
+def test_kernel_arg_buffer_alignment():
+    from parity.backends.amd import ctypes_args, kernel_arg_buffer
+    vals = [np.uint64(1), np.uint16(2), np.uint64(3), np.uint8(4), np.float32(1.0)]
+    buf = kernel_arg_buffer(vals)
+    assert len(buf) == 32
+    assert buf[0:8] == (1).to_bytes(8, "little") and buf[8:10] == (2).to_bytes(2, "little")
+    assert buf[16:24] == (3).to_bytes(8, "little") and buf[24] == 4
+    assert buf[28:32] == np.float32(1.0).tobytes()
+    assert [type(c).__name__ for c in ctypes_args([np.float16(1.0), np.uint64(5)])] == ["c_ushort", "c_ulong"]
+
+
+def test_judge_detects_oob_and_clobber_without_gpu():
+    from parity.backends.hip_nvidia import HipOnNvidiaExecutor, guarded_image
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    lau = _launch(x=x, out=out)
+    hosts = {"x": x, "out": out}
+    ok = {"x": guarded_image(x), "out": guarded_image(out)}
+    assert HipOnNvidiaExecutor.judge(lau, hosts, ok).status == "ok"
+    bad = {"x": guarded_image(x), "out": guarded_image(out)}
+    bad["out"][256 + 16] ^= 1
+    assert HipOnNvidiaExecutor.judge(lau, hosts, bad).status == "oob-write"
+    clob = {"x": guarded_image(x), "out": guarded_image(out)}
+    clob["x"][256] ^= 1
+    r = HipOnNvidiaExecutor.judge(lau, hosts, clob)
+    assert r.status == "input-clobbered" and "x:" in r.message
+
+
+# ---------------------------------------------------------------------------- amd-static
+@needs_hipcc
+def test_amd_static_rows_for_good_suite():
+    from parity.amd_static import analyze
+    rows = analyze(SUITES / "good", targets=("gfx90a", "gfx1030"))
+    got = {(r.kernel, r.arch): r for r in rows}
+    assert set(got) == {(k, a) for k in ("uneg_f32", "ucopy_f32") for a in ("gfx90a", "gfx1030")}
+    for r in rows:
+        assert r.status == "ok" and r.vgprs and r.sgprs and r.occupancy
+        assert r.vgpr_spill == 0 and r.sgpr_spill == 0 and r.lds_bytes == 0 and r.scratch_bytes == 0
+    assert got[("uneg_f32", "gfx90a")].wavefront == 64 and got[("uneg_f32", "gfx1030")].wavefront == 32
+    assert got[("uneg_f32", "gfx90a")].agprs == 0
+
+
+@needs_hipcc
+def test_amd_static_compile_error_and_wavefront_notes():
+    from parity.amd_static import analyze
+    rows = analyze(SUITES / "compile_error", targets=("gfx90a",))
+    (r,) = rows
+    assert r.status == "compile-error" and r.kernel == "uneg_f32" and "broken.hip:6" in r.message
+    rows = analyze(SUITES / "amd_only", targets=("gfx90a",))
+    (r,) = rows
+    assert r.status == "ok", r.message                # AMD code compiles for AMD
+    notes = "\n".join(r.notes)
+    assert "literal lane count" in notes and "64-bit mask" in notes and "warp.hip:6" in notes
+
+
+@needs_hipcc
+def test_amd_static_reports_rejected_target():
+    from parity.amd_static import analyze
+    rows = analyze(SUITES / "good", targets=("gfx90a", "gfx9999"))
+    bad = [r for r in rows if r.arch == "gfx9999"]
+    assert len(bad) == 1 and bad[0].status == "unavailable" and "gfx9999" in bad[0].message
+
+
+@needs_hipcc
+def test_hsaco_symbols_through_unbundle():
+    from parity.amd_static import compile_for_arch
+    r = compile_for_arch((SUITES / "good" / "good.hip"), "gfx90a")
+    assert r.ok
+    assert any("gfx90a" in t for t in unbundle(r.read()))
+    assert kernels_from_binary(r.binary) == ["ucopy_f32", "uneg_f32"]
