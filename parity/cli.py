@@ -104,14 +104,14 @@ def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, h
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
-    hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
-    for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
-        if not p.is_dir():
-            raise SetupError(f"kernel suite folder {p} does not exist")
     names = LEVELS if levels == "auto" else _csv(levels) or []
     unknown = [n for n in names if n not in LEVELS]
     if unknown:
         raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(LEVELS)}")
+    hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
+    for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
+        if not p.is_dir():
+            raise SetupError(f"kernel suite folder {p} does not exist")
     lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None) for n in names]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r), None)
