@@ -85,9 +85,16 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
               help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
+@click.option("--case-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds a GPU launch may take before the case is a `timeout` (its worker is restarted).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or tables; just the summary line.")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path),
+              help="Known failures (TOML/JSON, see `parity baseline`): matching failures become xfail.")
+@click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes (xpass) fails the run.")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+              help="Resume an interrupted run in this report folder: finished cases are not run again.")
 def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
-        quiet: bool) -> None:
+        case_timeout: float, quiet: bool, baseline_path, strict: bool, resume) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
     from .cases import Filters, load_sweep
     from .engine import run_cases
@@ -112,13 +119,23 @@ def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, h
     for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
         if not p.is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
-    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None) for n in names]
+    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout) for n in names]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r), None)
         if lv is None or not lv.availability.available:
             why = lv.availability.reason if lv else "not selected by --levels"
             raise SetupError(f"required level {r} is unavailable: {why}")
     runnable = [l for l in lvls if l.availability.available]
+    # --- baseline, resumable journal, HTML/annotations: parity/commands.py, parity/journal.py
+    from .commands import apply_baseline, load_baseline, write_extra_reports
+    from .journal import Journal, resume_command
+    known = load_baseline(baseline_path, strict)
+    if resume and not Path(resume).is_dir():
+        raise SetupError(f"--resume: run folder {resume} does not exist")
+    folder = Path(resume) if resume else Path(out) / f"{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    journal = Journal(folder, resume=bool(resume))
+    interrupted = False
+    # ---
 
     meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v}, "hip_src": str(hip_src),
             "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
@@ -126,50 +143,65 @@ def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, h
                         "device": l.availability.device} for l in lvls],
             "golden": golden_summary()}
     t0 = time.perf_counter()
-    rows: list[dict] = []
     with terminal.progress(console) as prog:
         for lv in runnable:
-            task = prog.add_task(lv.name, total=len(cases), status="")
+            todo = journal.todo(cases, lv.name)
+            task = prog.add_task(lv.name, total=len(todo), status="")
             fails = 0
 
             def tick(row: dict, task=task) -> None:
                 nonlocal fails
+                journal.append(row)
                 fails += row["verdict"] not in ("pass", "xfail")
                 prog.update(task, advance=1, status=f"[red]{fails} not passing[/]" if fails else "")
             try:
-                rows += run_cases(cases, lv.executor, lv.availability.device, on_row=tick)
+                run_cases(todo, lv.executor, lv.availability.device, on_row=tick)
+            except KeyboardInterrupt:          # keep what finished; reports below, then exit 130
+                interrupted = True
+                break
             finally:
                 lv.executor.close()
     meta["elapsed_s"] = time.perf_counter() - t0
-    res = Results.from_rows(rows, meta)
+    meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted
+    res = apply_baseline(Results.from_rows(journal.rows, meta), known, strict)
 
-    folder = Path(out) / f"{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    folder.mkdir(parents=True, exist_ok=True)
     res.to_json(folder / "results.json")
     (folder / "summary.md").write_text(markdown.render(res))
+    write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
+    journal.close(finished=not interrupted)
     terminal.show(res, console)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
     unavailable = [l.name for l in lvls if not l.availability.available]
     click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}"
                + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
-    click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml)")
+    click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
+    if interrupted:
+        click.echo(f"interrupted: {len(journal.rows)} finished case(s) kept in {folder}/; resume with:\n  "
+                   + resume_command(click.get_current_context(), folder))
+        sys.exit(130)
     sys.exit(0 if res.ok else 1)
 
 
 @main.command()
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["md", "junit", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "junit", "json", "html"]), default="md", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
-def report(results: Path, fmt: str, output: Path | None) -> None:
-    """Render a results.json as markdown, JUnit XML or JSON."""
-    from .reports import junit, markdown
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path), help="Known failures: become xfail.")
+@click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes fails.")
+def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
+    """Render a results.json as markdown, JUnit XML, JSON or the HTML scoreboard."""
+    from .commands import apply_baseline, load_baseline
+    from .reports import html, junit, markdown
     from .results import Results
     try:
         res = Results.from_json(results)
     except ValueError as e:
         raise SetupError(str(e))
-    if fmt == "md":
+    res = apply_baseline(res, load_baseline(baseline_path, strict), strict)
+    if fmt == "html":
+        text = html.render(res)
+    elif fmt == "md":
         text = markdown.render(res)
     elif fmt == "junit":
         text = junit.render(res)
@@ -182,6 +214,8 @@ def report(results: Path, fmt: str, output: Path | None) -> None:
         click.echo(text)
     sys.exit(0 if res.ok else 1)
 
+
+from . import cli_suite, commands  # noqa: E402,F401  (register coverage, compile, doctor; baseline, diff, repro)
 
 if __name__ == "__main__":
     main()

@@ -18,25 +18,35 @@ class Level:
     executor: Executor | None
 
 
-def make(name: str, hip_src: Path, cuda_src: Path | None) -> Level:
-    """Build one level's executor; import or setup failures become `unavailable` with the reason."""
+def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
+         isolate: bool = True) -> Level:
+    """Build one level's executor; import or setup failures become `unavailable` with the reason.
+
+    GPU levels run in a worker process (isolate=True) so a faulting or hanging kernel costs one
+    case (`crash`, `timeout`), not the run."""
     try:
         if name == "cpu":
-            ex: Executor = CpuExecutor()
-        elif name == "hip-on-nvidia":
-            from .backends.hip_nvidia import HipOnNvidiaExecutor
-            ex = HipOnNvidiaExecutor(hip_src)
+            cpu = CpuExecutor()
+            return Level(name, cpu.availability(), cpu)
+        if name == "hip-on-nvidia":
+            from .backends.hip_nvidia import HipOnNvidiaExecutor as cls
+            kwargs = {"suite_dir": hip_src}
         elif name == "amd":
-            from .backends.amd import AmdExecutor
-            ex = AmdExecutor(hip_src)
+            from .backends.amd import AmdExecutor as cls
+            kwargs = {"suite_dir": hip_src}
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
-            from .backends.hip_nvidia import CudaExecutor
-            ex = CudaExecutor(cuda_src)
+            from .backends.hip_nvidia import CudaExecutor as cls
+            kwargs = {"suite_dir": cuda_src}
         else:
             raise ValueError(f"unknown level {name!r}; known: {', '.join(LEVELS)}")
+        av = cls(**kwargs).availability()        # cheap, in-process: no kernel is launched here
     except ImportError as e:
         return Level(name, Availability(False, f"{e}"), None)
-    av = ex.availability()
-    return Level(name, av, ex if av.available else None)
+    if not av.available:
+        return Level(name, av, None)
+    if isolate:
+        from .backends.worker import IsolatedExecutor
+        return Level(name, av, IsolatedExecutor(cls, timeout_s=case_timeout, **kwargs))
+    return Level(name, av, cls(**kwargs))

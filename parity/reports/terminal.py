@@ -9,7 +9,7 @@ from ..results import FAILING, Results
 
 STYLE = {"pass": "green", "fail": "bold red", "crash": "bold red", "oob-write": "bold red",
          "input-clobbered": "bold red", "timeout": "red", "compile-error": "red", "missing": "yellow",
-         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow"}
+         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow"}
 
 
 def progress(console: Console) -> Progress:
@@ -23,7 +23,7 @@ def show(res: Results, console: Console, max_failures: int = 30) -> None:
     counts.add_column("verdict")
     counts.add_column("cases", justify="right")
     for v, n in res.counts().items():
-        counts.add_row(f"[{STYLE.get(v, '')}]{v}[/]", str(n))
+        counts.add_row(f"[{STYLE.get(v, 'bold')}]{v}[/]", str(n))
     console.print(counts)
     for lv in res.meta.get("levels", []):
         if lv["available"]:
@@ -38,7 +38,7 @@ def show(res: Results, console: Console, max_failures: int = 30) -> None:
     t.add_column("verdict")
     t.add_column("worst element / message", overflow="fold")
     for _, r in fails.head(max_failures).iterrows():
-        t.add_row(r["case_id"], f"[{STYLE.get(r['verdict'], '')}]{r['verdict']}[/]", str(r.get("message") or "")[:400])
+        t.add_row(r["case_id"], f"[{STYLE.get(r['verdict'], 'bold')}]{r['verdict']}[/]", str(r.get("message") or "")[:400])
     console.print(t)
     if len(fails) > max_failures:
         console.print(f"… and {len(fails) - max_failures} more (see the markdown or JSON report)")

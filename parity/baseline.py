@@ -1,0 +1,154 @@
+"""Known-failure baselines: failures a team has accepted (with a reason) stop failing the run.
+
+A baseline is a TOML or JSON file of entries {pattern, level?, reason}: `pattern` is an fnmatch
+glob over case IDs (`binary.minimum/f16/*`), `level` an optional glob over level names.
+
+    # parity baseline (TOML)
+    [[known]]
+    pattern = "binary.minimum/f16/*"
+    level = "hip-on-nvidia"
+    reason = "NaN handling of __hmin, tracked in #123"
+
+`apply` turns a failing case that matches an entry into `xfail` (the original verdict is kept in
+the `raw_verdict` column, the reason in `baseline_reason`). A *passing* case that matches becomes
+`xpass`: reported, not failing, unless `strict`, where it is `xpass-strict` (in results.FAILING) so
+that a fixed bug forces the baseline to be trimmed.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from .results import FAILING, Results
+
+SCHEMA = "parity.baseline/1"
+PLACEHOLDER = "TODO: why this failure is accepted (issue link)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    pattern: str
+    level: str | None = None
+    reason: str = ""
+
+    def matches(self, case_id: str, level: str | None) -> bool:
+        if not fnmatch.fnmatchcase(case_id, self.pattern):
+            return False
+        return self.level is None or fnmatch.fnmatchcase(str(level or ""), self.level)
+
+
+@dataclass
+class Baseline:
+    entries: list[Entry]
+    path: str = ""
+
+    def match(self, case_id: str, level: str | None) -> Entry | None:
+        return next((e for e in self.entries if e.matches(case_id, level)), None)
+
+
+def load(path: str | Path) -> Baseline:
+    """Read a .toml or .json baseline; ValueError with a readable message when malformed."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read baseline {path}: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"baseline {path}: {e}") from None
+    raw = doc.get("known", []) if isinstance(doc, dict) else doc
+    if not isinstance(raw, list):
+        raise ValueError(f"baseline {path}: expected a list of entries under `known`")
+    entries = []
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or not isinstance(e.get("pattern"), str) or not e["pattern"]:
+            raise ValueError(f"baseline {path}: entry {i + 1} has no `pattern`")
+        unknown = set(e) - {"pattern", "level", "reason"}
+        if unknown:
+            raise ValueError(f"baseline {path}: entry {i + 1} has unknown key(s) {', '.join(sorted(unknown))}")
+        entries.append(Entry(e["pattern"], e.get("level") or None, str(e.get("reason", ""))))
+    return Baseline(entries, str(path))
+
+
+def dump(baseline: Baseline, path: str | Path) -> None:
+    """Write as TOML when the file name ends in .toml, else as JSON."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".toml":
+        q = json.dumps                     # a JSON string is a valid TOML basic string
+        lines = ["# parity baseline: known failures (see parity/baseline.py)", ""]
+        for e in baseline.entries:
+            lines.append("[[known]]")
+            lines.append(f"pattern = {q(e.pattern, ensure_ascii=False)}")
+            if e.level:
+                lines.append(f"level = {q(e.level, ensure_ascii=False)}")
+            lines.append(f"reason = {q(e.reason, ensure_ascii=False)}")
+            lines.append("")
+        path.write_text("\n".join(lines))
+    else:
+        doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None}
+                                            for e in baseline.entries]}
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def apply(res: Results, baseline: Baseline, strict: bool = False) -> Results:
+    """A copy of `res` with known failures as xfail and baselined passes as xpass (xpass-strict).
+
+    Idempotent: re-applying starts from `raw_verdict` when the table already has it.
+    """
+    t = res.table.copy()
+    raw = t["raw_verdict"] if "raw_verdict" in t.columns else t["verdict"]
+    raw = raw.where(raw.notna(), t["verdict"])
+    verdicts, reasons, matched = [], [], set()
+    for case_id, level, v in zip(t["case_id"], t["level"], raw):
+        e = baseline.match(str(case_id), level)
+        if e is None:
+            verdicts.append(v)
+            reasons.append(None)
+            continue
+        matched.add(e)
+        if v in FAILING:
+            verdicts.append("xfail")
+        elif v == "pass":
+            verdicts.append("xpass-strict" if strict else "xpass")
+        else:                                   # unavailable and friends: not evidence either way
+            verdicts.append(v)
+        reasons.append(e.reason)
+    t["raw_verdict"] = list(raw)
+    t["verdict"] = verdicts
+    t["baseline_reason"] = reasons
+    meta = dict(res.meta)
+    meta["baseline"] = {"path": baseline.path, "entries": len(baseline.entries), "strict": strict,
+                        "xfail": int((t["verdict"] == "xfail").sum()),
+                        "xpass": int(t["verdict"].isin(["xpass", "xpass-strict"]).sum()),
+                        "unused": [e.pattern + (f" @{e.level}" if e.level else "")
+                                   for e in baseline.entries if e not in matched]}
+    return Results(t, meta)
+
+
+def from_results(res: Results, reason: str = PLACEHOLDER) -> Baseline:
+    """One exact entry per currently failing (or already known-failing) case and level."""
+    t = res.table
+    raw = t["raw_verdict"] if "raw_verdict" in t.columns else t["verdict"]
+    raw = raw.where(raw.notna(), t["verdict"])
+    entries, seen = [], set()
+    for case_id, level, v, r in zip(t["case_id"], t["level"], raw, t["message"]):
+        if v not in FAILING or v == "xpass-strict" or (case_id, level) in seen:
+            continue
+        seen.add((case_id, level))
+        first = str(r or "").splitlines()[0][:160] if r else ""
+        entries.append(Entry(_escape(str(case_id)), level, f"{reason} [{v}: {first}]" if first else f"{reason} [{v}]"))
+    return Baseline(entries)
+
+
+def _escape(case_id: str) -> str:
+    """A case ID as an fnmatch pattern matching exactly itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in case_id)

@@ -1,0 +1,131 @@
+"""Suite-facing commands: coverage, compile (amd-static table), doctor."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .cli import SetupError, _csv, main
+
+
+def _suite_dir(path: Path | None, default: Path) -> Path:
+    p = Path(path) if path else default
+    if not p.is_dir():
+        raise SetupError(f"kernel suite folder {p} does not exist")
+    return p
+
+
+@main.command("coverage")
+@click.option("--hip-src", type=click.Path(path_type=Path), help="HIP suite [default: bundled backends/hip].")
+@click.option("--cuda-src", type=click.Path(path_type=Path), help="Also check a CUDA suite (e.g. candle-kernels/src).")
+@click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
+@click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
+def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
+    """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
+
+    A missing kernel comes with the closest name the suite does define (a suite with `utan_f32`
+    but no `utanh_f32` is told so). Exit 1 when anything is missing or mismatched.
+    """
+    from .coverage import coverage, summary
+    from .levels import DEFAULT_HIP_SRC
+    from .ops import expected_kernels, select
+    from .suite import discover
+    try:
+        wanted = {o.name for o in select(_csv(ops))} if ops else None
+    except KeyError as e:
+        raise SetupError(str(e.args[0]))
+    expected = {k: v for k, v in expected_kernels().items() if wanted is None or v[0].name in wanted}
+    suites = [("hip", _suite_dir(hip_src, DEFAULT_HIP_SRC))]
+    if cuda_src:
+        suites.append(("cuda", _suite_dir(cuda_src, Path())))
+    bad = False
+    out = {}
+    console = Console()
+    for label, folder in suites:
+        rows = coverage(discover(folder), expected)
+        if wanted is not None:
+            rows = [r for r in rows if r.status != "extra"]
+        s = summary(rows)
+        bad |= bool(s.get("missing") or s.get("signature-mismatch"))
+        out[label] = {"suite": str(folder), "summary": s, "rows": [r.as_dict() for r in rows]}
+        if as_json:
+            continue
+        shown = [r for r in rows if show_all or r.status != "present"]
+        t = Table(title=f"{label} suite {folder}: " + ", ".join(f"{n} {k}" for k, n in s.items()))
+        for col in ("kernel", "op", "dtype", "status", "suggestion / note", "where"):
+            t.add_column(col, overflow="fold")
+        style = {"missing": "red", "signature-mismatch": "red", "extra": "yellow", "present": "green"}
+        for r in shown:
+            t.add_row(r.kernel, r.op, r.dtype, f"[{style.get(r.status, '')}]{r.status}[/]", r.suggestion, r.where)
+        console.print(t)
+    if as_json:
+        click.echo(json.dumps(out, indent=1))
+    sys.exit(1 if bad else 0)
+
+
+@main.command("compile")
+@click.option("--hip-src", type=click.Path(path_type=Path), help="HIP suite [default: bundled backends/hip].")
+@click.option("--amd-arch", default="gfx90a,gfx908,gfx1030,gfx940", show_default=True,
+              help="AMD targets, comma separated.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
+@click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
+def compile_cmd(hip_src, amd_arch, as_json, per_file) -> None:
+    """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
+    and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
+
+    Exit 1 on a compile error or any spill; 2 when hipcc is missing (see `parity doctor`).
+    """
+    from .amd_static import analyze, hipcc
+    from .levels import DEFAULT_HIP_SRC
+    folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
+    if not hipcc():
+        raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
+    rows = analyze(folder, tuple(_csv(amd_arch) or ()))
+    errors = [r for r in rows if r.status == "compile-error"]
+    spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
+    else:
+        _print_static(rows, per_file)
+        click.echo(f"{len({r.kernel for r in rows})} kernels x {len({r.arch for r in rows})} targets: "
+                   f"{len(errors)} compile errors, {len(spills)} kernel/target pairs with spills")
+        for r in {r.message: r for r in errors}.values():
+            click.echo(f"compile-error ({r.arch}): {r.message.strip()[:2000]}")
+    sys.exit(1 if errors or spills else 0)
+
+
+def _print_static(rows, per_file: bool) -> None:
+    t = Table()
+    cols = ("file" if per_file else "kernel", "arch", "status", "wave", "VGPRs", "SGPRs", "spills", "LDS",
+            "scratch", "occupancy", "notes")
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    if per_file:
+        groups: dict[tuple, list] = {}
+        for r in rows:
+            groups.setdefault((Path(r.file).name if r.file else "*", r.arch), []).append(r)
+        for (f, arch), rs in sorted(groups.items()):
+            mx = lambda a: max((getattr(r, a) or 0) for r in rs)
+            status = "ok" if all(r.status == "ok" for r in rs) else next(r.status for r in rs if r.status != "ok")
+            t.add_row(f"{f} ({len(rs)})", arch, status, str(rs[0].wavefront or ""), str(mx("vgprs")),
+                      str(mx("sgprs")), str(mx("vgpr_spill") + mx("sgpr_spill")), str(mx("lds_bytes")),
+                      str(mx("scratch_bytes")), str(min((r.occupancy or 0) for r in rs)),
+                      "; ".join(sorted({n for r in rs for n in r.notes}))[:200])
+    else:
+        for r in rows:
+            t.add_row(r.kernel, r.arch, r.status, str(r.wavefront or ""), str(r.vgprs), str(r.sgprs),
+                      str((r.vgpr_spill or 0) + (r.sgpr_spill or 0)), str(r.lds_bytes), str(r.scratch_bytes),
+                      str(r.occupancy), "; ".join(r.notes)[:200] or r.message[:200])
+    Console().print(t)
+
+
+@main.command("doctor")
+def doctor_cmd() -> None:
+    """Which levels this machine can run, what is missing for the others, and the command that installs it."""
+    from .doctor import doctor, render
+    click.echo(render(doctor()))

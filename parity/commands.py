@@ -1,0 +1,140 @@
+"""Commands around a run's results: baseline, diff, repro (registered on `parity.cli.main`),
+and the report steps `parity run` / `parity report` share (baseline, HTML, CI annotations)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import SetupError, main
+
+
+# ------------------------------------------------------------- helpers used by cli.run / report
+def load_baseline(path: Path | None, strict: bool = False):
+    """The baseline at `path` (None without one); SetupError for a bad file or --strict alone."""
+    if path is None:
+        if strict:
+            raise SetupError("--strict needs --baseline FILE")
+        return None
+    from . import baseline
+    try:
+        return baseline.load(path)
+    except ValueError as e:
+        raise SetupError(str(e))
+
+
+def apply_baseline(res, known, strict: bool = False):
+    """`res` with known failures as xfail (unchanged when `known` is None)."""
+    if known is None:
+        return res
+    from . import baseline
+    return baseline.apply(res, known, strict)
+
+
+def write_extra_reports(res, folder: Path) -> list[str]:
+    """index.html beside summary.md; GitHub annotations on stdout under GitHub Actions."""
+    from .reports import github, html
+    html.write(res, folder)
+    if github.enabled():
+        for line in github.annotations(res):
+            click.echo(line)
+    return ["index.html"]
+
+
+# ------------------------------------------------------------------------------- baseline
+@main.group()
+def baseline() -> None:
+    """Known-failure baselines: accepted failures become xfail, baselined passes xpass.
+
+    \b
+    parity baseline update reports/smoke-*/results.json -o parity-baseline.toml
+    parity run --baseline parity-baseline.toml [--strict]
+    """
+
+
+@baseline.command("update")
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Baseline file to write (.toml or .json); reasons of entries already there are kept.")
+def baseline_update(results: Path, output: Path) -> None:
+    """Write the current failures of RESULTS as a baseline, with reason placeholders."""
+    from . import baseline as bl
+    from .results import Results
+    try:
+        res = Results.from_json(results)
+        old = bl.load(output) if output.exists() else bl.Baseline([])
+    except ValueError as e:
+        raise SetupError(str(e))
+    fresh = bl.from_results(res)
+    kept, entries = set(), []
+    for e in fresh.entries:                     # keep a hand-written entry (and its reason) that covers it
+        prev = old.match(e.pattern, e.level)
+        if prev is not None:
+            if prev not in kept:
+                kept.add(prev)
+                entries.append(prev)
+        else:
+            entries.append(e)
+    bl.dump(bl.Baseline(entries), output)
+    todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in entries)
+    click.echo(f"{output}: {len(entries)} entries ({len(kept)} kept from the old file, "
+               f"{len(old.entries) - len(kept)} dropped as no longer failing, {todo} need a reason)")
+
+
+# ----------------------------------------------------------------------------------- diff
+@main.command("diff")
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--slowdown", type=float, default=1.10, show_default=True,
+              help="Kernel-time ratio NEW/OLD beyond which a case counts as a slowdown.")
+@click.option("--min-ms", type=float, default=0.0, show_default=True,
+              help="Ignore timings where both runs are below this many milliseconds (noise).")
+def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
+    """Compare two results.json: new failures, fixed cases, slowdowns. Exit 1 on a regression."""
+    from .diff import diff, render
+    from .results import Results
+    if slowdown <= 1.0:
+        raise SetupError("--slowdown must be greater than 1 (1.10 = 10% slower)")
+    try:
+        a, b = Results.from_json(old), Results.from_json(new)
+    except ValueError as e:
+        raise SetupError(str(e))
+    d = diff(a, b, slowdown, min_ms)
+    click.echo(render(d), nl=False)
+    sys.exit(1 if d.regressions else 0)
+
+
+# ---------------------------------------------------------------------------------- repro
+@main.command("repro")
+@click.argument("case_id")
+@click.option("--level", default="cpu", show_default=True, help="cpu, hip-on-nvidia, amd or cuda.")
+@click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled].")
+@click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("case.npz"), show_default=True,
+              help="Where to write the .npz (inputs' base buffers, layouts, expected, got, launch).")
+@click.option("--no-snippet", is_flag=True, help="Do not print the CuPy replay script.")
+def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path, no_snippet: bool) -> None:
+    """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
+
+    Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
+    is still written, without `got`).
+    """
+    from .levels import LEVELS
+    from . import repro
+    if level not in LEVELS:
+        raise SetupError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
+    for p in [hip_src, cuda_src]:
+        if p is not None and not Path(p).is_dir():
+            raise SetupError(f"kernel suite folder {p} does not exist")
+    try:
+        r = repro.run(case_id, level, hip_src, cuda_src, output)
+    except (KeyError, ValueError) as e:
+        raise SetupError(str(e.args[0]) if e.args else str(e))
+    if not no_snippet:
+        click.echo(r.snippet)
+    click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
+    click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
+    if r.verdict == "unavailable":
+        sys.exit(2)
+    sys.exit(0 if r.verdict == "pass" else 1)

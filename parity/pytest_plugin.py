@@ -1,0 +1,161 @@
+"""pytest plugin: a parity sweep as pytest tests, one per case, named by its case ID.
+
+    pytest --parity-sweep smoke [--parity-level cpu] [--parity-ops 'binary.*'] [-m parity] [-n auto]
+
+Registered through the `pytest11` entry point. Without --parity-sweep it only adds its options:
+nothing of parity is imported, so ordinary pytest runs pay nothing for it.
+
+The cases become items of one `parity[SWEEP]` collector added to the session during collection
+(node IDs `parity[smoke]::binary.minimum/f16/contiguous/special/s0`), in the sweep's stable
+order, so every pytest-xdist worker collects the same list. Each item runs its case on the level
+(one executor per process, built on first use): a failing verdict is a test failure whose message
+is the worst-element line plus the repro command; an unavailable level skips; a case matched by
+--parity-baseline is marked xfail (XPASS when it passes; a failure with --parity-strict).
+"""
+from __future__ import annotations
+
+import pytest
+
+_KEY = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("parity", "parity: kernel parity cases as tests")
+    g.addoption("--parity-sweep", default=None, metavar="SWEEP",
+                help="Run this parity sweep (smoke, pr, nightly or a TOML path) as tests.")
+    g.addoption("--parity-level", default="cpu", metavar="LEVEL",
+                help="Level to run the cases on: cpu, hip-on-nvidia, amd, cuda [default: cpu].")
+    g.addoption("--parity-ops", default=None, metavar="PAT", help="Op glob patterns, comma separated.")
+    g.addoption("--parity-dtypes", default=None, metavar="LIST", help="Dtypes, comma separated.")
+    g.addoption("--parity-hip-src", default=None, metavar="DIR", help="HIP kernel suite folder.")
+    g.addoption("--parity-cuda-src", default=None, metavar="DIR", help="CUDA kernel suite folder.")
+    g.addoption("--parity-baseline", default=None, metavar="FILE",
+                help="Known failures (parity baseline file): matching cases are marked xfail.")
+    g.addoption("--parity-executor", default=None, metavar="MODULE:CLASS",
+                help="An Executor class to run instead of the level's (a custom or deliberately broken subject).")
+    g.addoption("--parity-strict", action="store_true", help="With --parity-baseline: XPASS fails (strict xfail).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("parity_sweep", None):
+        config.addinivalue_line("markers", "parity: a parity kernel case (from --parity-sweep)")
+        config.pluginmanager.register(_Session(config), "parity-session")
+
+
+def _csv(v: str | None) -> list[str] | None:
+    return [x.strip() for x in v.split(",") if x.strip()] if v else None
+
+
+class CaseFailed(Exception):
+    def __init__(self, row: dict):
+        super().__init__(row.get("message"))
+        self.row = row
+
+    def line(self) -> str:
+        r = self.row
+        msg = str(r.get("message") or "").splitlines()
+        return (f"{r['verdict']}: {msg[0] if msg else '(no message)'}\n"
+                f"kernel {r.get('kernel')}; repro: parity repro {r['case_id']} --level {r['level']}")
+
+
+class ParitySweep(pytest.Collector):
+    def __init__(self, *, cases=(), **kw):
+        super().__init__(**kw)
+        self.cases = list(cases)
+
+    def collect(self):
+        return [ParityCase.from_parent(self, name=c.id, case=c) for c in self.cases]
+
+
+class ParityCase(pytest.Item):
+    def __init__(self, *, case, **kw):
+        super().__init__(**kw)
+        self.case = case
+        self.add_marker("parity")
+
+    def runtest(self) -> None:
+        from .engine import run_case
+        from .results import FAILING
+        lv = self.config.stash[_KEY]["level"]
+        if not lv.availability.available:
+            pytest.skip(f"level {lv.name} unavailable: {lv.availability.reason}")
+        row = run_case(self.case, lv.executor, lv.availability.device)
+        self.user_properties.append(("verdict", row["verdict"]))
+        if row["verdict"] == "unavailable":
+            pytest.skip(row.get("message") or "unavailable")
+        if row["verdict"] in FAILING:
+            raise CaseFailed(row)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailed):
+            return excinfo.value.line()
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"parity {self.case.id}"
+
+
+class _Session:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)            # before -k/-m deselection sees the item list
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        from .cases import Filters, load_sweep
+        sweep = config.getoption("parity_sweep")
+        try:
+            cases = load_sweep(sweep, Filters(_csv(config.getoption("parity_ops")),
+                                              _csv(config.getoption("parity_dtypes"))))
+        except (KeyError, ValueError, FileNotFoundError) as e:
+            raise pytest.UsageError(f"--parity-sweep {sweep}: {e.args[0] if e.args else e}") from None
+        known = None
+        if config.getoption("parity_baseline"):
+            from . import baseline
+            try:
+                known = baseline.load(config.getoption("parity_baseline"))
+            except ValueError as e:
+                raise pytest.UsageError(str(e)) from None
+        level, strict = config.getoption("parity_level"), config.getoption("parity_strict")
+        node = ParitySweep.from_parent(session, name=f"parity[{sweep}]", nodeid=f"parity[{sweep}]",
+                                       cases=cases)
+        for item in node.collect():
+            entry = known.match(item.case.id, level) if known else None
+            if entry is not None:
+                item.add_marker(pytest.mark.xfail(reason=entry.reason or "parity baseline", strict=strict))
+            items.append(item)
+
+    def _state(self) -> dict:
+        st = self.config.stash.get(_KEY, None)
+        if st is None:
+            from pathlib import Path
+
+            from .levels import DEFAULT_HIP_SRC, LEVELS, make
+            name = self.config.getoption("parity_level")
+            if name not in LEVELS:
+                raise pytest.UsageError(f"--parity-level {name!r}: known levels {', '.join(LEVELS)}")
+            hip = self.config.getoption("parity_hip_src")
+            cuda = self.config.getoption("parity_cuda_src")
+            custom = self.config.getoption("parity_executor")
+            if custom:
+                import importlib
+
+                from .backends.base import Availability
+                from .levels import Level
+                mod, _, cls = custom.partition(":")
+                ex = getattr(importlib.import_module(mod), cls)()
+                lv = Level(name, Availability(True, device=custom), ex)
+            else:
+                lv = make(name, Path(hip) if hip else DEFAULT_HIP_SRC, Path(cuda) if cuda else None)
+            st = {"level": lv}
+            self.config.stash[_KEY] = st
+        return st
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item) -> None:
+        if isinstance(item, ParityCase):
+            self._state()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        st = config.stash.get(_KEY, None)
+        if st and st["level"].executor is not None:
+            st["level"].executor.close()

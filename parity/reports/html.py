@@ -1,0 +1,261 @@
+"""One self-contained HTML scoreboard (`index.html`): no network, inline CSS, JS and SVG.
+
+Sections: a summary bar per level (unavailable levels drawn hatched, never as passed), the
+op × dtype grid coloured by the worst verdict (click a cell: its cases by layout × value class),
+a filter box and verdict checkboxes (also driven by the URL: `index.html#filter=minimum&verdict=fail`),
+the failures with their worst element and a repro command, kernel timings with inline SVG plots,
+levels, golden data, baseline and environment.
+
+The grid and the failure table are rendered on the server side, so the page reads without
+JavaScript; the script adds filtering and the drill-down from the embedded case table.
+"""
+from __future__ import annotations
+
+import html as _html
+import json
+import math
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from ..results import FAILING, Results
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+# worst first; anything unknown sorts with the failures
+RANK = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "missing", "error",
+        "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
+COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write": "#b5179e",
+          "input-clobbered": "#9d0208", "timeout": "#e85d04", "compile-error": "#f48c06",
+          "missing": "#e9c46a", "error": "#7b2cbf", "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
+          "xpass": "#f4a261", "unavailable": "#9e9e9e"}
+HIP_LEVELS = ("hip-on-nvidia", "amd")
+MAX_FAILURE_ROWS = 2000
+
+
+def rank(v: str) -> int:
+    return RANK.index(v) if v in RANK else 0
+
+
+def worst(verdicts) -> str | None:
+    vs = [v for v in verdicts if isinstance(v, str) and v]
+    return min(vs, key=rank) if vs else None
+
+
+def grid_key(op: str, dtype: str) -> tuple[str, str]:
+    """(grid row, grid column): compound dtype keys (cast f32-u8, where u8-f32) split into the row."""
+    dtype = str(dtype)
+    if "-" in dtype:
+        src, _, dst = dtype.partition("-")
+        return f"{op} [{src}→]", dst
+    return op, dtype
+
+
+def _fmt(v, digits: int = 4) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def _first_line(s) -> str:
+    s = "" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+    return s.splitlines()[0][:400] if s else ""
+
+
+def _levels(res: Results) -> list[dict]:
+    t = res.table
+    metas = {lv["level"]: lv for lv in res.meta.get("levels", [])}
+    names = list(metas) + [l for l in t["level"].dropna().unique() if l not in metas]
+    out = []
+    for name in names:
+        lv = metas.get(name, {"level": name, "available": True, "reason": "", "device": ""})
+        g = t[t["level"] == name]
+        counts = g["verdict"].value_counts()
+        segs = [{"verdict": v, "n": int(counts[v]), "pct": 100.0 * counts[v] / max(len(g), 1),
+                 "color": COLORS.get(v, "#555")} for v in sorted(counts.index, key=rank)]
+        devices = [d for d in g["device"].dropna().unique() if d] if "device" in g else []
+        out.append({"name": name, "available": bool(lv.get("available", True)), "reason": lv.get("reason") or "",
+                    "device": lv.get("device") or (devices[0] if devices else ""), "total": len(g),
+                    "failing": int(g["verdict"].isin(FAILING).sum()), "segments": segs})
+    return out
+
+
+def _grid(t: pd.DataFrame):
+    rows: dict[str, dict[str, list[str]]] = {}
+    cols: list[str] = []
+    per_level: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for op, dt, lv, v in zip(t["op"], t["dtype"], t["level"], t["verdict"]):
+        r, c = grid_key(str(op), str(dt))
+        rows.setdefault(r, {}).setdefault(c, []).append(v)
+        per_level.setdefault((r, c), {}).setdefault(str(lv), []).append(v)
+        if c not in cols:
+            cols.append(c)
+    order = ["u8", "u32", "i16", "i32", "i64", "f8_e4m3", "f16", "bf16", "f32", "f64"]
+    cols.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
+    grid = []
+    for r in sorted(rows):
+        cells = []
+        for c in cols:
+            vs = rows[r].get(c)
+            if not vs:
+                cells.append(None)
+                continue
+            w = worst(vs)
+            bad = sum(v in FAILING for v in vs)
+            cells.append({"key": f"{r}|{c}", "verdict": w, "n": len(vs), "bad": bad,
+                          "color": COLORS.get(w, "#555"),
+                          "title": f"{r} × {c}: {len(vs)} cases, worst {w}" + (f", {bad} failing" if bad else ""),
+                          "levels": {lv: worst(x) for lv, x in per_level[(r, c)].items()}})
+        grid.append({"label": r, "cells": cells})
+    return cols, grid
+
+
+def _failures(t: pd.DataFrame) -> list[dict]:
+    f = t[t["verdict"].isin(list(FAILING) + ["xfail", "xpass"])].copy()
+    f["_r"] = f["verdict"].map(rank)
+    f = f.sort_values(["_r", "op", "case_id", "level"], kind="stable")
+    out = []
+    for r in f.head(MAX_FAILURE_ROWS).to_dict(orient="records"):
+        w = r.get("worst") if isinstance(r.get("worst"), dict) else None
+        item = {"case_id": r["case_id"], "op": r.get("op"), "level": r.get("level"), "verdict": r["verdict"],
+                "color": COLORS.get(r["verdict"], "#555"), "raw": r.get("raw_verdict"),
+                "reason": r.get("baseline_reason") if isinstance(r.get("baseline_reason"), str) else "",
+                "kernel": r.get("kernel") or "", "n_bad": r.get("n_bad"), "numel": r.get("numel"),
+                "message": _first_line(r.get("message")), "launch": r.get("launch") or "",
+                "repro": f"parity repro {r['case_id']} --level {r.get('level')}", "worst": None}
+        if w:
+            item["worst"] = {"index": w.get("index"), "coords": "(" + ", ".join(map(str, w.get("coords") or [])) + ")",
+                             "inputs": w.get("inputs") or {}, "expected": w.get("expected"), "got": w.get("got"),
+                             "expected_bits": w.get("expected_bits"), "got_bits": w.get("got_bits"),
+                             "ulps": _fmt(w.get("ulps")) if w.get("ulps") is not None else "—",
+                             "note": w.get("note") or ""}
+        out.append(item)
+    return out
+
+
+# ------------------------------------------------------------------------------------- SVG
+def bar_svg(items: list[tuple[str, float]], unit: str = "", ref: float | None = None,
+            title: str = "", width: int = 760) -> str:
+    """A horizontal bar chart as inline SVG; bars beyond 1.1×ref red, below ref/1.1 green."""
+    if not items:
+        return ""
+    row, label_w, top = 18, 260, 24 if title else 6
+    plot_w = width - label_w - 80
+    vmax = max([v for _, v in items] + ([ref * 1.1] if ref else [])) or 1.0
+    h = top + row * len(items) + 24
+    e = _html.escape
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="{width}" height="{h}" '
+             f'viewBox="0 0 {width} {h}" role="img" aria-label="{e(title)}">']
+    if title:
+        parts.append(f'<text x="4" y="15" font-weight="bold">{e(title)}</text>')
+    for i, (label, v) in enumerate(items):
+        y = top + i * row
+        w = max(1.0, plot_w * v / vmax)
+        color = "#4a7ab5"
+        if ref:
+            color = "#d62828" if v > ref * 1.1 else "#2e9e4f" if v < ref / 1.1 else "#4a7ab5"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{e(label)}</text>'
+                     f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{color}">'
+                     f'<title>{e(label)}: {v:.4g}{e(unit)}</title></rect>'
+                     f'<text x="{label_w + w + 4:.1f}" y="{y + 13}">{v:.3g}{e(unit)}</text>')
+    if ref:
+        x = label_w + plot_w * ref / vmax
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + row * len(items)}" '
+                     f'stroke="#333" stroke-dasharray="4 3"/>'
+                     f'<text x="{x:.1f}" y="{top + row * len(items) + 16}" text-anchor="middle">{ref:g}{e(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _timing(t: pd.DataFrame) -> dict | None:
+    if "kernel_ms" not in t or t["kernel_ms"].isna().all():
+        return None
+    k = t[pd.to_numeric(t["kernel_ms"], errors="coerce") > 0].copy()
+    if k.empty:
+        return None
+    k["kernel_ms"] = pd.to_numeric(k["kernel_ms"])
+    table = []
+    for (op, lv), g in k.groupby(["op", "level"], sort=True):
+        ms = g["kernel_ms"]
+        table.append({"op": op, "level": lv, "n": len(g), "median": _fmt(ms.median()), "min": _fmt(ms.min()),
+                      "max": _fmt(ms.max())})
+    plots, ratios = [], []
+    hip = next((l for l in HIP_LEVELS if l in set(k["level"])), None)
+    if hip and "cuda" in set(k["level"]):
+        a = k[k["level"] == hip].set_index("case_id")["kernel_ms"]
+        b = k[k["level"] == "cuda"].set_index("case_id")["kernel_ms"]
+        both = a.index.intersection(b.index)
+        if len(both):
+            r = (a[both] / b[both]).rename("ratio").to_frame()
+            r["op"] = k[k["level"] == hip].set_index("case_id").loc[both, "op"]
+            for op, g in r.groupby("op", sort=True):
+                gm = float(pd.Series(g["ratio"]).apply(math.log).mean())
+                ratios.append({"op": op, "n": len(g), "ratio": math.exp(gm)})
+            plots.append(bar_svg([(x["op"], x["ratio"]) for x in ratios], "x", 1.0,
+                                 f"{hip} / cuda kernel time per op (geometric mean; < 1 is faster)"))
+    gbps = None
+    if "gbps" in k.columns:
+        gbps = pd.to_numeric(k["gbps"], errors="coerce")
+    elif "bytes" in k.columns:
+        gbps = pd.to_numeric(k["bytes"], errors="coerce") / (k["kernel_ms"] * 1e6)
+    if gbps is not None and gbps.notna().any():
+        k["_gbps"] = gbps
+        items = [(f"{op} [{lv}]", float(g["_gbps"].median()))
+                 for (op, lv), g in k.dropna(subset=["_gbps"]).groupby(["op", "level"], sort=True)]
+        plots.append(bar_svg(items, " GB/s", None, "effective bandwidth per op (median)"))
+    for x in ratios:
+        x["ratio"] = f"{x['ratio']:.3f}"
+    return {"table": table, "ratios": ratios, "hip": hip, "plots": plots, "cases": len(k)}
+
+
+def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
+    index = {k: i for i, k in enumerate(keys)}
+    rows = []
+    for r in t[["case_id", "op", "dtype", "level", "verdict", "layout", "values", "max_ulp", "message"]].itertuples(index=False):
+        rk, ck = grid_key(str(r.op), str(r.dtype))
+        mu = r.max_ulp
+        mu = None if mu is None or (isinstance(mu, float) and math.isnan(mu)) else _fmt(float(mu))
+        msg = _first_line(r.message) if r.verdict != "pass" else ""
+        rows.append([r.case_id, r.level, r.verdict, r.layout, r.values, mu, msg, index.get(f"{rk}|{ck}", -1)])
+    return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
+
+
+def context(res: Results) -> dict:
+    t = res.table
+    meta = res.meta
+    cols, grid = _grid(t)
+    keys = [c["key"] for row in grid for c in row["cells"] if c]
+    counts = res.counts()
+    n_fail = int(t["verdict"].isin(FAILING).sum())
+    verdicts = sorted(set(t["verdict"].dropna()) | {"pass", "fail"}, key=rank)
+    payload = json.dumps(_cases_payload(t, keys), separators=(",", ":"), default=str)
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    failures = _failures(t)
+    n_listed = int(t["verdict"].isin(list(FAILING) + ["xfail", "xpass"]).sum())
+    return {
+        "title": f"parity — {meta.get('sweep', 'results')}", "meta": meta, "total": len(t),
+        "passed": counts.get("pass", 0), "n_fail": n_fail, "counts": counts, "levels": _levels(res),
+        "cols": cols, "grid": grid, "verdicts": verdicts, "colors": COLORS,
+        "failures": failures, "failures_cut": max(0, n_listed - len(failures)),
+        "timing": _timing(t), "golden": meta.get("golden"), "environment": meta.get("environment") or {},
+        "baseline": meta.get("baseline"), "payload": payload, "fmt": _fmt,
+    }
+
+
+def render(res: Results) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    return env.get_template("scoreboard.html.j2").render(**context(res))
+
+
+def write(res: Results, folder: str | Path) -> Path:
+    path = Path(folder) / "index.html"
+    path.write_text(render(res), encoding="utf-8")
+    return path

@@ -1,0 +1,187 @@
+"""Re-run one case on one level and dump everything needed to replay its launch elsewhere.
+
+The .npz holds, for the case: every base buffer as it was before the launch (`buf_<name>`, raw
+bits for dtypes NumPy lacks: `dtypes` says which), each operand's shape/strides/offset, the
+`info` arrays, the expected and the returned output, the kernel name, the launch description
+and the argument list (`args` as JSON). `snippet()` prints a standalone CuPy script that loads
+the .npz, compiles the suite's source with RawModule and replays the launch.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .cases import Case, build
+from .compare import compare
+from .engine import expected_output
+from .ops import CATALOG
+from .ops.abi import extract, pack
+
+NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+             "float16", "float32", "float64"}
+
+
+@dataclass
+class Repro:
+    case_id: str
+    level: str
+    kernel: str
+    verdict: str                 # pass, fail, an executor verdict, or "unavailable"
+    message: str
+    npz: Path | None
+    source: Path | None          # the suite file defining the kernel (when found)
+    snippet: str
+
+
+def _raw(a: np.ndarray, dt: str) -> np.ndarray:
+    """An array npz can hold without pickling: ml_dtypes types become their unsigned bit patterns."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name in NATIVE_NP:
+        return a
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def _args(launch) -> list[dict]:
+    from .backends.hip_nvidia import scalar_arg
+    out = []
+    for a in launch.args:
+        d = {"name": a.name, "kind": a.kind}
+        if a.kind == "ptr":
+            d["buffer"], d["offset"] = (None, 0) if a.value is None else (a.value[0], int(a.value[1]))
+        elif a.kind == "info":
+            d["info"] = None if a.value is None else f"info_{a.name}"
+        else:
+            s = scalar_arg(a)                      # the exact bytes the kernel receives
+            d["np"], d["value"], d["dtype"], d["given"] = s.dtype.name, s.item(), a.dtype, a.value
+        out.append(d)
+    return out
+
+
+def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | None) -> Path | None:
+    from .levels import DEFAULT_HIP_SRC
+    from .suite import discover
+    folder = cuda_src if level == "cuda" else (hip_src or DEFAULT_HIP_SRC)
+    if folder is None or not Path(folder).is_dir():
+        return None
+    try:
+        suite = discover(folder)
+        f = suite.file_of(kernel)
+        return Path(f) if f else None
+    except Exception:
+        return None
+
+
+def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
+        out: Path | None = None) -> Repro:
+    """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
+    from .levels import DEFAULT_HIP_SRC, make
+    case = Case.parse(case_id)
+    if case.op not in CATALOG:
+        raise KeyError(f"no op {case.op!r} (see `parity list`)")
+    b = build(case)
+    op, key = b.op, case.dtype
+    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
+    before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
+    expected = expected_output(b, launch.buffers["out"])
+    out_dt = op.out_dtype(key)
+    lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
+    got, verdict, message = None, "unavailable", lv.availability.reason
+    if lv.availability.available:
+        try:
+            res = lv.executor.run(launch)
+        finally:
+            lv.executor.close()
+        if res.status != "ok":
+            verdict, message = res.status, res.message
+            if "out" in res.outputs:
+                got = res.outputs["out"]
+        else:
+            got = extract(op, res.outputs["out"], expected.shape)
+            c = compare(expected, got, out_dt, op.tolerance, b.operands.logical if op.out_mode == "dense" else None,
+                        b.operands.dtypes)
+            verdict = "pass" if c.passed else "fail"
+            message = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""
+    source = find_source(launch.kernel, level, hip_src, cuda_src)
+    npz = None
+    if out is not None:
+        npz = Path(out)
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        for n, buf in before.items():
+            arrays[f"buf_{n}"] = _raw(buf, launch.dtypes.get(n, ""))
+        for n in b.operands.names:
+            lay = b.operands.layouts[n]
+            arrays[f"shape_{n}"] = np.asarray(lay.shape, dtype=np.int64)
+            arrays[f"strides_{n}"] = np.asarray(lay.strides, dtype=np.int64)
+            arrays[f"offset_{n}"] = np.asarray(lay.offset, dtype=np.int64)
+        arrays["shape_out"] = np.asarray(b.out_layout.shape, dtype=np.int64)
+        arrays["strides_out"] = np.asarray(b.out_layout.strides, dtype=np.int64)
+        arrays["offset_out"] = np.asarray(b.out_layout.offset, dtype=np.int64)
+        for a in launch.args:
+            if a.kind == "info" and a.value is not None:
+                arrays[f"info_{a.name}"] = np.asarray(a.value, dtype=np.uint64)
+        arrays["expected"] = _raw(expected, out_dt.name)
+        if got is not None:
+            arrays["got"] = _raw(np.asarray(got), out_dt.name)
+        meta = {"case_id": case.id, "level": level, "kernel": launch.kernel, "launch": launch.describe(),
+                "grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem,
+                "outputs": list(launch.outputs), "dtypes": launch.dtypes, "out_dtype": out_dt.name,
+                "verdict": verdict, "message": message, "source": str(source) if source else None,
+                "operands": list(b.operands.names), "args": _args(launch)}
+        arrays["meta"] = np.asarray(json.dumps(meta))
+        arrays["kernel"] = np.asarray(launch.kernel)
+        arrays["launch"] = np.asarray(launch.describe())
+        arrays["args"] = np.asarray(json.dumps(meta["args"]))
+        np.savez(npz, **arrays)
+    return Repro(case.id, level, launch.kernel, verdict, message, npz, source,
+                 snippet(npz or Path("case.npz"), source, level, launch.kernel))
+
+
+def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
+    """A standalone CuPy script that replays the launch stored in `npz`."""
+    from .backends.hip_nvidia import CUDA_RTC_STUBS, HIP_MAPPING
+    src = str(source) if source else f"<the suite file defining {kernel}>"
+    opts = ["-std=c++17", "--expt-relaxed-constexpr", "-default-device"]
+    if level != "cuda":                        # the same flags as the hip-on-nvidia level's NVRTC path
+        opts += ["-D__HIPCC__", f"-I{HIP_MAPPING}"]
+    if source:
+        opts.append(f"-I{Path(source).parent}")
+    if CUDA_RTC_STUBS.is_dir():
+        opts.append(f"-I{CUDA_RTC_STUBS}")
+    opts = repr(tuple(opts))
+    return f'''\
+# replay {kernel} from {npz} with CuPy (needs a CUDA GPU and cupy-cuda12x)
+import json, numpy as np, cupy as cp
+z = np.load("{npz}")
+meta = json.loads(str(z["meta"]))
+mod = cp.RawModule(code=open("{src}").read(), options={opts}, backend="nvrtc")
+fn = mod.get_function(meta["kernel"])
+dev = {{k[4:]: cp.asarray(z[k]) for k in z.files if k.startswith("buf_")}}   # base buffers, raw bits
+keep, args = [], []
+for a in meta["args"]:
+    if a["kind"] == "ptr":
+        if a["buffer"] is None:
+            args.append(np.uint64(0))
+        else:
+            d = dev[a["buffer"]]
+            args.append(np.uint64(d.data.ptr + a["offset"] * d.dtype.itemsize))
+    elif a["kind"] == "info":
+        if a["info"] is None:
+            args.append(np.uint64(0))
+        else:
+            keep.append(cp.asarray(z[a["info"]]))
+            args.append(np.uint64(keep[-1].data.ptr))
+    else:
+        args.append(np.dtype(a["np"]).type(a["value"]))
+fn(tuple(meta["grid"]), tuple(meta["block"]), tuple(args), shared_mem=meta["shared_mem"])
+cp.cuda.Device().synchronize()
+got = cp.asnumpy(dev["out"])
+exp = z["expected"].reshape(-1)
+n = exp.size
+bad = np.flatnonzero(got.reshape(-1)[:n].view(exp.dtype) != exp)   # bit patterns: NaN payloads count too
+print(meta["launch"])
+print(f"{{bad.size}}/{{n}} elements differ in bits from the reference", bad[:10])
+'''

@@ -1,0 +1,361 @@
+"""CI tooling: JUnit against the JUnit XSD's rules, baselines, diff, repro, resumable runs,
+GitHub annotations and the pytest plugin — on fixture runs with failures, fixes and slowdowns."""
+import json
+import re
+import xml.etree.ElementTree as ET
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import parity.engine
+from parity import baseline as bl
+from parity.cli import main
+from parity.diff import diff, render
+from parity.journal import NAME as JOURNAL
+from parity.reports import github, junit
+from parity.results import FAILING, Results
+
+import runs
+
+pytest_plugins = ["pytester"]
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+@pytest.fixture(scope="module")
+def failing():
+    return runs.failing_run()
+
+
+# ------------------------------------------------------------------------- JUnit XSD rules
+# The common JUnit schema (Jenkins xunit junit-10.xsd): element nesting, order, allowed and
+# required attributes, and their types.
+DEC, INT = r"-?\d+(\.\d+)?", r"\d+"
+SCHEMA = {
+    "testsuites": ({"name": None, "time": DEC, "tests": INT, "failures": INT, "disabled": INT, "errors": INT},
+                   set(), ["testsuite"]),
+    "testsuite": ({"name": None, "tests": INT, "failures": INT, "errors": INT, "time": DEC, "disabled": INT,
+                   "skipped": INT, "timestamp": None, "hostname": None, "id": None, "package": None,
+                   "file": None, "log": None, "url": None, "version": None},
+                  {"name", "tests"}, ["properties", "testcase", "system-out", "system-err"]),
+    "properties": ({}, set(), ["property"]),
+    "property": ({"name": None, "value": None}, {"name", "value"}, []),
+    "testcase": ({"name": None, "assertions": None, "time": DEC, "classname": None, "status": None, "file": None,
+                  "line": None}, {"name"}, ["skipped", "error", "failure", "system-out", "system-err"]),
+    "skipped": ({"message": None}, set(), []),
+    "error": ({"message": None, "type": None}, set(), []),
+    "failure": ({"message": None, "type": None}, set(), []),
+    "system-out": ({}, set(), []),
+    "system-err": ({}, set(), []),
+}
+
+
+def junit_problems(xml: str) -> list[str]:
+    root = ET.fromstring(xml)
+    out = []
+
+    def walk(el, path):
+        spec = SCHEMA.get(el.tag)
+        if spec is None:
+            return out.append(f"{path}: unknown element <{el.tag}>")
+        attrs, required, children = spec
+        for a, v in el.attrib.items():
+            if a not in attrs:
+                out.append(f"{path}: attribute {a!r} not allowed")
+            elif attrs[a] and not re.fullmatch(attrs[a], v):
+                out.append(f"{path}: {a}={v!r} is not a {('decimal' if attrs[a] == DEC else 'count')}")
+        out.extend(f"{path}: missing attribute {a!r}" for a in required - set(el.attrib))
+        last = -1
+        for ch in el:
+            if ch.tag not in children:
+                out.append(f"{path}: <{ch.tag}> not allowed in <{el.tag}>")
+                continue
+            i = children.index(ch.tag)
+            if i < last:
+                out.append(f"{path}: <{ch.tag}> out of order in <{el.tag}>")
+            last = i
+            walk(ch, f"{path}/{ch.tag}")
+        if el.tag == "testcase" and len(el.findall("skipped")) > 1:
+            out.append(f"{path}: more than one <skipped>")
+        if el.tag == "testsuite":
+            cases = el.findall("testcase")
+            if int(el.get("tests")) != len(cases):
+                out.append(f"{path}: tests={el.get('tests')} but {len(cases)} testcases")
+            if int(el.get("failures", 0)) != sum(bool(c.findall("failure")) for c in cases):
+                out.append(f"{path}: failures count does not match")
+            if int(el.get("skipped", 0)) != sum(bool(c.findall("skipped")) for c in cases):
+                out.append(f"{path}: skipped count does not match")
+
+    if root.tag != "testsuites":
+        return [f"root is <{root.tag}>"]
+    walk(root, "testsuites")
+    return out
+
+
+def test_junit_follows_the_xsd_rules(failing):
+    res = bl.apply(failing, bl.Baseline([bl.Entry("binary.minimum/f32/*", reason="known")]))
+    xml = junit.render(res)
+    assert junit_problems(xml) == []
+    root = ET.fromstring(xml)
+    assert len(root.findall(".//failure")) == int(res.table["verdict"].isin(FAILING).sum()) == 5
+    assert len(root.findall(".//skipped")) == 5                                     # the xfails
+
+
+def test_junit_checker_catches_violations():
+    bad = ('<testsuites><testsuite tests="2" failures="1"><testcase name="a" time="nan">'
+           '<properties/><failure/></testcase></testsuite></testsuites>')
+    problems = junit_problems(bad)
+    assert any("missing attribute 'name'" in p for p in problems)
+    assert any("time='nan'" in p for p in problems)
+    assert any("<properties> not allowed in <testcase>" in p for p in problems)
+    assert any("tests=2 but 1 testcases" in p for p in problems)
+
+
+# ------------------------------------------------------------------------------ baselines
+def test_baseline_known_failures_become_xfail_and_passes_xpass(failing, tmp_path):
+    path = tmp_path / "known.toml"
+    bl.dump(bl.Baseline([bl.Entry("binary.minimum/f16/*", "cpu", "fp16 NaN, #12"),
+                         bl.Entry("unary.neg/f32/contiguous/*", None, "stale entry")]), path)
+    known = bl.load(path)
+    res = bl.apply(failing, known)
+    t = res.table.set_index("case_id")
+    assert t.loc["binary.minimum/f16/contiguous/special/s0", "verdict"] == "xfail"
+    assert t.loc["binary.minimum/f16/contiguous/special/s0", "raw_verdict"] == "fail"
+    assert t.loc["binary.minimum/f16/contiguous/special/s0", "baseline_reason"] == "fp16 NaN, #12"
+    assert t.loc["binary.minimum/f16/contiguous/normal/s0", "verdict"] == "xpass"     # passes, baselined
+    assert t.loc["binary.minimum/f32/contiguous/special/s0", "verdict"] == "fail"     # not baselined
+    assert t.loc["unary.neg/f32/contiguous/normal/s0", "verdict"] == "xpass"
+    assert not res.ok                                                                 # f32 still fails
+    strict = bl.apply(res, known, strict=True)                                        # idempotent from raw
+    assert (strict.table["verdict"] == "xpass-strict").sum() == (res.table["verdict"] == "xpass").sum() > 0
+    assert res.meta["baseline"]["xfail"] == 5
+    level_mismatch = bl.apply(failing, bl.Baseline([bl.Entry("binary.minimum/f16/*", "amd", "")]))
+    assert "xfail" not in set(level_mismatch.table["verdict"])
+
+
+def test_baseline_update_then_run_and_report_gate(failing, tmp_path):
+    results = tmp_path / "results.json"
+    failing.to_json(results)
+    out = tmp_path / "baseline.toml"
+    r = invoke("baseline", "update", results, "-o", out)
+    assert r.exit_code == 0 and "10 entries" in r.output and "10 need a reason" in r.output
+    known = bl.load(out)
+    assert all(e.reason.startswith(bl.PLACEHOLDER) for e in known.entries)
+    assert {e.level for e in known.entries} == {"cpu"}
+    r = invoke("report", results, "--baseline", out)                    # every failure known: exit 0
+    assert r.exit_code == 0, r.output
+    assert "| xfail | 10 |" in r.output
+    # keep a hand-written reason on update; drop entries that no longer fail
+    text = out.read_text().replace(bl.PLACEHOLDER, "reviewed", 1)
+    out.write_text(text)
+    fixed = Results.from_rows([dict(r, verdict="pass") if "f32" in r["case_id"] else r
+                               for r in failing.table.to_dict("records")], failing.meta)
+    fixed.to_json(results)
+    r = invoke("baseline", "update", results, "-o", out)
+    assert "5 entries (5 kept from the old file, 5 dropped" in r.output
+    assert sum(e.reason.startswith("reviewed") for e in bl.load(out).entries) <= 1
+    # strict: the old baseline's f32 entries now pass -> xpass-strict fails the report
+    out.write_text(text)
+    assert invoke("report", results, "--baseline", out).exit_code == 0
+    r = invoke("report", results, "--baseline", out, "--strict", "--format", "junit")
+    assert r.exit_code == 1 and 'type="xpass-strict"' in r.output
+    assert invoke("report", results, "--strict").exit_code == 2
+
+
+def test_baseline_json_and_bad_files(tmp_path):
+    p = tmp_path / "b.json"
+    bl.dump(bl.Baseline([bl.Entry("cast/*", None, "r")]), p)
+    assert bl.load(p).entries == [bl.Entry("cast/*", None, "r")]
+    (tmp_path / "bad.toml").write_text("[[known]]\nreason = 'no pattern'\n")
+    with pytest.raises(ValueError, match="entry 1 has no `pattern`"):
+        bl.load(tmp_path / "bad.toml")
+    r = invoke("run", "--ops", "unary.neg", "--baseline", tmp_path / "missing.toml", "--out", tmp_path)
+    assert r.exit_code == 2 and "cannot read baseline" in r.output
+
+
+def test_run_with_baseline_writes_xfail_and_html(tmp_path):
+    known = tmp_path / "k.toml"
+    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
+    r = invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q", "--out", tmp_path / "o",
+               "--baseline", known, "--strict")
+    assert r.exit_code == 1                                   # the baselined cases pass: xpass-strict
+    (folder,) = (tmp_path / "o").iterdir()
+    res = Results.from_json(folder / "results.json")
+    assert set(res.table.loc[res.table["case_id"].str.startswith("unary.neg/f16/contiguous/"), "verdict"]) == {"xpass-strict"}
+    assert (folder / "index.html").exists() and "xpass-strict" in (folder / "index.html").read_text()
+    assert not (folder / JOURNAL).exists()                    # a finished run needs no journal
+
+
+# ----------------------------------------------------------------------------------- diff
+def test_diff_new_failures_fixed_and_slowdowns():
+    d = diff(runs.old_run(), runs.new_run(), slowdown=1.10)
+    assert len(d.new_failures) == 24 and all(c.case_id.startswith("unary.neg/") for c in d.new_failures)
+    assert len(d.fixed) == 10 and all(c.old == "fail" and c.new == "pass" for c in d.fixed)
+    assert [s.case_id for s in d.slowdowns] == ["binary.minimum/f32/transposed/normal/s0",
+                                                "binary.minimum/f32/transposed/special/s0"]
+    assert d.slowdowns[0].ratio == pytest.approx(1.5)
+    assert d.regressions
+    text = render(d)
+    assert "24 new failure(s), 10 fixed, 2 slowdown(s)" in text and "**1.50x**" in text
+    assert not diff(runs.old_run(), runs.new_run(), slowdown=1.6).slowdowns      # under the threshold
+
+
+def test_diff_command_exit_codes(tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    runs.old_run().to_json(old)
+    runs.new_run().to_json(new)
+    r = invoke("diff", old, new)
+    assert r.exit_code == 1 and "### New failures (24)" in r.output and "### Fixed (10)" in r.output
+    assert "### Slowdowns beyond 1.1x (2)" in r.output
+    r = invoke("diff", new, old, "--slowdown", "1.2")          # reverse: 10 new failures, speedups only
+    assert r.exit_code == 1 and "### Speedups (2)" in r.output
+    r = invoke("diff", old, old)
+    assert r.exit_code == 0 and "No regressions." in r.output
+    assert invoke("diff", old, tmp_path / "none.json").exit_code == 2
+    assert invoke("diff", old, new, "--slowdown", "0.9").exit_code == 2
+
+
+# ---------------------------------------------------------------------------------- repro
+def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
+    case = "binary.minimum/bf16/transposed/special/s0"
+    out = tmp_path / "case.npz"
+    r = invoke("repro", case, "--level", "cpu", "-o", out)
+    assert r.exit_code == 0, r.output
+    z = np.load(out)
+    meta = json.loads(str(z["meta"]))
+    assert str(z["kernel"]) == meta["kernel"] == "bminimum_bf16" and meta["verdict"] == "pass"
+    assert meta["launch"].startswith("bminimum_bf16<<<")
+    for n in ("lhs", "rhs", "out"):
+        assert f"buf_{n}" in z.files
+    assert z["buf_lhs"].dtype == np.uint16                      # bf16 kept as raw bits
+    assert list(z["shape_lhs"]) == list(z["expected"].shape) and "strides_rhs" in z.files and "offset_lhs" in z.files
+    assert "info_info" in z.files and z["info_info"].dtype == np.uint64       # a strided launch has info
+    assert z["expected"].shape == z["got"].shape == (33, 47)
+    assert np.array_equal(z["expected"], z["got"])
+    ptrs = [a for a in meta["args"] if a["kind"] == "ptr"]
+    assert [a["buffer"] for a in ptrs] == ["lhs", "rhs", "out"]
+    assert "RawModule" in r.output and "binary.hip" in r.output and "-D__HIPCC__" in r.output
+    snippet = r.output[:r.output.index("\n# " + case)] if ("\n# " + case) in r.output else r.output
+    compile(snippet, "replay.py", "exec")                       # the printed script is valid Python
+
+
+def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch):
+    from fakes import NanDroppingMinimum
+    from parity import levels
+    from parity.backends.base import Availability
+    monkeypatch.setattr(levels, "CpuExecutor", NanDroppingMinimum)
+    out = tmp_path / "f.npz"
+    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "-o", out, "--no-snippet")
+    assert r.exit_code == 1 and "expected nan got -4.93359375" in r.output
+    z = np.load(out)
+    assert not np.array_equal(z["expected"], z["got"])
+    assert z["expected"].view(np.uint16)[0, 21] == 0x7FFF
+    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "--level", "cuda", "-o", out, "--no-snippet")
+    assert r.exit_code == 2 and "unavailable" in r.output and "got" not in np.load(out).files
+    assert invoke("repro", "not-a-case").exit_code == 2
+    assert invoke("repro", "binary.minimum/f17/contiguous/special/s0", "-o", out).exit_code == 2
+
+
+# --------------------------------------------------------------------------- resumable runs
+def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
+    real = parity.engine.run_case
+    calls = []
+
+    def interrupting(case, executor, device=""):
+        calls.append(case.id)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+        return real(case, executor, device)
+    monkeypatch.setattr(parity.engine, "run_case", interrupting)
+    args = ["run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q", "--out", tmp_path]
+    r = invoke(*args)
+    assert r.exit_code == 130, r.output
+    (folder,) = tmp_path.iterdir()
+    assert f"--resume {folder}" in r.output and "6 finished case(s) kept" in r.output
+    lines = (folder / JOURNAL).read_text().splitlines()
+    assert len(lines) == 6
+    assert len(Results.from_json(folder / "results.json").table) == 6
+    assert "Interrupted run" in (folder / "index.html").read_text()
+    (folder / JOURNAL).write_text("\n".join(lines) + '\n{"case_id": "trunc')   # died mid-line
+    calls.clear()
+    monkeypatch.setattr(parity.engine, "run_case", lambda c, e, d="": (calls.append(c.id), real(c, e, d))[1])
+    r = invoke(*args, "--resume", folder)
+    assert r.exit_code == 0, r.output
+    res = Results.from_json(folder / "results.json")
+    total = len(res.table)
+    assert total == 6 + len(calls) and not set(calls) & {json.loads(l)["case_id"] for l in lines}
+    assert res.table["case_id"].is_unique and res.meta["resumed_rows"] == 6
+    assert not (folder / JOURNAL).exists()
+    r = invoke(*args, "--resume", folder)                       # resuming a finished run runs nothing
+    assert r.exit_code == 0 and len(Results.from_json(folder / "results.json").table) == total
+    assert invoke(*args, "--resume", tmp_path / "nope").exit_code == 2
+
+
+# ------------------------------------------------------------------------ GitHub annotations
+def test_github_annotations_capped_and_escaped(failing, tmp_path):
+    lines = github.annotations(failing, cap=3)
+    assert len(lines) == 4 and lines[-1].startswith("::warning") and "7 more failing cases" in lines[-1]
+    first = lines[0]
+    assert first.startswith("::error title=parity fail%3A binary.minimum/f16/")
+    assert "%0Arepro: parity repro binary.minimum/f16/" in first and "\n" not in first
+    r = invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q", "--out", tmp_path,
+               env={"GITHUB_ACTIONS": "true"})
+    assert r.exit_code == 0 and "::error" not in r.output
+    assert invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q",
+                  "--out", tmp_path, env={"GITHUB_ACTIONS": ""}).exit_code == 0
+
+
+def test_github_annotations_printed_for_failures(tmp_path, monkeypatch):
+    from fakes import UnwrittenTail
+    from parity import levels
+    monkeypatch.setattr(levels, "CpuExecutor", UnwrittenTail)
+    r = invoke("run", "--ops", "unary.neg", "--levels", "cpu", "-q", "--out", tmp_path, env={"GITHUB_ACTIONS": "true"})
+    assert r.exit_code == 1
+    errors = [l for l in r.output.splitlines() if l.startswith("::error ")]
+    assert len(errors) == 50 and "::warning title=parity::" in r.output
+
+
+# ---------------------------------------------------------------------------- pytest plugin
+def _plugin_args() -> list[str]:
+    names = {e.name for e in entry_points(group="pytest11")}
+    return [] if "parity" in names else ["-p", "parity.pytest_plugin"]
+
+
+def test_pytest_plugin_turns_cases_into_tests(pytester):
+    pytester.syspathinsert(str(Path(__file__).parent))
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "binary.minimum",
+                           "--parity-dtypes", "f16", "--parity-executor", "fakes:NanDroppingMinimum", "-p",
+                           "no:cacheprovider")
+    r.assert_outcomes(passed=7, failed=5)
+    out = r.stdout.str()
+    assert "FAILED parity[smoke]::binary.minimum/f16/contiguous/special/s0" in out
+    assert "fail: 61/2405 elements off; worst at (0, 21): lhs=nan, rhs=-4.93359375: expected nan got -4.93359375" in out
+    assert "repro: parity repro binary.minimum/f16/contiguous/special/s0 --level cpu" in out
+    assert "Traceback" not in out
+
+
+def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
+                           "--parity-dtypes", "f16", "--collect-only", "-q")
+    assert "parity[smoke]::unary.neg/f16/transposed/special/s0" in r.stdout.str()
+    known = tmp_path / "k.toml"
+    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
+                           "--parity-dtypes", "f16", "--parity-baseline", str(known))
+    r.assert_outcomes(passed=12, xpassed=2)
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
+                           "--parity-dtypes", "f16", "--parity-level", "cuda")
+    r.assert_outcomes(skipped=14)
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.nope")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_pytest_plugin_is_inert_without_a_sweep(pytester):
+    pytester.makepyfile("def test_x():\n    import sys\n    assert 'parity.engine' not in sys.modules\n")
+    r = pytester.runpytest_subprocess(*_plugin_args())         # a fresh process: nothing imported yet
+    r.assert_outcomes(passed=1)
