@@ -64,6 +64,8 @@ class Built:
 
 
 def applicable_layouts(op: Op) -> list[str]:
+    if op.custom is not None:                  # structured ops: the family's shape classes
+        return list(op.custom.shapes)
     names = layout_names(include_opt_in=True)
     if op.root == "copy2d":
         return ["contiguous", "narrowed"]
@@ -105,7 +107,7 @@ def build(case: Case) -> Built:
 def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: list[str] | None,
            seeds: list[int]) -> list[Case]:
     keys = [k for k in op.dtypes if not dtypes or any(p in dtypes for p in k.split("-")) or k in dtypes]
-    lays = [l for l in applicable_layouts(op) if (layouts is None and not LAYOUT_CLASSES[l].opt_in)
+    lays = [l for l in applicable_layouts(op) if (layouts is None and not _opt_in(l))
             or (layouts is not None and l in layouts)]
     vals = [v for v in op.value_classes if values is None or v in values]
     out = []
@@ -115,6 +117,20 @@ def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: 
                 for params in op.param_sets:
                     for s in seeds:
                         out.append(Case(op.name, key, lay, v, s, tuple(sorted(params.items()))))
+    return out
+
+
+def _opt_in(layout: str) -> bool:
+    return layout in LAYOUT_CLASSES and LAYOUT_CLASSES[layout].opt_in
+
+
+def shape_class_names() -> dict[str, str]:
+    """Every structured shape class name -> its doc (the layout slot of structured case IDs)."""
+    out: dict[str, str] = {}
+    for op in CATALOG.values():
+        if op.custom is not None:
+            for name, sc in op.custom.shapes.items():
+                out.setdefault(name, sc.doc)
     return out
 
 
@@ -135,8 +151,9 @@ class Filters:
         if self.dtypes:
             self.dtypes = [ALIASES.get(d, d) for d in self.dtypes]
         for lay in self.layouts or []:
-            if lay not in LAYOUT_CLASSES:
-                raise ValueError(f"unknown layout {lay!r}; known: {', '.join(LAYOUT_CLASSES)}")
+            if lay not in LAYOUT_CLASSES and lay not in shape_class_names():
+                known = list(LAYOUT_CLASSES) + [n for n in shape_class_names() if n not in LAYOUT_CLASSES]
+                raise ValueError(f"unknown layout {lay!r}; known: {', '.join(known)}")
         for v in self.values or []:
             if v not in VALUE_CLASSES:
                 raise ValueError(f"unknown value class {v!r}; known: {', '.join(VALUE_CLASSES)}")

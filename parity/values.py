@@ -10,6 +10,7 @@ VALUE_CLASSES = {
     "normal": "random finite values in the op's input domain",
     "special": "NaN, ±Inf, ±0, subnormals, max finite, halves (rounding ties) among normal values",
     "out-of-range": "values outside the destination's range (casts): 300 for u8, 65520 for f16, 464 for fp8, ...",
+    "ties": "five distinct values only, so ties are everywhere (reductions, argmin/argmax, sort)",
 }
 
 _FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5]

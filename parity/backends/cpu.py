@@ -60,12 +60,50 @@ class CpuExecutor(Executor):
     def store(self, out: np.ndarray, values: np.ndarray) -> None:
         out[: values.size] = values
 
+    # --- hooks of the structured families (reduce, nn, indexing, sort) ----------------------
+    # The op modules' `emulate` functions call these; each default is the CUDA behaviour.
+    def reduce_walk(self, info: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray]:
+        """(dims, strides) a reduce kernel walks: the permuted arrays of `info`."""
+        return info[:nd].astype(np.int64), info[nd: 2 * nd].astype(np.int64)
+
+    def reduce_row(self, kind: str, vals: np.ndarray, block: int, dt) -> tuple:
+        """One block's result over one row (vals in the block's element order):
+        (value, row index) — index only meaningful for argmin/argmax."""
+        from ..ops.reduce import cuda_block_reduce
+        return cuda_block_reduce(kind, vals, block, dt)
+
+    def store_index(self, dst: np.ndarray, i: int, idx: int) -> None:
+        """argmin/argmax write a u32 index."""
+        dst[i] = np.uint32(idx)
+
+    def is_sentinel(self, ids: np.ndarray, itype) -> np.ndarray:
+        """Which ids equal max_value<I>() (index_select/gather write 0, ia/s/sa skip)."""
+        return ids == np.iinfo(itype.np).max
+
+    def rope_stride_b(self, stride_b: int) -> int:
+        return stride_b
+
+    def sort_row(self, vals: np.ndarray, ncols: int, ncols_pad: int, asc: bool) -> np.ndarray:
+        """The first ncols entries of the bitonic network's index row (padding sorts last)."""
+        from ..ops.sort import bitonic_argsort
+        return bitonic_argsort(vals, ncols, ncols_pad, asc)
+
+    def scatter_order(self, n: int) -> np.ndarray:
+        """The order in which a thread visits j (ia/s/sa loop j serially: last writer wins)."""
+        return np.arange(n)
+
     # --- the interpreter ------------------------------------------------------------------
     def run(self, launch: Launch) -> ExecResult:
         if launch.kernel not in self._kernels:
             return ExecResult("missing", message=f"no kernel {launch.kernel} in the ABI emulation")
         op, key = self._kernels[launch.kernel]
         bufs = {n: b.copy() for n, b in launch.buffers.items()}
+        if op.custom is not None:                    # structured family: the op's interpreter
+            try:
+                op.custom.emulate(self, launch, bufs, op, key)
+            except IndexError as e:
+                return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
+            return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})
         args = {a.name: a for a in launch.args}
         t = op.dtype_parts(key)[-1]
         numel = int(args["numel"].value) if "numel" in args else 0

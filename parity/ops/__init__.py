@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import fnmatch
 
-from . import affine, binary, cast, fill, ternary, unary
+from . import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
 from .base import Op
 
-CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill)
+CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, nn, indexing, sort)
                           for op in mod.OPS}
 
 

@@ -100,6 +100,40 @@ class Operands:
 
 
 @dataclass(frozen=True)
+class ShapeClass:
+    """A structured op's geometry class: what a case's layout name means for that family
+    (e.g. `row4000`: a (2, 4000) source reduced over its last dim). Names share the layout
+    slot of a case ID (`op/dtype/layout/values/sN`)."""
+    name: str
+    doc: str
+    geo: dict = field(default_factory=dict)     # family-specific geometry (shape, dims, ...)
+
+
+@dataclass(frozen=True)
+class StructuredSpec:
+    """The extension point for launches that are not elementwise: custom grid/block/shared
+    memory, custom `info`, u32 or several outputs, inputs of other shapes than the output.
+
+    build(case, rng) -> StructuredBuilt   operands in memory + geometry (or `refuse`: the host
+                                          errors out before launching, e.g. EmptyTensor)
+    pack(built) -> Launch                 exactly what Candle's host code launches
+    expected(built) -> np.ndarray         the reference result (logical shape)
+    judge(expected, got, built) -> Comparison
+    emulate(executor, launch, bufs, op, key)   the CPU level: interpret the launch like the kernel,
+                                          writing into `bufs`; calls the executor's hooks so broken
+                                          subjects can override one behaviour
+    tolerance(key) -> str                 how results are judged, for reports
+    """
+    shapes: dict[str, ShapeClass]
+    build: Callable[..., Any]
+    pack: Callable[..., Launch]
+    expected: Callable[..., np.ndarray]
+    judge: Callable[..., Any]
+    emulate: Callable[..., None]
+    tolerance: Callable[[str], str] = lambda key: "exact"
+
+
+@dataclass(frozen=True)
 class Op:
     """One op of the catalog: the ABI it is launched with and the semantics it must have."""
     name: str                                # "unary.exp"
@@ -122,6 +156,7 @@ class Op:
     out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
     semantics: str = ""                      # one line: what the CUDA kernel computes
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
+    custom: StructuredSpec | None = None     # set for non-elementwise families (reduce, nn, ...)
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]

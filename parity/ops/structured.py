@@ -1,0 +1,161 @@
+"""Shared machinery of the structured (non-elementwise) families: reduce, nn, indexing, sort.
+
+Each structured op carries an `Op.custom` (`StructuredSpec`); the engine calls its build ->
+pack -> expected -> execute -> judge chain instead of the elementwise packer, and the CPU level
+calls its `emulate`. Everything here is family-neutral: the built-case record, value drawing,
+launch helpers and a mask-based comparator that names the worst element like `compare`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dtypes import DType, dtype
+from ..layouts import Layout, contiguous, logical, materialize, poison_fill
+from ..numerics import bits_of, round_float, to_f64, ulp_order
+from ..values import generate
+from .abi import sentinel_fill
+from .base import BLOCK, Op
+
+
+@dataclass
+class StructuredBuilt:
+    """A structured case made concrete."""
+    case: object
+    op: Op
+    key: str
+    dtypes: dict[str, DType]                 # operand / buffer name -> dtype
+    layouts: dict[str, Layout]               # input operand layouts (over `bases`)
+    bases: dict[str, np.ndarray]             # input base buffers (poisoned gaps)
+    inputs: dict[str, np.ndarray]            # logical inputs (what the reference sees)
+    geo: dict                                # family geometry and host-computed parameters
+    out_name: str = "dst"
+    out_dtype: DType | None = None
+    out_shape: tuple[int, ...] = ()
+    out_offset: int = 0                      # pointer offset of the output inside its buffer
+    out_init: np.ndarray | None = None       # output buffer before the launch (None: 0xA5 sentinel)
+    refuse: str = ""                         # the host errors out: expected error, nothing launched
+    notes: list[str] = field(default_factory=list)
+
+
+def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
+               domain: str | None = None) -> np.ndarray:
+    """Values for structured cases. `ties` draws from five values so ties are everywhere;
+    `special` sprinkles NaN/±Inf/±0/subnormals over ~6% of normal values (sums and maxima stay
+    meaningful, unlike the half-special tensors of elementwise cases)."""
+    if value_class == "ties":
+        pool = np.array([-2, -1, 0, 1, 2], dtype=np.float64)
+        if not dt.is_float:
+            pool = np.array([0, 1, 2, 3, 7], dtype=np.float64)
+        v = rng.choice(pool, n)
+        return round_float(v, dt) if dt.is_float else v.astype(dt.np)
+    base = generate(dt, n, "normal", rng, domain)
+    if value_class == "special" and n:
+        if dt.is_float:
+            sp = [np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0 ** (dt.emin - dt.mant_bits), 2.5]
+            pool = round_float(np.array(sp, dtype=np.float64), dt, nan="keep")
+        else:
+            info = np.iinfo(dt.np)
+            pool = np.array([info.max, info.min, 0, 1], dtype=dt.np)
+        k = max(1, n // 16)
+        where = rng.permutation(n)[:k]
+        base[where] = pool[np.arange(k) % pool.size]
+    return base
+
+
+def make_input(dt: DType, layout: Layout, value_class: str, rng, domain=None) -> tuple[np.ndarray, np.ndarray]:
+    """(base buffer, logical view) for one input operand."""
+    from ..layouts import distinct_positions
+    vals = rng_values(dt, distinct_positions(layout), value_class, rng, domain)
+    base = materialize(layout, dt, vals)
+    return base, logical(base, layout)
+
+
+def out_buffer(b: StructuredBuilt) -> np.ndarray:
+    """The output base buffer before the launch: the given init or the 0xA5 sentinel."""
+    n = int(np.prod(b.out_shape, dtype=np.int64)) + b.out_offset
+    if b.out_init is not None:
+        return b.out_init.copy()
+    return sentinel_fill(b.out_dtype, n)
+
+
+def for_num_elems(n: int) -> tuple[int, int, int]:
+    """cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024) (at least 1 here)."""
+    return (max(1, -(-n // BLOCK)), 1, 1)
+
+
+def next_pow2(n: int) -> int:
+    """Rust usize::next_power_of_two (0 -> 1)."""
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def extract(b: StructuredBuilt, outputs: dict[str, np.ndarray]) -> np.ndarray:
+    n = int(np.prod(b.out_shape, dtype=np.int64))
+    return outputs[b.out_name][b.out_offset: b.out_offset + n].reshape(b.out_shape)
+
+
+def key_parts(op: Op, key: str) -> list[DType]:
+    return [dtype(p) for p in key.split("-")]
+
+
+# ------------------------------------------------------------------------------ judging
+def mask_judge(expected: np.ndarray, got: np.ndarray, dt: DType, ok: np.ndarray,
+               inputs: dict[str, str] | None = None, note: str = "",
+               badness: np.ndarray | None = None, got_text=None) -> Comparison:
+    """A Comparison from an elementwise verdict mask `ok` (same shape as expected)."""
+    from ..compare import Comparison, Worst, _fmt, _sentinel_bits
+    expected = np.asarray(expected)
+    got = np.asarray(got)
+    ok = np.asarray(ok, dtype=bool).reshape(-1)
+    n = expected.size
+    max_ulp = None
+    eb = bits_of(np.asarray(expected, dtype=dt.np), dt).reshape(-1)
+    gb = bits_of(np.asarray(got, dtype=dt.np), dt).reshape(-1)
+    if dt.is_float and n:
+        e64 = expected.astype(np.float64).reshape(-1)
+        g64 = got.astype(np.float64).reshape(-1)
+        ulps = np.abs(ulp_order(eb, dt) - ulp_order(gb, dt)).astype(np.float64)
+        ulps[np.isnan(e64) & np.isnan(g64)] = 0.0
+        ulps[np.isnan(e64) != np.isnan(g64)] = np.inf
+        max_ulp = float(ulps.max())
+    elif dt.is_float:
+        max_ulp = 0.0
+    n_bad = int((~ok).sum())
+    if n_bad == 0:
+        return Comparison(True, n, 0, max_ulp, None)
+    if badness is None:
+        if dt.is_float:
+            badness = np.where(ok, 0.0, np.maximum(ulps, 1.0))
+        else:
+            d = np.abs(expected.reshape(-1).astype(np.float64) - got.reshape(-1).astype(np.float64))
+            badness = np.where(ok, 0.0, np.maximum(d, 1.0))
+    badness = np.where(ok, -1.0, np.asarray(badness, dtype=np.float64).reshape(-1))
+    i = int(np.argmax(badness))
+    coords = [int(c) for c in np.unravel_index(i, expected.shape)] if expected.ndim else []
+    wnote = note
+    if int(gb[i]) == _sentinel_bits(dt) and eb[i] != gb[i]:
+        wnote = (note + "; " if note else "") + "unwritten: still the 0xA5 sentinel"
+    g_txt = got_text(i) if got_text else _fmt(got.reshape(-1)[i], dt)
+    shown = inputs(i, coords) if callable(inputs) else (inputs or {})
+    worst = Worst(index=i, coords=coords, expected=_fmt(expected.reshape(-1)[i], dt), got=g_txt,
+                  expected_bits=hex(int(eb[i])), got_bits=hex(int(gb[i])),
+                  ulps=(float(ulps[i]) if dt.is_float else None), inputs=shown, note=wnote)
+    return Comparison(False, n, n_bad, max_ulp, worst)
+
+
+def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Equal as numbers (±0 equal), NaN equal to NaN."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype.kind == "f" or str(a.dtype) in ("bfloat16",):
+        a64, b64 = to_f64(a), to_f64(b)
+        return (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
+    return a == b
+
+
+__all__ = ["StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
+           "extract", "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]

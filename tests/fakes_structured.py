@@ -1,0 +1,74 @@
+"""Broken subjects for the structured families, built on the CPU ABI emulation: each overrides
+one hook of `CpuExecutor` to reproduce a bug a port of reduce / candle-nn / indexing / sort
+kernels can ship. tests/test_structured.py asserts each is caught with an exact verdict."""
+from __future__ import annotations
+
+import numpy as np
+
+from parity.backends.cpu import CpuExecutor
+from parity.layouts import row_major
+from parity.numerics import cast
+from parity.dtypes import dtype
+from parity.ops.reduce import cuda_block_reduce
+from parity.ops.sort import bitonic_argsort
+
+
+class ReduceIgnoresPermutation(CpuExecutor):
+    """Walks the permuted dims as if the source were laid out in that order (assumes the
+    reduced dims are innermost in memory): right for a contiguous last-dim reduce only."""
+    def reduce_walk(self, info, nd):
+        dims = info[:nd].astype(np.int64)
+        return dims, np.array(row_major(tuple(int(d) for d in dims)), dtype=np.int64)
+
+
+class TieBlockSizeBug(CpuExecutor):
+    """argmin/argmax reduced by a fixed 32-thread block (one NVIDIA warp) instead of the launch's
+    block: each thread folds several elements first, so the tie winner of rows <= block changes."""
+    def reduce_row(self, kind, vals, block, dt):
+        if kind.startswith("arg"):
+            return cuda_block_reduce(kind, vals, 32, dt)
+        return super().reduce_row(kind, vals, block, dt)
+
+
+class SentinelIgnored(CpuExecutor):
+    """Treats max_value<I> (255 for u8 ids) as an ordinary id."""
+    def is_sentinel(self, ids, itype):
+        return np.zeros(np.shape(ids), dtype=bool)
+
+
+class SumAccumulatesInFloat(CpuExecutor):
+    """fast_sum with a float accumulator for every T (then converted to T): integer sums must
+    wrap in T."""
+    def reduce_row(self, kind, vals, block, dt):
+        if kind == "sum":
+            acc = np.float32(np.sum(vals.astype(np.float32), dtype=np.float32))
+            return cast(np.array([acc]), dtype("f32"), dt)[0], 0
+        return super().reduce_row(kind, vals, block, dt)
+
+
+class RopeIgnoresStrideB(CpuExecutor):
+    """rope with per-batch (3-D) cos/sin but stride_b ignored: every batch uses batch 0's table."""
+    def rope_stride_b(self, stride_b):
+        return 0
+
+
+class SortPaddingLeaks(CpuExecutor):
+    """Padding indices (>= ncols) sort first, so they leak into the written prefix."""
+    def sort_row(self, vals, ncols, ncols_pad, asc):
+        return bitonic_argsort(vals, ncols, ncols_pad, asc, pad_last=False)
+
+
+class ScatterFirstWriterWins(CpuExecutor):
+    """scatter's duplicate ids resolved by the first j (a racy / reversed loop), not the last."""
+    def scatter_order(self, n):
+        return np.arange(n)[::-1]
+
+
+class ArgmaxWritesF32(CpuExecutor):
+    """argmin/argmax store the index as an f32 into the u32 output."""
+    def store_index(self, dst, i, idx):
+        dst[i] = np.float32(idx).view(np.uint32)
+
+
+__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "SentinelIgnored", "SumAccumulatesInFloat",
+           "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32"]

@@ -1,0 +1,28 @@
+"""The pr sweep of the structured families on the bundled HIP suite, compiled for NVIDIA
+(`hip-on-nvidia`): every verdict must be pass. Needs a CUDA GPU (CuPy) and nvcc or NVRTC."""
+import pytest
+
+from parity.cases import Filters, load_sweep
+from parity.engine import run_cases
+from parity.levels import DEFAULT_HIP_SRC, make
+
+FAMILIES = {"reduce": "reduce.*", "nn": "nn.*", "indexing": "index.*", "sort": "sort.*"}
+
+
+@pytest.fixture(scope="module")
+def level():
+    lv = make("hip-on-nvidia", DEFAULT_HIP_SRC, None)
+    if not lv.availability.available:
+        pytest.skip(f"hip-on-nvidia unavailable: {lv.availability.reason}")
+    yield lv
+    lv.executor.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_structured_pr_sweep_passes_on_hip_on_nvidia(level, family):
+    cases = load_sweep("pr", Filters(ops=[FAMILIES[family]]))
+    assert cases
+    rows = run_cases(cases, level.executor, level.availability.device)
+    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
+    assert not bad, f"{len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])
