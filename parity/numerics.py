@@ -5,6 +5,8 @@ conversion rules measured on CUDA (see docs/candle-kernel-abi.md, section 3).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .dtypes import DType, dtype
@@ -39,6 +41,9 @@ def round_float(x: np.ndarray, dt: DType, nan: str = "canonical") -> np.ndarray:
     elif dt.name == "f32":
         with np.errstate(over="ignore"):
             out = x.astype(np.float32)             # hardware conversion: one RNE rounding
+    elif dt.name == "f16":
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = x.astype(np.float16)             # NumPy rounds double -> half directly, RNE (no double rounding)
     else:
         r = _round_binary(x, dt)
         with np.errstate(all="ignore"):
@@ -151,8 +156,23 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
         s, se = two_sum(p, c)
         err = np.where(np.isfinite(s), se + pe, 0.0)   # inf/NaN: the plain result is the answer
         if dt.name == "f64":
-            return np.where(np.isfinite(s), s + err, a * b + c)
+            out = np.where(np.isfinite(s), s + err, a * b + c)
+            # near the top of the range the splitting overflows: take those few exactly
+            hard = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & ~np.isfinite(err + s)
+            for i in zip(*np.nonzero(hard)):
+                out[i] = _exact_fma(a[i], b[i], c[i])
+            return out
         return round_float_pair(s, err, dt)
+
+
+def _exact_fma(a: float, b: float, c: float) -> float:
+    """a*b+c rounded once, in rationals (float(Fraction) rounds correctly; overflow -> inf)."""
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def two_sum(a, b):

@@ -50,7 +50,16 @@ def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
     k = min(n, max(pool_arr.size, n // 2))
     where = rng.permutation(n)[:k]
     base[where] = pool_arr[np.arange(k) % pool_arr.size]
+    if not dt.is_float:
+        _restrict(base, dt, domain)                 # x/0 is undefined: never generate it
     return base
+
+
+def _restrict(v: np.ndarray, dt: DType, domain: str | None) -> None:
+    if domain in ("nonzero", "divisor"):
+        v[v == 0] = 1
+        if domain == "divisor" and dt.kind == "int":
+            v[v == -1] = 3                          # avoid MIN / -1 (undefined behaviour)
 
 
 def _normal(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> np.ndarray:
@@ -73,8 +82,5 @@ def _normal(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> 
     v = rng.integers(lo, hi, n, dtype=np.int64, endpoint=True) if dt.bits < 64 else \
         rng.integers(lo, hi, n, dtype=np.int64, endpoint=True)
     v = v.astype(dt.np)
-    if domain in ("nonzero", "divisor"):
-        v[v == 0] = 1
-        if domain == "divisor" and dt.kind == "int":
-            v[v == -1] = 3                          # avoid MIN / -1 (undefined behaviour)
+    _restrict(v, dt, domain)
     return v
