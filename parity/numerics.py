@@ -150,7 +150,12 @@ def round_float_pair(s: np.ndarray, e: np.ndarray, dt: DType) -> np.ndarray:
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
     """a*b+c with one rounding to dt (f32/f64 affine compile to fma.rn)."""
-    a = to_f64(a); b = to_f64(b); c = to_f64(c)
+    shape = np.shape(a)
+    a, b, c = (to_f64(v).reshape(-1) for v in (a, b, c))
+    return _fma_flat(a, b, c, dt).reshape(shape)
+
+
+def _fma_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
     with np.errstate(all="ignore"):
         p, pe = two_prod(a, b)
         s, se = two_sum(p, c)
@@ -159,7 +164,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
             out = np.where(np.isfinite(s), s + err, a * b + c)
             # near the top of the range the splitting overflows: take those few exactly
             hard = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & ~np.isfinite(err + s)
-            for i in zip(*np.nonzero(hard)):
+            for i in np.flatnonzero(hard):
                 out[i] = _exact_fma(a[i], b[i], c[i])
             return out
         return round_float_pair(s, err, dt)
