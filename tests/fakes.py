@@ -26,6 +26,30 @@ class OneStrideArray(CpuExecutor):
         return info[nd: 2 * nd]
 
 
+class SwappedStrides(CpuExecutor):
+    """Binary kernel reading lhs with the rhs stride array and rhs with the lhs one."""
+    def operand_strides(self, info, nd, k):
+        return super().operand_strides(info, nd, 1 - k)
+
+
+class ConstSetIgnoresView(CpuExecutor):
+    """const_set writing out[i] instead of out[strided_i]."""
+    def run(self, launch):
+        launch.args = [type(a)(a.kind, None, a.dtype, a.name) if a.kind == "info" else a for a in launch.args]
+        return super().run(launch)
+
+
+class Bf16Truncation(CpuExecutor):
+    """f32 -> bf16 by dropping the low 16 bits instead of rounding to nearest even."""
+    def compute(self, op, key, inputs, params):
+        if op.root == "cast" and key == "f32-bf16":
+            x = np.ascontiguousarray(inputs["x"], dtype=np.float32)
+            bits = (x.view(np.uint32) >> 16).astype(np.uint16)
+            bits[np.isnan(x)] = 0x7FFF
+            return bits.view(op.out_dtype(key).np)
+        return super().compute(op, key, inputs, params)
+
+
 class SaturatingU8Cast(CpuExecutor):
     """float->u8 saturates like Rust `as` (Candle CPU) instead of wrapping like CUDA."""
     def compute(self, op, key, inputs, params):
@@ -61,5 +85,5 @@ class NoInPlacePath(CpuExecutor):
         return super().run(launch)
 
 
-__all__ = ["IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
+__all__ = ["SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
            "UnwrittenTail", "NoInPlacePath", "cast"]
