@@ -161,7 +161,7 @@ class Filters:
 
 def sweep_path(name_or_path: str) -> Path:
     p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
+    if p.suffix == ".toml" or p.is_file():          # a folder named like a sweep (bench/) is not one
         if not p.exists():
             raise FileNotFoundError(f"sweep file {p} does not exist")
         return p
@@ -196,7 +196,8 @@ def load_sweep(name_or_path: str, filters: Filters | None = None) -> list[Case]:
                 if not _glob_ok(c, group.get("exclude", [])):
                     continue
                 cases.setdefault(c.id, c)
-    return list(cases.values())
+    from .session import apply_shard
+    return apply_shard(list(cases.values()))         # --shard K/N (no-op without one)
 
 
 def _intersect(a: list[str] | None, b: list[str] | None) -> list[str] | None:

@@ -79,7 +79,7 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--values", "value_classes", help="Value classes, comma separated (normal,special,out-of-range).")
 @click.option("--levels", default="auto", show_default=True,
               help="Levels to run: auto (cpu + every GPU level this machine has) or a list of "
-                   "cpu, hip-on-nvidia, amd, cuda.")
+                   "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).")
 @click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled backends/hip].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
@@ -93,13 +93,40 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes (xpass) fails the run.")
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
               help="Resume an interrupted run in this report folder: finished cases are not run again.")
-def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
-        case_timeout: float, quiet: bool, baseline_path, strict: bool, resume) -> None:
+@click.option("--time", "time_cases", is_flag=True,
+              help="Time every passing case on GPU levels (device events; kernel_ms = median, "
+                   "time_p10/p90, gbps, pct_peak, launch_bound, samples columns).")
+@click.option("--mode", "time_mode", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
+              help="With --time: cold (L2 flushed, outputs restored before each sample) or hot (back to back).")
+@click.option("--max-noise", "time_max_noise", type=float, default=0.02, show_default=True,
+              help="With --time: sample until IQR/(1.349*median) is below this (or the time cap).")
+@click.option("--gpus", default=None, help="GPU levels: one worker per GPU ('all' or N), pinned with CUDA_VISIBLE_DEVICES.")
+@click.option("--shard", default=None, help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
+def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
+    from .levels import resolve_gpus
+    from .session import parse_shard, using
+    from .timing import TimingOptions
+    try:
+        sh = parse_shard(shard)
+        timing = TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None
+        if gpus is not None:
+            resolve_gpus(gpus)
+    except ValueError as e:
+        raise SetupError(str(e))
+    with using(timing=timing, gpus=gpus, shard=sh):
+        _run(**kw)
+
+
+def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
+         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume) -> None:
+    from dataclasses import asdict
+
     from .cases import Filters, load_sweep
+    from .session import current
     from .engine import run_cases
     from .golden import summary as golden_summary
-    from .levels import DEFAULT_HIP_SRC, LEVELS, make
+    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, make
     from .reports import junit, markdown, terminal
     from .results import Results, environment
 
@@ -112,9 +139,9 @@ def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, h
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
     names = LEVELS if levels == "auto" else _csv(levels) or []
-    unknown = [n for n in names if n not in LEVELS]
+    unknown = [n for n in names if n not in ALL_LEVELS]
     if unknown:
-        raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(LEVELS)}")
+        raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(ALL_LEVELS)}")
     hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
     for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
         if not p.is_dir():
@@ -163,10 +190,22 @@ def run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, h
                 lv.executor.close()
     meta["elapsed_s"] = time.perf_counter() - t0
     meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted
-    res = apply_baseline(Results.from_rows(journal.rows, meta), known, strict)
+    rows = journal.rows
+    session = current()
+    if session.timing is not None:
+        from .engine import add_ratios
+        rows = add_ratios(rows)
+        meta["timing"] = asdict(session.timing)
+    if session.shard:
+        meta["shard"] = "/".join(map(str, session.shard))
+    if session.gpus:
+        meta["gpus"] = session.gpus
+    res = apply_baseline(Results.from_rows(rows, meta), known, strict)
 
     res.to_json(folder / "results.json")
-    (folder / "summary.md").write_text(markdown.render(res))
+    from .reports import timing as timing_report
+    timing_md = timing_report.markdown(res)
+    (folder / "summary.md").write_text(markdown.render(res) + ("\n" + timing_md if timing_md else ""))
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
     journal.close(finished=not interrupted)
@@ -215,7 +254,8 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
     sys.exit(0 if res.ok else 1)
 
 
-from . import cli_suite, commands  # noqa: E402,F401  (register coverage, compile, doctor; baseline, diff, repro)
+# register the other commands: coverage, compile, doctor; baseline, diff, repro; run --time, bench, merge
+from . import cli_bench, cli_suite, commands  # noqa: E402,F401,I001
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
@@ -46,7 +47,7 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
         "semantics": op.semantics, "divergences": list(op.divergences),
         "layouts": {n: lay.describe() for n, lay in b.layouts.items()}, "launch": "", "kernel_ms": None,
     }
-    if b.refuse:                      # expected error: the host refuses before any launch
+    if b.refuse and not getattr(b, "refuse_check", False):   # expected error: refused before any launch
         row["verdict"] = "pass"
         row["message"] = f"expected error, not launched: {b.refuse}"
         row["wall_ms"] = (time.perf_counter() - t0) * 1e3
@@ -57,7 +58,17 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
         expected = spec.expected(b)
     res = executor.run(launch)
     row["kernel_ms"] = res.time_ms
-    if res.status != "ok":
+    if spec.row_fields is not None:
+        row.update(spec.row_fields(b, res))
+    if b.refuse:                      # refuse_check: the executor's host code must refuse as well
+        refused = res.status == "refused"
+        row["verdict"] = "pass" if refused else ("fail" if res.status == "ok" else res.status)
+        row["message"] = (f"refused as expected: {res.message}" if refused else
+                          f"expected a refusal ({b.refuse}) but the executor computed a result"
+                          if res.status == "ok" else res.message)
+    elif res.status == "refused":     # the executor refused a layout Candle's host accepts
+        row["verdict"], row["message"] = "fail", f"refused a layout Candle accepts: {res.message}"
+    elif res.status != "ok":
         row["verdict"], row["message"] = res.status, res.message
     else:
         got = s_extract(b, res.outputs)
@@ -74,15 +85,58 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
     return row
 
 
-def run_case(case: Case, executor: Executor, device: str = "") -> dict:
-    """One result row (a plain dict; the results module turns rows into a table)."""
+def bench_refusal(case: Case, executor: Executor) -> dict | None:
+    """Bench-sized layouts are for timing on a GPU: the cpu level answers `unavailable`."""
+    from .layouts import LAYOUT_CLASSES
+    cls = LAYOUT_CLASSES.get(case.layout)
+    if cls is None or not cls.bench or executor.level != "cpu":
+        return None
+    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout, "values": case.values,
+            "seed": case.seed, "params": dict(case.params), "level": executor.level, "verdict": "unavailable",
+            "message": f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
+                       "levels only; the cpu level does not run it", "kernel_ms": None}
+
+
+@dataclass
+class Prepared:
+    """A case built, packed and its reference computed: run it on any number of levels."""
+    case: Case
+    built: Built
+    launch: object
+    expected: np.ndarray
+    bytes_moved: int
+    seconds: float
+
+
+def prepare_case(case: Case) -> Prepared:
+    t0 = time.perf_counter()
+    b = build(case)
+    launch = pack(b.op, case.dtype, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
+    expected = expected_output(b, launch.buffers["out"])
+    from .timing import bytes_moved_built
+    return Prepared(case, b, launch, expected, bytes_moved_built(b), time.perf_counter() - t0)
+
+
+def run_case(case: Case, executor: Executor, device: str = "", timing=None,
+             prepared: Prepared | None = None) -> dict:
+    """One result row (a plain dict; the results module turns rows into a table).
+
+    timing: parity.timing.TimingOptions to time the case after it passed (None: the session's,
+    see parity.session; no timing without either). prepared: reuse a prepare_case() result."""
+    refused = bench_refusal(case, executor)
+    if refused is not None:
+        return refused
+    if timing is None:
+        from .session import current
+        timing = current().timing
     if case.op_spec.custom is not None:
         return run_structured(case, executor, device)
     t0 = time.perf_counter()
-    b = build(case)
+    p = prepared or prepare_case(case)
+    b, launch, expected = p.built, p.launch, p.expected
     op, key = b.op, case.dtype
-    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
-    expected = expected_output(b, launch.buffers["out"])
+    if prepared is not None:
+        t0 -= p.seconds                          # wall time includes building, as for a fresh case
     row = {
         "case_id": case.id, "op": op.name, "family": op.family, "kernel": launch.kernel,
         "dtype": key, "layout": case.layout, "values": case.values, "seed": case.seed,
@@ -107,21 +161,148 @@ def run_case(case: Case, executor: Executor, device: str = "") -> dict:
         row["worst"] = c.worst.to_dict() if c.worst else None
         if c.worst:
             row["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
+    row["bytes_moved"] = p.bytes_moved
+    if timing is not None and row["verdict"] == "pass":
+        time_row(row, executor, launch, timing, res.outputs)
     row["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return row
 
 
-def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
-              on_row: Callable[[dict], None] | None = None) -> list[dict]:
+def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
+    """Add the timing columns to a passing row (kernel_ms = median, p10/p90, GB/s, % of peak)."""
+    from .timing import gbps
+    if executor.level == "cpu":                      # the NumPy emulation has no kernel time
+        return
+    try:
+        if hasattr(executor, "time"):                # an isolated worker: timed where it ran
+            t = executor.time(launch, timing)
+        else:
+            from .timing import time_launch
+            t = time_launch(executor, launch, timing, outputs)
+    except Exception as e:                           # a level that cannot be timed keeps its verdict
+        row["timing_note"] = f"not timed: {e}"
+        return
+    if t is None:
+        row["timing_note"] = "not timed"
+        return
+    row.update(t.fields())
+    row["gbps"] = gbps(row.get("bytes_moved"), t.median_ms)
+    peak = getattr(t, "peak_gbps", None)
+    row["peak_gbps"] = peak
+    row["pct_peak"] = 100.0 * row["gbps"] / peak if row["gbps"] and peak else None
+
+
+def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]], timing=None,
+                    on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """Every case on several levels, built and referenced once (bench: 2^26-element cases)."""
     rows = []
     for case in cases:
         try:
-            row = run_case(case, executor, device)
+            p = None if case.op_spec.custom is not None else prepare_case(case)
+        except Exception as e:
+            p, err = None, e
+        for ex, device in executors:
+            try:
+                if p is None and case.op_spec.custom is None:
+                    raise err
+                row = run_case(case, ex, device, timing, prepared=p)
+            except Exception as e:
+                row = _error_row(case, ex, e)
+            rows.append(row)
+            if on_row:
+                on_row(row)
+    return rows
+
+
+def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
+    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout,
+            "values": case.values, "seed": case.seed, "level": executor.level,
+            "verdict": "error", "message": f"parity internal error: {type(e).__name__}: {e}"}
+
+
+def add_ratios(rows: list[dict]) -> list[dict]:
+    """HIP time / reference time per case on the same GPU: against `cuda` when it was timed,
+    else against the CuPy reference (`cupy`). Sets `ratio` and `ratio_vs` on the HIP rows."""
+    by_case: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        by_case.setdefault(r.get("case_id"), {})[r.get("level")] = r
+    for levels in by_case.values():
+        ref = next((levels[n] for n in ("cuda", "cupy") if n in levels and _timed(levels[n])), None)
+        if ref is None:
+            continue
+        for name in ("hip-on-nvidia", "amd"):
+            r = levels.get(name)
+            if r is not None and _timed(r):
+                r["ratio"] = float(r["kernel_ms"]) / float(ref["kernel_ms"])
+                r["ratio_vs"] = ref["level"]
+    return rows
+
+
+def _timed(r: dict) -> bool:
+    v = r.get("kernel_ms")
+    return r.get("samples") is not None and isinstance(v, (int, float)) and v == v and v > 0
+
+
+def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
+              on_row: Callable[[dict], None] | None = None, timing=None) -> list[dict]:
+    """Rows in case order. An executor with `members` (levels.GpuPool: one worker per GPU) gets
+    one thread per member taking the next case from a shared queue; on_row is serialised."""
+    cases = list(cases)
+    members = getattr(executor, "members", None)
+    if members and len(members) > 1:
+        return _run_parallel(cases, members, device, on_row, timing)
+    rows = []
+    for case in cases:
+        try:
+            row = run_case(case, executor, device) if timing is None else run_case(case, executor, device, timing)
         except Exception as e:  # a tool bug on one case must not hide the others' results
-            row = {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout,
-                   "values": case.values, "seed": case.seed, "level": executor.level,
-                   "verdict": "error", "message": f"parity internal error: {type(e).__name__}: {e}"}
+            row = _error_row(case, executor, e)
         rows.append(row)
         if on_row:
             on_row(row)
     return rows
+
+
+def _run_parallel(cases, members, device, on_row, timing) -> list[dict]:
+    import queue
+    import threading
+    from .session import current
+    todo: "queue.Queue[tuple[int, Case]]" = queue.Queue()
+    for i, c in enumerate(cases):
+        todo.put((i, c))
+    out: list[dict | None] = [None] * len(cases)
+    lock = threading.Lock()
+    failure: list[BaseException] = []
+
+    timing = timing if timing is not None else current().timing
+
+    def worker(ex) -> None:
+        while not failure:
+            try:
+                i, case = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                row = run_case(case, ex, device) if timing is None else run_case(case, ex, device, timing)
+            except Exception as e:
+                row = _error_row(case, ex, e)
+            out[i] = row
+            if on_row:
+                with lock:
+                    try:
+                        on_row(row)
+                    except BaseException as e:          # KeyboardInterrupt from the callback
+                        failure.append(e)
+    threads = [threading.Thread(target=worker, args=(m,), daemon=True) for m in members]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except KeyboardInterrupt:
+        failure.append(KeyboardInterrupt())
+        raise
+    if failure:
+        raise failure[0]
+    return [r for r in out if r is not None]

@@ -126,6 +126,7 @@ class LayoutClass:
     inplace: bool = False
     opt_in: bool = False     # not in "all": huge cases need many GiB
     doc: str = ""
+    bench: bool = False      # bench-sized (timing) shape: GPU levels only, never the cpu level
 
 
 def view(kind: str, shape: tuple[int, ...]) -> Layout:
@@ -175,6 +176,11 @@ LAYOUT_CLASSES: dict[str, LayoutClass] = {c.name: c for c in [
     *[_sized(n) for n in (31, 32, 33, 63, 64, 65, 255, 256, 257, 1023, 1024, 1025)],
     LayoutClass("inplace", (45, 33), ("contig",), inplace=True, doc="null input pointer: op runs on out"),
     LayoutClass("huge", (2**31 + 1029,), ("contig",), opt_in=True, doc="> 2^31 elements: 32-bit index overflow"),
+    # bench-sized shapes (2^26 elements) for `parity bench` / `parity run --time`: opt-in, GPU levels only
+    LayoutClass("bench-contiguous", (8192, 8192), ("contig",), opt_in=True, bench=True,
+                doc="2^26 elements, dense: bandwidth timing"),
+    LayoutClass("bench-transposed", (8192, 8192), ("transposed",), opt_in=True, bench=True,
+                doc="2^26 elements, every operand a t() view: strided-read timing"),
 ]}
 
 
@@ -200,17 +206,61 @@ def materialize(layout: Layout, dt: DType, values: np.ndarray) -> np.ndarray:
     `values` holds one value per *distinct* reached position (broadcast dims reuse them).
     """
     base = poison_fill(dt, layout.base_size)
-    positions = np.unique(layout.flat_indices())
+    if layout.rank and layout.numel and _non_overlapping(layout) and min(layout.strides) >= 0:
+        order = _walk_order(layout)                  # positions in increasing order, no index array
+        walk = Layout(tuple(layout.shape[d] for d in order), tuple(layout.strides[d] for d in order),
+                      layout.offset, layout.base_size)
+        _view(base, walk)[...] = values[: layout.numel].reshape(walk.shape)
+        return base
+    positions = sorted_positions(layout)
     base[positions] = values[: positions.size]
     return base
 
 
+def _walk_order(layout: Layout) -> list[int]:
+    return sorted(range(layout.rank), key=lambda d: -layout.strides[d] if layout.shape[d] > 1 else 1)
+
+
+def _view(base: np.ndarray, layout: Layout) -> np.ndarray:
+    """The layout as a NumPy view of `base` (non-negative strides, in bounds)."""
+    item = base.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(base[layout.offset:], shape=layout.shape,
+                                           strides=tuple(st * item for st in layout.strides), writeable=True)
+
+
 def distinct_positions(layout: Layout) -> int:
+    if _non_overlapping(layout):
+        return layout.numel
     return int(np.unique(layout.flat_indices()).size)
+
+
+def _non_overlapping(layout: Layout) -> bool:
+    """True when no two logical elements share a base position (checked from the strides, no sort):
+    sorted by stride, every stride is at least the extent of the dims inside it."""
+    dims = sorted((st, s) for s, st in zip(layout.shape, layout.strides) if s > 1)
+    extent = 1
+    for st, s in dims:
+        if st < extent:
+            return False
+        extent += (s - 1) * st
+    return True
+
+
+def sorted_positions(layout: Layout) -> np.ndarray:
+    """np.unique(layout.flat_indices()), without the sort when the view cannot alias: walking the
+    dims from the largest stride to the smallest visits the positions in increasing order."""
+    if layout.numel and _non_overlapping(layout):
+        order = _walk_order(layout)
+        walk = Layout(tuple(layout.shape[d] for d in order), tuple(layout.strides[d] for d in order),
+                      layout.offset, layout.base_size)
+        return walk.flat_indices().reshape(-1)
+    return np.unique(layout.flat_indices())
 
 
 def logical(base: np.ndarray, layout: Layout) -> np.ndarray:
     """The logical tensor a layout reads from a base buffer (a copy, row-major)."""
+    if layout.rank and layout.numel and min(layout.strides) >= 0 and layout.base_size <= base.size:
+        return np.array(_view(base, layout), copy=True)
     return base[layout.flat_indices()]
 
 

@@ -8,6 +8,9 @@ from .backends.base import Availability, Executor
 from .backends.cpu import CpuExecutor
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
+# Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline.
+EXTRA_LEVELS = ("cupy",)
+ALL_LEVELS = LEVELS + EXTRA_LEVELS
 DEFAULT_HIP_SRC = Path(__file__).resolve().parent.parent / "backends" / "hip"
 
 
@@ -18,8 +21,53 @@ class Level:
     executor: Executor | None
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries."""
+    import os
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip()]
+    try:
+        import cupy
+        return [str(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
+    except Exception:
+        return []
+
+
+def resolve_gpus(spec: str | int | None) -> list[str]:
+    """--gpus all|N -> the CUDA_VISIBLE_DEVICES entry of each worker ([] = one unpinned worker)."""
+    if spec in (None, "", "1", 1):
+        return []
+    ids = visible_gpus()
+    if str(spec) == "all":
+        return ids if len(ids) > 1 else []
+    n = int(spec)
+    if n < 1:
+        raise ValueError("--gpus must be 'all' or a positive number")
+    if n > len(ids):
+        raise ValueError(f"--gpus {n}: only {len(ids)} GPU(s) visible")
+    return ids[:n] if n > 1 else []
+
+
+class GpuPool(Executor):
+    """One isolated worker per GPU; parity.engine.run_cases spreads cases over `members`."""
+
+    def __init__(self, level: str, members: list):
+        self.level, self.members = level, members
+
+    def availability(self) -> Availability:
+        return self.members[0].availability()
+
+    def run(self, launch):
+        return self.members[0].run(launch)
+
+    def close(self) -> None:
+        for m in self.members:
+            m.close()
+
+
 def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
-         isolate: bool = True) -> Level:
+         isolate: bool = True, gpus: str | int | None = None) -> Level:
     """Build one level's executor; import or setup failures become `unavailable` with the reason.
 
     GPU levels run in a worker process (isolate=True) so a faulting or hanging kernel costs one
@@ -34,13 +82,16 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         elif name == "amd":
             from .backends.amd import AmdExecutor as cls
             kwargs = {"suite_dir": hip_src}
+        elif name == "cupy":
+            from .backends.cupy_ref import CupyRefExecutor as cls
+            kwargs = {}
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
             from .backends.hip_nvidia import CudaExecutor as cls
             kwargs = {"suite_dir": cuda_src}
         else:
-            raise ValueError(f"unknown level {name!r}; known: {', '.join(LEVELS)}")
+            raise ValueError(f"unknown level {name!r}; known: {', '.join(ALL_LEVELS)}")
         av = cls(**kwargs).availability()        # cheap, in-process: no kernel is launched here
     except ImportError as e:
         return Level(name, Availability(False, f"{e}"), None)
@@ -48,5 +99,12 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         return Level(name, av, None)
     if isolate:
         from .backends.worker import IsolatedExecutor
+        from .session import current
+        ids = resolve_gpus(gpus if gpus is not None else current().gpus)
+        if ids:                                  # --gpus: one worker per GPU, pinned before CUDA starts
+            pool = [IsolatedExecutor(cls, timeout_s=case_timeout, env={"CUDA_VISIBLE_DEVICES": g}, **kwargs)
+                    for g in ids]
+            av = Availability(av.available, av.reason, f"{av.device} x{len(ids)} GPUs ({','.join(ids)})")
+            return Level(name, av, GpuPool(name, pool))
         return Level(name, av, IsolatedExecutor(cls, timeout_s=case_timeout, **kwargs))
     return Level(name, av, cls(**kwargs))

@@ -106,6 +106,17 @@ def _json_default(o):
 
 def environment() -> dict:
     import ml_dtypes
-    return {"parity": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "ml_dtypes": ml_dtypes.__version__, "pandas": pd.__version__, "host": platform.node(),
-            "platform": platform.platform(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    env = {"parity": __version__, "python": platform.python_version(), "numpy": np.__version__,
+           "ml_dtypes": ml_dtypes.__version__, "pandas": pd.__version__, "host": platform.node(),
+           "platform": platform.platform(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:                                   # GPU name, SMs, clocks, driver, CUDA, CuPy, hip-python
+        from .timing import gpu_environment
+        gpu = gpu_environment()
+    except Exception as e:                 # never let the environment probe break a run
+        gpu = {"error": f"{type(e).__name__}: {e}"}
+    for k in ("cupy", "hip_python"):
+        if k in gpu:
+            env[k] = gpu.pop(k)
+    if gpu:
+        env["gpu"] = gpu
+    return env

@@ -331,7 +331,7 @@ def test_pytest_plugin_turns_cases_into_tests(pytester):
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "binary.minimum",
                            "--parity-dtypes", "f16", "--parity-executor", "fakes:NanDroppingMinimum", "-p",
                            "no:cacheprovider")
-    r.assert_outcomes(passed=7, failed=5)
+    r.assert_outcomes(passed=9, failed=5)       # 7 smoke layouts (binary has no in-place) x 2 value classes
     out = r.stdout.str()
     assert "FAILED parity[smoke]::binary.minimum/f16/contiguous/special/s0" in out
     assert "fail: 61/2405 elements off; worst at (0, 21): lhs=nan, rhs=-4.93359375: expected nan got -4.93359375" in out
@@ -347,10 +347,10 @@ def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
     bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
                            "--parity-dtypes", "f16", "--parity-baseline", str(known))
-    r.assert_outcomes(passed=12, xpassed=2)
+    r.assert_outcomes(passed=14, xpassed=2)
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
                            "--parity-dtypes", "f16", "--parity-level", "cuda")
-    r.assert_outcomes(skipped=14)
+    r.assert_outcomes(skipped=16)
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.nope")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
 

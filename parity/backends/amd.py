@@ -155,7 +155,8 @@ class AmdExecutor(Executor):
         return res
 
     def prepare(self, kernel: str) -> ExecResult | None:
-        if kernel in self._functions:
+        from .library import is_library_kernel
+        if kernel in self._functions or is_library_kernel(kernel):
             return None
         ok, why, _ = self._avail or detect()
         if not ok:
@@ -185,6 +186,9 @@ class AmdExecutor(Executor):
         return None
 
     def run(self, launch: Launch) -> ExecResult:
+        if launch.library:                         # host routine: parity/backends/library.py
+            from .library import run_library
+            return run_library(self, launch)
         err = self.prepare(launch.kernel)
         if err is not None:
             return err

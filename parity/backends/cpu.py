@@ -12,6 +12,7 @@ import numpy as np
 from ..numerics import scalar_to_dtype
 from ..ops import expected_kernels
 from ..ops.base import Launch, Op
+from ..ops.structured import HostRefused
 from .base import Availability, ExecResult, Executor
 
 
@@ -103,6 +104,8 @@ class CpuExecutor(Executor):
                 op.custom.emulate(self, launch, bufs, op, key)
             except IndexError as e:
                 return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
+            except HostRefused as e:                 # the host code refuses (MatMulNonContiguous)
+                return ExecResult("refused", message=str(e))
             return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})
         args = {a.name: a for a in launch.args}
         t = op.dtype_parts(key)[-1]

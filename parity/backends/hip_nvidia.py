@@ -315,6 +315,9 @@ class HipOnNvidiaExecutor(Executor):
         """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
         if self._dead:
             return ExecResult("crash", message=self._dead)
+        from .library import is_library_kernel
+        if is_library_kernel(kernel):             # a host routine (BLAS, im2col+GEMM): nothing to load
+            return None
         try:
             _, err = self._function(kernel)
         except Exception as e:
@@ -327,6 +330,9 @@ class HipOnNvidiaExecutor(Executor):
         return ExecResult("crash", message=text)
 
     def run(self, launch: Launch) -> ExecResult:
+        if launch.library:                         # host routine: parity/backends/library.py
+            from .library import run_library
+            return run_library(self, launch)
         err = self.prepare(launch.kernel)
         if err is not None:
             return err

@@ -18,7 +18,11 @@ from ..ops.base import Launch
 from .base import Availability, ExecResult, Executor
 
 
-def _serve(conn, cls, kwargs) -> None:
+def _serve(conn, cls, kwargs, env=None) -> None:
+    if env:                                      # before the executor touches the device:
+        import os                                # CUDA_VISIBLE_DEVICES pins this worker to one GPU
+        os.environ.update(env)
+    last = None                                  # (launch, result) of the last run, for "time"
     try:
         ex = cls(**kwargs)
     except Exception:
@@ -37,6 +41,14 @@ def _serve(conn, cls, kwargs) -> None:
                 out = ex.prepare(payload) if hasattr(ex, "prepare") else None
             elif msg == "run":
                 out = ex.run(payload)
+                last = (payload, out)
+            elif msg == "time":                  # (launch or None = the last run's, TimingOptions)
+                from ..timing import time_launch
+                launch, opts = payload
+                ref = None
+                if launch is None and last is not None:
+                    launch, ref = last[0], (last[1].outputs if last[1].status == "ok" else None)
+                out = time_launch(ex, launch, opts, ref) if launch is not None else None
             elif msg == "close":
                 ex.close()
                 conn.send(("ok", None))
@@ -50,8 +62,10 @@ def _serve(conn, cls, kwargs) -> None:
 
 class IsolatedExecutor(Executor):
     def __init__(self, cls: type, timeout_s: float = 30.0, prepare_timeout_s: float = 1800.0,
-                 start_method: str = "spawn", **kwargs):
+                 start_method: str = "spawn", env: dict[str, str] | None = None, **kwargs):
         self.cls, self.kwargs = cls, kwargs
+        self.env = dict(env or {})                 # set in the worker first (CUDA_VISIBLE_DEVICES)
+        self._last_launch = None
         self.level = getattr(cls, "level", "?")
         self.timeout_s, self.prepare_timeout_s = timeout_s, prepare_timeout_s
         self._ctx = mp.get_context(start_method)
@@ -62,7 +76,7 @@ class IsolatedExecutor(Executor):
     # --- process management ----------------------------------------------------------------
     def _start(self) -> str:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs), daemon=True)
+        self._proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs, self.env), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
@@ -127,7 +141,10 @@ class IsolatedExecutor(Executor):
             self._restart()
             return ExecResult("timeout" if tag == "timeout" else "crash",
                               message=f"preparing {launch.kernel}: {tag} {value or ''}".strip())
+        self._last_launch = None
         tag, value = self._call("run", launch, self.timeout_s)
+        if tag == "ok":
+            self._last_launch = launch
         if tag == "timeout":
             self._restart()
             return ExecResult("timeout", message=f"no answer after {self.timeout_s:g} s: {launch.describe()}")
@@ -136,6 +153,20 @@ class IsolatedExecutor(Executor):
             return ExecResult("crash", message=f"worker process died (exit code {value}) during {launch.describe()}")
         if value.status == "crash":                # the context is gone: start a clean process
             self._restart()
+        return value
+
+    def time(self, launch, opts, timeout_s: float | None = None):
+        """Time `launch` in the worker (parity.timing.time_launch). The launch that was just run
+        is not sent again: the worker reuses it and compares the output after timing with the
+        output of that run. Returns a Timing, or raises RuntimeError (the worker is restarted)."""
+        same = launch is self._last_launch and self._proc is not None and self._proc.is_alive()
+        limit = timeout_s or max(60.0, 4 * self.timeout_s + opts.time_cap_s)
+        tag, value = self._call("time", (None if same else launch, opts), limit)
+        if tag != "ok":
+            self._restart()
+            raise RuntimeError(f"timing {launch.kernel}: worker {tag} {value or ''}".strip())
+        if isinstance(value, ExecResult):        # the timing code raised in the worker
+            raise RuntimeError(value.message)
         return value
 
     def close(self) -> None:

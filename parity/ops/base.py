@@ -43,6 +43,8 @@ class Launch:
     block: tuple[int, int, int] = (BLOCK, 1, 1)
     shared_mem: int = 0
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
+    library: str = ""                       # host routine run by the executor, not a suite kernel
+                                            # ("blas.gemm", "host.conv": parity/backends/library.py)
 
     def describe(self) -> str:
         parts = []
@@ -131,6 +133,9 @@ class StructuredSpec:
     judge: Callable[..., Any]
     emulate: Callable[..., None]
     tolerance: Callable[[str], str] = lambda key: "exact"
+    library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
+                                             # kernel of that name, so coverage skips the op
+    row_fields: Callable[..., dict] | None = None   # (built, ExecResult) -> extra result-row fields
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ from .abi import sentinel_fill
 from .base import BLOCK, Op
 
 
+class HostRefused(Exception):
+    """Raised by an executor's host code (an op's `emulate`, a library routine) when Candle's host
+    refuses the launch (e.g. MatMulNonContiguous): the executor answers ExecResult("refused")."""
+
+
 @dataclass
 class StructuredBuilt:
     """A structured case made concrete."""
@@ -36,6 +41,8 @@ class StructuredBuilt:
     out_offset: int = 0                      # pointer offset of the output inside its buffer
     out_init: np.ndarray | None = None       # output buffer before the launch (None: 0xA5 sentinel)
     refuse: str = ""                         # the host errors out: expected error, nothing launched
+    refuse_check: bool = False               # with `refuse`: launch anyway; the executor must refuse
+                                             # too (ExecResult "refused": pass; computing: fail)
     notes: list[str] = field(default_factory=list)
 
 
@@ -157,5 +164,5 @@ def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a == b
 
 
-__all__ = ["StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
+__all__ = ["HostRefused", "StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
            "extract", "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]

@@ -1,0 +1,482 @@
+// Shared helpers for the bundled HIP implementation of Candle's elementwise
+// kernel ABI (see docs/candle-kernel-abi.md). Device code only; the same source
+// builds with hipcc (AMD) and, through include/hip/*, with nvcc / NVRTC.
+#pragma once
+
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+
+// Fixed-width names without <stdint.h> so that NVRTC (no libc) works too.
+namespace pk {
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef short i16;
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef long long i64;
+typedef decltype(sizeof(0)) usize;  // == size_t
+static_assert(sizeof(usize) == 8, "ABI needs a 64-bit size_t");
+}  // namespace pk
+
+#define PK_DEV __device__ __forceinline__
+
+#if defined(__CUDACC__)
+#define PK_NVIDIA 1  // CUDA compiler: native arithmetic already has CUDA's NaN bits
+// Candle launches 1024-thread blocks; ask for two resident blocks per SM
+// (<= 32 registers) so that enough loads are in flight to saturate HBM.
+#define PK_BOUNDS __launch_bounds__(1024, 2)
+#else
+// HIP: the second argument means something else (min waves per EU); the
+// max block size is all we promise.
+#define PK_BOUNDS __launch_bounds__(1024)
+#endif
+
+namespace pk {
+
+// ---------------------------------------------------------------- bit casts
+PK_DEV u32 fbits(float x) { return __float_as_uint(x); }
+PK_DEV float ffrom(u32 b) { return __uint_as_float(b); }
+PK_DEV u64 dbits(double x) { return (u64)__double_as_longlong(x); }
+PK_DEV double dfrom(u64 b) { return __longlong_as_double((long long)b); }
+PK_DEV bool is_nan(float x) { return (fbits(x) & 0x7fffffffu) > 0x7f800000u; }
+PK_DEV bool is_nan(double x) { return (dbits(x) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+
+// CUDA's f32 arithmetic returns the canonical NaN 0x7fffffff.
+PK_DEV float canon_nan(float r) { return is_nan(r) ? ffrom(0x7fffffffu) : r; }
+// CUDA's f64 arithmetic propagates an input NaN (quieted) and creates the
+// default NaN 0xfff8000000000000 for invalid operations. AMD creates
+// 0x7ff8000000000000, so we rewrite that case (no-op when compiled by nvcc).
+PK_DEV double quiet(double x) { return dfrom(dbits(x) | 0x0008000000000000ull); }
+PK_DEV double fix_nan(double r, double a) {
+#if defined(PK_NVIDIA) && !defined(PK_EMULATE_NAN_F64)
+  (void)a;
+  return r;
+#else
+  if (!is_nan(r)) return r;
+  return is_nan(a) ? quiet(a) : dfrom(0xfff8000000000000ull);
+#endif
+}
+PK_DEV double fix_nan(double r, double a, double b) {
+#if defined(PK_NVIDIA) && !defined(PK_EMULATE_NAN_F64)
+  (void)a; (void)b;
+  return r;
+#else
+  if (!is_nan(r)) return r;
+  if (is_nan(a)) return quiet(a);
+  return is_nan(b) ? quiet(b) : dfrom(0xfff8000000000000ull);
+#endif
+}
+
+// ------------------------------------------- round a wide float to a small one
+// Rounds |x| (given as the bits of a finite, non-NaN IEEE value with FRAC
+// fraction bits and exponent bias SBIAS) to nearest-even in a format with
+// MBITS mantissa bits and exponent bias BIAS (with subnormals). Returns the
+// encoded magnitude; it may exceed the largest finite encoding (caller decides
+// between inf and saturation). Source subnormals round to 0 (true for every
+// (source, target) pair used here).
+template <class UInt, int FRAC, int SBIAS, int MBITS, int BIAS>
+PK_DEV u32 round_magnitude(UInt mag) {
+  const int efield = (int)(mag >> FRAC);
+  if (efield == 0) return 0u;
+  const int e = efield - SBIAS;  // unbiased exponent
+  const UInt mant = (mag & ((((UInt)1) << FRAC) - 1)) | (((UInt)1) << FRAC);
+  int shift = FRAC - MBITS;
+  const int emin = 1 - BIAS;
+  if (e < emin) shift += emin - e;
+  if (shift > FRAC + 1) return 0u;  // below half the smallest subnormal
+  if (e > BIAS + 2) return 0xffffffu;  // far above the range: overflow marker
+  const UInt q = mant >> shift;
+  const UInt rem = mant & ((((UInt)1) << shift) - 1);
+  const UInt half = ((UInt)1) << (shift - 1);
+  u32 r = (u32)q + ((rem > half || (rem == half && (q & 1))) ? 1u : 0u);
+  if (e >= emin) r += (u32)(e + BIAS - 1) << MBITS;  // q carries the hidden bit
+  return r;
+}
+
+}  // namespace pk
+
+#include "fp8.h"
+
+namespace pk {
+
+// ------------------------------------------------------------------- bf16
+struct bf16 {
+  u16 bits;
+};
+PK_DEV float bf16_to_float(bf16 h) { return ffrom(((u32)h.bits) << 16); }  // keeps NaN payload
+PK_DEV bf16 float_to_bf16(float f) {  // RNE, NaN -> 0x7fff (CUDA cvt.rn.bf16.f32)
+  const u32 u = fbits(f);
+  bf16 r;
+  r.bits = ((u & 0x7fffffffu) > 0x7f800000u) ? (u16)0x7fff : (u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return r;
+}
+PK_DEV bf16 double_to_bf16(double d) {  // one rounding from double
+  const u64 u = dbits(d);
+  const u16 sign = (u16)((u >> 48) & 0x8000u);
+  const u64 mag = u & 0x7fffffffffffffffull;
+  bf16 r;
+  if (mag > 0x7ff0000000000000ull) { r.bits = (u16)(sign | 0x7fc0u | (u16)((mag >> 45) & 0x3fu)); return r; }
+  if (mag == 0x7ff0000000000000ull) { r.bits = (u16)(sign | 0x7f80u); return r; }
+  u32 m = round_magnitude<u64, 52, 1023, 7, 127>(mag);
+  if (m >= 0x7f80u) m = 0x7f80u;
+  r.bits = (u16)(sign | m);
+  return r;
+}
+
+// ------------------------------------------------------------------- f16
+typedef __half f16;
+PK_DEV u16 h_bits(f16 h) { return __half_as_ushort(h); }
+PK_DEV f16 h_from(u16 b) { return __ushort_as_half(b); }
+PK_DEV float half_to_float(f16 h) { return canon_nan(__half2float(h)); }  // CUDA: NaN -> 0x7fffffff
+PK_DEV f16 float_to_half(float f) { return is_nan(f) ? h_from(0x7fff) : __float2half(f); }  // RNE
+PK_DEV f16 double_to_half(double d) {  // one rounding from double
+  const u64 u = dbits(d);
+  const u16 sign = (u16)((u >> 48) & 0x8000u);
+  const u64 mag = u & 0x7fffffffffffffffull;
+  if (mag > 0x7ff0000000000000ull) return h_from((u16)(sign | 0x7e00u | (u16)((mag >> 42) & 0x1ffu)));
+  if (mag == 0x7ff0000000000000ull) return h_from((u16)(sign | 0x7c00u));
+  u32 m = round_magnitude<u64, 52, 1023, 10, 15>(mag);
+  if (m >= 0x7c00u) m = 0x7c00u;
+  return h_from((u16)(sign | m));
+}
+
+// ------------------------------------------------------------- dtype names
+typedef float f32;
+typedef double f64;
+typedef fp8e4m3 f8e4m3;
+
+// ---------------------------------------------------------- numeric traits
+// Num<T>: C = compute type (float for f16/bf16/fp8, T otherwise);
+// to_c: storage -> compute; from_c: compute -> storage (one rounding, CUDA
+// NaN bits); rd: round to storage precision and back (f16/bf16 "arithmetic
+// in the storage dtype"); identity for other types.
+template <class T> struct Num {  // integers
+  typedef T C;
+  static PK_DEV C to_c(T x) { return x; }
+  static PK_DEV T from_c(C x) { return x; }
+  static PK_DEV C rd(C x) { return x; }
+  static PK_DEV C kst(double v) { return (C)v; }
+  static PK_DEV T fin1(C r, C) { return r; }
+  static PK_DEV T fin2(C r, C, C) { return r; }
+  static constexpr bool is_float = false;
+  static constexpr bool nan_max = false;
+};
+template <> struct Num<float> {
+  typedef float C;
+  static PK_DEV C to_c(float x) { return x; }
+  static PK_DEV float from_c(C x) { return canon_nan(x); }
+  static PK_DEV C rd(C x) { return x; }
+  static PK_DEV C kst(double v) { return (float)v; }
+  static PK_DEV float fin1(C r, C) { return canon_nan(r); }
+  static PK_DEV float fin2(C r, C, C) { return canon_nan(r); }
+  static constexpr bool is_float = true;
+  static constexpr bool nan_max = false;  // fmaxf: NaN ignored
+};
+template <> struct Num<double> {
+  typedef double C;
+  static PK_DEV C to_c(double x) { return x; }
+  static PK_DEV double from_c(C x) { return x; }
+  static PK_DEV C rd(C x) { return x; }
+  static PK_DEV C kst(double v) { return v; }
+  static PK_DEV double fin1(C r, C a) { return fix_nan(r, a); }
+  static PK_DEV double fin2(C r, C a, C b) { return fix_nan(r, a, b); }
+  static constexpr bool is_float = true;
+  static constexpr bool nan_max = false;
+};
+template <> struct Num<f16> {
+  typedef float C;
+  static PK_DEV C to_c(f16 x) { return half_to_float(x); }
+  static PK_DEV f16 from_c(C x) { return float_to_half(x); }
+  static PK_DEV C rd(C x) { return __half2float(__float2half(x)); }
+  static PK_DEV C kst(double v) { return __half2float(double_to_half(v)); }
+  static PK_DEV f16 fin1(C r, C) { return float_to_half(r); }
+  static PK_DEV f16 fin2(C r, C, C) { return float_to_half(r); }
+  static constexpr bool is_float = true;
+  static constexpr bool nan_max = true;  // __hmax_nan / max.NaN
+};
+template <> struct Num<bf16> {
+  typedef float C;
+  static PK_DEV C to_c(bf16 x) { return bf16_to_float(x); }
+  static PK_DEV bf16 from_c(C x) { return float_to_bf16(x); }
+  static PK_DEV C rd(C x) { return bf16_to_float(float_to_bf16(x)); }
+  static PK_DEV C kst(double v) { return bf16_to_float(double_to_bf16(v)); }
+  static PK_DEV bf16 fin1(C r, C) { return float_to_bf16(r); }
+  static PK_DEV bf16 fin2(C r, C, C) { return float_to_bf16(r); }
+  static constexpr bool is_float = true;
+  static constexpr bool nan_max = true;
+};
+template <> struct Num<fp8e4m3> {  // fp8: to float, compute, round once
+  typedef float C;
+  static PK_DEV C to_c(fp8e4m3 x) { return fp8_to_float(x); }
+  static PK_DEV fp8e4m3 from_c(C x) { return float_to_fp8(x); }
+  static PK_DEV C rd(C x) { return x; }
+  static PK_DEV C kst(double v) { return (float)v; }
+  static PK_DEV fp8e4m3 fin1(C r, C) { return float_to_fp8(r); }
+  static PK_DEV fp8e4m3 fin2(C r, C, C) { return float_to_fp8(r); }
+  static constexpr bool is_float = true;
+  static constexpr bool nan_max = false;  // fminf/fmaxf in float
+};
+
+// ------------------------------------------- fused multiply-add, one rounding
+// CUDA fuses f16/bf16 `x * m + a` into fma.rn.{f16,bf16} (one rounding). We
+// reproduce that exactly: the f32 inputs' product is exact in f64, the sum is
+// rounded to odd in f64 (TwoSum), and one RNE rounding to T follows.
+PK_DEV double fma_round_to_odd(float x, float m, float a) {
+  const double p = (double)x * (double)m;  // exact
+  const double b = (double)a;
+  const double s = p + b;
+  if (is_nan(s) || (dbits(s) & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) return s;
+  const double bv = s - p, av = s - bv;
+  const double e = (p - av) + (b - bv);  // exact error of s
+  if (e == 0.0) return s;
+  u64 u = dbits(s);
+  if ((e > 0.0) != (s > 0.0)) u -= 1;  // truncate toward zero
+  return dfrom(u | 1ull);
+}
+
+// --------------------------------------------------------------- indexing
+// Candle contiguity: every dim of size > 1 has stride == product of later dims.
+PK_DEV bool is_contiguous(usize num_dims, const usize* dims, const usize* strides) {
+  usize acc = 1;
+  bool ok = true;  // no early exit: lets the loads of dims/strides overlap
+#pragma unroll 4
+  for (usize d = num_dims; d-- > 0;) {
+    const usize dim = dims[d], st = strides[d];
+    ok &= (dim <= 1) | (st == acc);
+    acc *= dim;
+  }
+  return ok;
+}
+
+// Offsets of element i (row-major over dims) in N operands whose stride arrays
+// are strides[k*num_dims ...]. Index type I: u32 when numel < 2^32 (cheap
+// division), u64 otherwise; offsets are always 64-bit. Returns the index along
+// the innermost dimension.
+template <int N, class I>
+PK_DEV usize strided_offsets(I i, usize num_dims, const usize* dims, const usize* strides, usize (&off)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  usize inner = 0;
+#pragma unroll 1
+  for (usize d = num_dims; d-- > 0;) {
+    const I dim = (I)dims[d];
+    const I q = i / dim;
+    const usize r = (usize)(i - q * dim);
+    if (d == num_dims - 1) inner = r;
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += r * strides[k * num_dims + d];
+    i = q;
+  }
+  return inner;
+}
+template <class I>
+PK_DEV usize strided_index(I i, usize num_dims, const usize* dims, const usize* strides) {
+  usize off[1];
+  strided_offsets<1, I>(i, num_dims, dims, strides, off);
+  return off[0];
+}
+
+// Grid-stride loop over [0, n) with a 64-bit index.
+template <class F>
+PK_DEV void grid_stride(usize n, F&& f) {
+  const usize step = (usize)blockDim.x * (usize)gridDim.x;
+  for (usize i = (usize)blockIdx.x * (usize)blockDim.x + threadIdx.x; i < n; i += step) f(i);
+}
+
+// Walks consecutive elements of a strided layout: one division chain per
+// seek, then steps along the innermost dimension by adding its strides.
+template <int N>
+struct StridedCursor {
+  usize off[N];
+  usize inner, inner_dim, num_dims;
+  usize inner_stride[N];
+  const usize* dims;
+  const usize* strides;
+  bool small;  // numel < 2^32: 32-bit division
+  PK_DEV void seek(usize i) {
+    inner = small ? strided_offsets<N, u32>((u32)i, num_dims, dims, strides, off)
+                  : strided_offsets<N, u64>((u64)i, num_dims, dims, strides, off);
+  }
+  PK_DEV void next(usize i_next) {
+    if (++inner == inner_dim) {
+      seek(i_next);
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += inner_stride[k];
+    }
+  }
+};
+
+// Strided grid-stride loop: each thread takes K consecutive elements
+// [i0, i0+cnt) and calls body(i0, cnt, cursor); the cursor is positioned on
+// i0 and the body calls cursor.next(i) between elements. K consecutive
+// elements per thread give K independent loads in flight and amortise the
+// index division (see contiguous_loop).
+template <int N, int K, class F>
+PK_DEV void strided_groups(usize n, usize num_dims, const usize* dims, const usize* strides, F&& body) {
+  StridedCursor<N> cur;
+  cur.num_dims = num_dims;
+  cur.dims = dims;
+  cur.strides = strides;
+  cur.small = n <= 0xffffffffull;
+  cur.inner_dim = dims[num_dims - 1];
+#pragma unroll
+  for (int k = 0; k < N; ++k) cur.inner_stride[k] = strides[k * num_dims + num_dims - 1];
+  const usize groups = (n + K - 1) / K;
+  grid_stride(groups, [&](usize g) {
+    const usize i0 = g * K;
+    const usize rest = n - i0;
+    const int cnt = rest < (usize)K ? (int)rest : K;
+    cur.seek(i0);
+    body(i0, cnt, cur);
+  });
+}
+// Number of consecutive elements per thread on the strided path.
+constexpr int kStridedK = 4;
+
+template <class A, class B> struct Two { A a; B b; };
+template <class A, class B, class C> struct Three { A a; B b; C c; };
+
+// out[i] = g(load(i, off)) on the strided path; all loads of a group are
+// issued before the first store.
+template <int N, class O, class L, class G>
+PK_DEV void strided_map(usize n, usize num_dims, const usize* dims, const usize* strides, O* out, const L& load,
+                        const G& g) {
+  strided_groups<N, kStridedK>(n, num_dims, dims, strides, [&](usize i0, int cnt, StridedCursor<N>& cur) {
+    decltype(load(i0, cur.off)) x[kStridedK];
+#pragma unroll
+    for (int j = 0; j < kStridedK; ++j) {
+      if (j < cnt) {
+        x[j] = load(i0 + j, cur.off);
+        if (j + 1 < cnt) cur.next(i0 + j + 1);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kStridedK; ++j)
+      if (j < cnt) out[i0 + j] = g(x[j]);
+  });
+}
+
+
+// ------------------------------------------------- contiguous fast path
+// With Candle's launch (block 1024, grid ceil(n/1024)) one 4-byte element per
+// thread keeps too few bytes in flight to saturate HBM. The contiguous path
+// therefore walks 16-byte packs (V elements) in a grid-stride loop when every
+// pointer is aligned; threads beyond n/V exit at once. Any tail (n % V) and
+// unaligned pointers (host-side slicing) take the scalar grid-stride loop.
+template <class T, int V> struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+template <class... Ts> struct MaxSize;
+template <class T> struct MaxSize<T> { static constexpr usize v = sizeof(T); };
+template <class T, class... Ts> struct MaxSize<T, Ts...> {
+  static constexpr usize v = sizeof(T) > MaxSize<Ts...>::v ? sizeof(T) : MaxSize<Ts...>::v;
+};
+// elements per 16-byte pack of the widest operand
+template <class... Ts> struct PackWidth { static constexpr int v = (int)(16 / MaxSize<Ts...>::v); };
+
+template <int V, class T> PK_DEV bool pack_aligned(const T* p) {
+  return (((usize)p) & (sizeof(T) * V - 1)) == 0;
+}
+template <int V, class T> PK_DEV Pack<T, V> load_pack(const T* p, usize base) {
+  return *reinterpret_cast<const Pack<T, V>*>(p + base);
+}
+template <int V, class T> PK_DEV void store_pack(T* p, usize base, const Pack<T, V>& x) {
+  *reinterpret_cast<Pack<T, V>*>(p + base) = x;
+}
+
+// fv(base) handles elements [base, base+V); fs(i) handles element i.
+// Packs are dealt to every PK_INTERLEAVE-th block (the others only take part
+// in the scalar tail), so that idle blocks are interleaved with working ones
+// instead of queueing behind them.
+#ifndef PK_INTERLEAVE
+#define PK_INTERLEAVE 1
+#endif
+template <int V, class FV, class FS>
+PK_DEV void contiguous_loop(usize n, bool aligned, FV&& fv, FS&& fs) {
+  const usize step = (usize)blockDim.x * (usize)gridDim.x;
+  const usize g = (usize)blockIdx.x * (usize)blockDim.x + threadIdx.x;
+  usize done = 0;
+  if (aligned) {
+    const usize nv = n / V;
+    constexpr u32 R = PK_INTERLEAVE;
+    if (blockIdx.x % R == 0) {
+      const usize vstep = (usize)blockDim.x * (usize)((gridDim.x + R - 1) / R);
+      for (usize v = (usize)(blockIdx.x / R) * blockDim.x + threadIdx.x; v < nv; v += vstep) fv(v * V);
+    }
+    done = nv * V;
+  }
+  for (usize i = done + g; i < n; i += step) fs(i);
+}
+
+// Threads with a global id at or past this bound have no element on either
+// path (packs of V, strided groups of K, a scalar tail of < V): they may return
+// before reading info.
+PK_DEV bool idle_thread(usize n, int V, int K) {
+  const usize g = (usize)blockIdx.x * (usize)blockDim.x + threadIdx.x;
+  const int m = V < K ? V : K;
+  const usize need = (n + m - 1) / (usize)m;
+  const usize tail = n < (usize)V ? n : (usize)V;
+  return PK_INTERLEAVE == 1 && g >= (need > tail ? need : tail);
+}
+
+// out[i] = g(a[i]) over a contiguous range (a may alias out: in place).
+template <class A, class O, class G>
+PK_DEV void contiguous_map1(usize n, const A* a, O* out, const G& g) {
+  constexpr int V = PackWidth<A, O>::v;
+  contiguous_loop<V>(
+      n, pack_aligned<V>(a) && pack_aligned<V>(out),
+      [&](usize b) {
+        const Pack<A, V> x = load_pack<V>(a, b);
+        Pack<O, V> y;
+#pragma unroll
+        for (int k = 0; k < V; ++k) y.v[k] = g(x.v[k]);
+        store_pack<V>(out, b, y);
+      },
+      [&](usize i) { out[i] = g(a[i]); });
+}
+// out[i] = g(a[i], b[i])
+template <class A, class B, class O, class G>
+PK_DEV void contiguous_map2(usize n, const A* a, const B* b, O* out, const G& g) {
+  constexpr int V = PackWidth<A, B, O>::v;
+  contiguous_loop<V>(
+      n, pack_aligned<V>(a) && pack_aligned<V>(b) && pack_aligned<V>(out),
+      [&](usize base) {
+        const Pack<A, V> x = load_pack<V>(a, base);
+        const Pack<B, V> y = load_pack<V>(b, base);
+        Pack<O, V> z;
+#pragma unroll
+        for (int k = 0; k < V; ++k) z.v[k] = g(x.v[k], y.v[k]);
+        store_pack<V>(out, base, z);
+      },
+      [&](usize i) { out[i] = g(a[i], b[i]); });
+}
+// out[i] = g(a[i], b[i], c[i])
+template <class A, class B, class C, class O, class G>
+PK_DEV void contiguous_map3(usize n, const A* a, const B* b, const C* c, O* out, const G& g) {
+  constexpr int V = PackWidth<A, B, C, O>::v;
+  contiguous_loop<V>(
+      n, pack_aligned<V>(a) && pack_aligned<V>(b) && pack_aligned<V>(c) && pack_aligned<V>(out),
+      [&](usize base) {
+        const Pack<A, V> x = load_pack<V>(a, base);
+        const Pack<B, V> y = load_pack<V>(b, base);
+        const Pack<C, V> w = load_pack<V>(c, base);
+        Pack<O, V> z;
+#pragma unroll
+        for (int k = 0; k < V; ++k) z.v[k] = g(x.v[k], y.v[k], w.v[k]);
+        store_pack<V>(out, base, z);
+      },
+      [&](usize i) { out[i] = g(a[i], b[i], c[i]); });
+}
+// out[i] = value
+template <class T>
+PK_DEV void contiguous_fill(usize n, T* out, T value) {
+  constexpr int V = PackWidth<T>::v;
+  Pack<T, V> p;
+#pragma unroll
+  for (int k = 0; k < V; ++k) p.v[k] = value;
+  contiguous_loop<V>(
+      n, pack_aligned<V>(out), [&](usize b) { store_pack<V>(out, b, p); }, [&](usize i) { out[i] = value; });
+}
+}  // namespace pk

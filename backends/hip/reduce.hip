@@ -1,0 +1,114 @@
+// Reductions: fast_{sum,min,max}_T and fast_arg{min,max}_T (u32 out),
+// T in u8 u32 i64 f32 f64 f16 bf16.
+//   (size_t src_numel, size_t el_to_sum_per_block, size_t num_dims,
+//    const size_t* info /*[permuted dims, permuted strides], never null*/,
+//    const T* src, T* dst /* uint32_t* for arg* */)
+// One block per output element (grid dst_el); block = a power of two <= 1024.
+// Same algorithm as candle's reduce.cu, so results (and argmin/argmax ties)
+// match for any block size: thread t folds t, t+B, ...; a shared-memory tree
+// halves B. Sums accumulate in T; min/max use maxg/ming; arg* keep the first
+// element then strict improvements, the tree takes the partner only when it is
+// strictly better. No warp intrinsics: wavefront-size agnostic.
+#include "structured.h"
+
+namespace pk {
+
+template <class T> struct RedBuf {
+  typedef typename Num<T>::C C;
+};
+
+template <class T> PK_DEV usize red_offset(usize idx, usize nd, const usize* info, usize numel) {
+  return numel <= 0xffffffffull ? strided_index<u32>((u32)idx, nd, info, info + nd)
+                                : strided_index<u64>((u64)idx, nd, info, info + nd);
+}
+
+template <class T>
+PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
+  typedef typename Num<T>::C C;
+  __shared__ C shr[kMaxBlock];
+  const unsigned tid = threadIdx.x;
+  const usize start = (usize)blockIdx.x * el;
+  const usize stop = start + el < numel ? start + el : numel;
+  C acc = (C)0;
+  for (usize idx = start + tid; idx < stop; idx += blockDim.x)
+    acc = add_in_t<T>(acc, Num<T>::to_c(src[red_offset<T>(idx, nd, info, numel)]));
+  shr[tid] = acc;
+  block_tree(shr, tid, blockDim.x, [](C a, C b) { return add_in_t<T>(a, b); });
+  if (tid == 0) dst[blockIdx.x] = Num<T>::from_c(shr[0]);
+}
+
+template <class T, bool IS_MAX>
+PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
+  typedef typename Num<T>::C C;
+  __shared__ C shr[kMaxBlock];
+  const unsigned tid = threadIdx.x;
+  const usize start = (usize)blockIdx.x * el;
+  const usize stop = start + el < numel ? start + el : numel;
+  C acc = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
+  for (usize idx = start + tid; idx < stop; idx += blockDim.x)
+    acc = maxg<T, IS_MAX>(acc, Num<T>::to_c(src[red_offset<T>(idx, nd, info, numel)]));
+  shr[tid] = acc;
+  block_tree(shr, tid, blockDim.x, [](C a, C b) { return maxg<T, IS_MAX>(a, b); });
+  if (tid == 0) dst[blockIdx.x] = Num<T>::from_c(shr[0]);
+}
+
+template <class T, bool IS_MAX>
+PK_DEV void fast_arg(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  typedef typename Num<T>::C C;
+  __shared__ C shr[kMaxBlock];
+  __shared__ u32 shr_idx[kMaxBlock];
+  const unsigned tid = threadIdx.x;
+  const usize start = (usize)blockIdx.x * el;
+  const usize stop = start + el < numel ? start + el : numel;
+  const usize last = info[nd - 1];
+  C best = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
+  u32 best_idx = 0xffffffffu;
+  bool not_set = true;
+  for (usize idx = start + tid; idx < stop; idx += blockDim.x) {
+    const C v = Num<T>::to_c(src[red_offset<T>(idx, nd, info, numel)]);
+    if (not_set || (IS_MAX ? v > best : v < best)) {   // NaN never improves, and sticks
+      best = v;
+      best_idx = (u32)(idx % last);
+      not_set = false;
+    }
+  }
+  shr[tid] = best;
+  shr_idx[tid] = best_idx;
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    __syncthreads();
+    if (tid < s && (IS_MAX ? shr[tid + s] > shr[tid] : shr[tid + s] < shr[tid])) {
+      shr[tid] = shr[tid + s];
+      shr_idx[tid] = shr_idx[tid + s];
+    }
+  }
+  __syncthreads();
+  if (tid == 0) dst[blockIdx.x] = shr_idx[0];
+}
+
+}  // namespace pk
+
+#define PK_REDUCE_ARGS pk::usize src_numel, pk::usize el, pk::usize num_dims, const pk::usize* info
+#define PK_REDUCE_ALL(T, SFX)                                                                             \
+  extern "C" __global__ void fast_sum_##SFX(PK_REDUCE_ARGS, const T* src, T* dst) {                      \
+    pk::fast_sum<T>(src_numel, el, num_dims, info, src, dst);                                            \
+  }                                                                                                       \
+  extern "C" __global__ void fast_min_##SFX(PK_REDUCE_ARGS, const T* src, T* dst) {                      \
+    pk::fast_minmax<T, false>(src_numel, el, num_dims, info, src, dst);                                  \
+  }                                                                                                       \
+  extern "C" __global__ void fast_max_##SFX(PK_REDUCE_ARGS, const T* src, T* dst) {                      \
+    pk::fast_minmax<T, true>(src_numel, el, num_dims, info, src, dst);                                   \
+  }                                                                                                       \
+  extern "C" __global__ void fast_argmin_##SFX(PK_REDUCE_ARGS, const T* src, pk::u32* dst) {             \
+    pk::fast_arg<T, false>(src_numel, el, num_dims, info, src, dst);                                     \
+  }                                                                                                       \
+  extern "C" __global__ void fast_argmax_##SFX(PK_REDUCE_ARGS, const T* src, pk::u32* dst) {             \
+    pk::fast_arg<T, true>(src_numel, el, num_dims, info, src, dst);                                      \
+  }
+
+PK_REDUCE_ALL(pk::u8, u8)
+PK_REDUCE_ALL(pk::u32, u32)
+PK_REDUCE_ALL(pk::i64, i64)
+PK_REDUCE_ALL(pk::f32, f32)
+PK_REDUCE_ALL(pk::f64, f64)
+PK_REDUCE_ALL(pk::f16, f16)
+PK_REDUCE_ALL(pk::bf16, bf16)

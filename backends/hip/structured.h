@@ -1,0 +1,98 @@
+// Helpers for the structured kernel families (reduce.hip, nn.hip, indexing.hip,
+// sort.hip) on top of common.h. Wavefront-size agnostic: every cross-thread
+// reduction goes through shared memory and __syncthreads over blockDim, never
+// through lane masks, so it is the same on 32-lane NVIDIA warps and 64-lane
+// AMD CDNA wavefronts.
+#pragma once
+#include "common.h"
+
+namespace pk {
+
+// Largest block any structured launch uses (cudarc / Candle cap).
+constexpr int kMaxBlock = 1024;
+
+// max_value<I>(): the "no index" sentinel of the indexing kernels.
+template <class I> struct MaxValue;
+template <> struct MaxValue<u8> { static PK_DEV u8 v() { return (u8)0xffu; } };
+template <> struct MaxValue<u32> { static PK_DEV u32 v() { return 0xffffffffu; } };
+template <> struct MaxValue<i64> { static PK_DEV i64 v() { return (i64)0x7fffffffffffffffll; } };
+template <> struct MaxValue<i16> { static PK_DEV i16 v() { return (i16)0x7fff; } };
+template <> struct MaxValue<i32> { static PK_DEV i32 v() { return (i32)0x7fffffff; } };
+template <class I> PK_DEV bool is_sentinel(I id) { return id == MaxValue<I>::v(); }
+
+// Lowest / highest value of T in its compute type C: what -INFINITY / +INFINITY
+// become when stored to T (integers saturate to their limits).
+template <class T> struct Limits {
+  static PK_DEV typename Num<T>::C lowest() { return -__builtin_huge_valf(); }
+  static PK_DEV typename Num<T>::C highest() { return __builtin_huge_valf(); }
+};
+template <> struct Limits<double> {
+  static PK_DEV double lowest() { return -__builtin_huge_val(); }
+  static PK_DEV double highest() { return __builtin_huge_val(); }
+};
+template <> struct Limits<u8> {
+  static PK_DEV u8 lowest() { return 0; }
+  static PK_DEV u8 highest() { return 0xff; }
+};
+template <> struct Limits<u32> {
+  static PK_DEV u32 lowest() { return 0; }
+  static PK_DEV u32 highest() { return 0xffffffffu; }
+};
+template <> struct Limits<i64> {
+  static PK_DEV i64 lowest() { return (i64)(1ull << 63); }
+  static PK_DEV i64 highest() { return (i64)0x7fffffffffffffffll; }
+};
+
+// Accumulator of a sum in T: rounds to T after every add (f16/bf16 "add in T");
+// integers wrap (unsigned arithmetic, no signed-overflow UB).
+template <class T> PK_DEV typename Num<T>::C add_in_t(typename Num<T>::C a, typename Num<T>::C b) {
+  typedef typename Num<T>::C C;
+  if constexpr (Num<T>::is_float) {
+    return Num<T>::rd(a + b);
+  } else {
+    return (C)((u64)a + (u64)b);
+  }
+}
+
+// maxg / ming: f32/f64 ignore NaN (fmaxf), f16/bf16 propagate it (__hmax_nan);
+// integers plain. Evaluated in the compute type (exact for every T here).
+template <class T, bool IS_MAX> PK_DEV typename Num<T>::C maxg(typename Num<T>::C a, typename Num<T>::C b) {
+  if constexpr (Num<T>::is_float) {
+    const bool na = is_nan(a), nb = is_nan(b);
+    if (na || nb) {
+      if (Num<T>::nan_max) return na ? a : b;  // propagate
+      return na ? b : a;                       // ignore (both NaN -> NaN)
+    }
+  }
+  return IS_MAX ? (b > a ? b : a) : (b < a ? b : a);
+}
+
+// In-place shared-memory tree over the first `n` (a power of two) entries of
+// `buf`, combining with f(receiver, partner). All threads of the block call it.
+template <class V, class F>
+PK_DEV void block_tree(V* buf, unsigned tid, unsigned n, F&& f) {
+  for (unsigned s = n / 2; s > 0; s >>= 1) {
+    __syncthreads();
+    if (tid < s) buf[tid] = f(buf[tid], buf[tid + s]);
+  }
+  __syncthreads();
+}
+
+// Sum of one value per thread over a block of `n` threads (any n <= kMaxBlock,
+// not only powers of two): sequential fold of the partner half, then a tree.
+template <class V>
+PK_DEV V block_sum(V v, V* buf, unsigned tid, unsigned n) {
+  buf[tid] = v;
+  unsigned p = 1;
+  while (p < n) p <<= 1;
+  __syncthreads();
+  for (unsigned s = p / 2; s > 0; s >>= 1) {
+    if (tid < s && tid + s < n) buf[tid] = buf[tid] + buf[tid + s];
+    __syncthreads();
+  }
+  const V r = buf[0];
+  __syncthreads();
+  return r;
+}
+
+}  // namespace pk

@@ -1,0 +1,63 @@
+"""The timing table: median (p10-p90), samples, GB/s, % of peak, launch-bound, HIP/reference ratio."""
+from __future__ import annotations
+
+import math
+
+from ..results import Results
+
+
+def _f(v, fmt: str = "{:.3g}") -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return ""
+    return "" if not math.isfinite(x) else fmt.format(x)
+
+
+def rows(res: Results) -> list[dict]:
+    t = res.table
+    if "samples" not in t.columns:
+        return []
+    timed = t[t["samples"].notna()]
+    out = []
+    for _, r in timed.iterrows():
+        out.append({
+            "case": r["case_id"], "level": r["level"],
+            "median_us": _f(r["kernel_ms"] * 1e3, "{:.1f}"),
+            "p10-p90_us": f"{_f(r.get('time_p10', float('nan')) * 1e3, '{:.1f}')}-{_f(r.get('time_p90', float('nan')) * 1e3, '{:.1f}')}",
+            "n": str(int(r["samples"])), "noise": _f(r.get("time_noise", float("nan")) * 100, "{:.1f}%"),
+            "GB/s": _f(r.get("gbps"), "{:.0f}"), "% peak": _f(r.get("pct_peak"), "{:.0f}%"),
+            "launch-bound": "yes" if r.get("launch_bound") is True else "",
+            "ratio": (_f(r.get("ratio"), "{:.2f}x") + f" vs {r.get('ratio_vs')}") if _f(r.get("ratio")) else "",
+            "note": str(r.get("timing_note") or "")[:80] if isinstance(r.get("timing_note"), str) else "",
+        })
+    return out
+
+
+COLS = ["case", "level", "median_us", "p10-p90_us", "n", "noise", "GB/s", "% peak", "launch-bound", "ratio", "note"]
+
+
+def markdown(res: Results) -> str:
+    rs = rows(res)
+    if not rs:
+        return ""
+    peak = next((r for r in res.table.get("peak_gbps", []) if isinstance(r, (int, float)) and r == r), None)
+    mode = res.meta.get("timing", {}).get("mode", "")
+    lines = [f"### Timing ({mode} L2{', peak copy bandwidth %.0f GB/s' % peak if peak else ''})", "",
+             "| " + " | ".join(COLS) + " |", "| " + " | ".join("---" for _ in COLS) + " |"]
+    for r in rs:
+        lines.append("| " + " | ".join(f"`{r[c]}`" if c == "case" else r[c] for c in COLS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def show(res: Results, console) -> None:
+    from rich.table import Table
+    rs = rows(res)
+    if not rs:
+        return
+    t = Table(title="timing (median of device-event samples)")
+    for c in COLS:
+        t.add_column(c, overflow="fold", justify="right" if c not in ("case", "level", "note") else "left")
+    for r in rs:
+        t.add_row(*[r[c] for c in COLS])
+    console.print(t)
