@@ -160,14 +160,17 @@ class CupyBlas:
         """Square-ish GEMM throughput: median over `iters` timed calls (CUDA events)."""
         from ..ops.matmul import GemmConfig
         cupy = self.cupy
-        npd = {"f32": np.float32, "f64": np.float64, "f16": np.float16}.get(dt)
-        if dt == "bf16":
-            import ml_dtypes
-            npd = ml_dtypes.bfloat16
         rng = cupy.random.default_rng(0)
-        A = rng.standard_normal((k, m), dtype=np.float32).astype(npd) if dt != "f64" else rng.standard_normal((k, m))
-        B = rng.standard_normal((n, k), dtype=np.float32).astype(npd) if dt != "f64" else rng.standard_normal((n, k))
-        C = cupy.empty((n, m), dtype=npd)
+
+        def rand(shape):
+            x = rng.standard_normal(shape, dtype=np.float64 if dt == "f64" else np.float32)
+            if dt == "f16":
+                return x.astype(np.float16)
+            if dt == "bf16":                       # CuPy has no bfloat16: the bits as uint16
+                return (x.view(cupy.uint32) >> 16).astype(cupy.uint16)
+            return x
+        A, B = rand((k, m)), rand((n, k))
+        C = cupy.empty((n, m), dtype=A.dtype)
         cfg = GemmConfig("N", "N", m, n, k, m, k, m, m * k, k * n, m * n, 1)
         alpha, beta = scalars(dt)
         call = cublas_call(cfg, dt, self.handle, A.data.ptr, B.data.ptr, C.data.ptr, alpha.ctypes.data,

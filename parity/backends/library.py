@@ -1,6 +1,6 @@
 """Host routines: launches with `Launch.library` set are not suite kernels but Candle host code
 that an executor runs with its own means — `blas.gemm` (gemm_config + one strided-batched GEMM)
-and `host.conv` (im2col kernel + GEMM + ucopy back to NCHW, parity/ops/conv.py).
+(the im2col + GEMM + ucopy conv host path is not implemented yet).
 
 GPU executors call `run_library(self, launch)` from `run`; the CPU level goes through the ops'
 `emulate`, which uses the same helpers. Executor hooks (broken subjects override them):
@@ -72,12 +72,6 @@ def run_gemm(ex, launch: Launch) -> ExecResult:
 def run_library(ex, launch: Launch) -> ExecResult:
     if launch.library == "blas.gemm":
         return run_gemm(ex, launch)
-    if launch.library == "host.conv":
-        from ..ops.conv import run_conv_host
-        try:
-            return run_conv_host(ex, launch)
-        except HostRefused as e:
-            return ExecResult("refused", message=str(e))
     return ExecResult("missing", message=f"no host routine {launch.library!r}")
 
 

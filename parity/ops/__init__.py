@@ -4,11 +4,11 @@ from __future__ import annotations
 import fnmatch
 
 from . import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
-from . import matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
+from . import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
 from .base import Op
 
 CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, nn, indexing, sort,
-                                                       matmul, pool)
+                                                       matmul, pool, conv)
                           for op in mod.OPS}
 
 
