@@ -170,6 +170,10 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
                         "device": l.availability.device} for l in lvls],
             "golden": golden_summary()}
     t0 = time.perf_counter()
+    from .ops import CATALOG
+    kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
+    for lv in runnable:
+        lv.precompile(kernels)
     with terminal.progress(console) as prog:
         for lv in runnable:
             todo = journal.todo(cases, lv.name)

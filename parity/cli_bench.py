@@ -85,6 +85,9 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
             "levels": [{"level": l.name, "available": l.availability.available, "reason": l.availability.reason,
                         "device": l.availability.device} for l in lvls]}
     t0 = time.perf_counter()
+    from .ops import CATALOG
+    for lv in runnable:
+        lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases})
     with terminal.progress(console) as prog:
         task = prog.add_task("bench", total=len(cases) * len(runnable), status="")
         try:

@@ -19,6 +19,12 @@ class Level:
     name: str
     availability: Availability
     executor: Executor | None
+    probe: Executor | None = None     # in-process instance that answered availability (and compiles)
+
+    def precompile(self, kernels) -> None:
+        """Compile, in parallel and before the launch worker starts, the suite files these kernels need."""
+        if self.probe is not None and hasattr(self.probe, "precompile"):
+            self.probe.precompile(self.probe.sources_for(kernels))
 
 
 def visible_gpus() -> list[str]:
@@ -92,7 +98,8 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             kwargs = {"suite_dir": cuda_src}
         else:
             raise ValueError(f"unknown level {name!r}; known: {', '.join(ALL_LEVELS)}")
-        av = cls(**kwargs).availability()        # cheap, in-process: no kernel is launched here
+        probe = cls(**kwargs)
+        av = probe.availability()                # cheap, in-process: no kernel is launched here
     except ImportError as e:
         return Level(name, Availability(False, f"{e}"), None)
     if not av.available:
@@ -105,6 +112,6 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             pool = [IsolatedExecutor(cls, timeout_s=case_timeout, env={"CUDA_VISIBLE_DEVICES": g}, **kwargs)
                     for g in ids]
             av = Availability(av.available, av.reason, f"{av.device} x{len(ids)} GPUs ({','.join(ids)})")
-            return Level(name, av, GpuPool(name, pool))
-        return Level(name, av, IsolatedExecutor(cls, timeout_s=case_timeout, **kwargs))
+            return Level(name, av, GpuPool(name, pool), probe)
+        return Level(name, av, IsolatedExecutor(cls, timeout_s=case_timeout, **kwargs), probe)
     return Level(name, av, cls(**kwargs))

@@ -46,11 +46,14 @@ PK_DEV void affine_impl(usize numel, usize num_dims, const usize* info, const T*
   AffineFn<T> g;
   g.mul = Num<T>::to_c(mul);
   g.add = Num<T>::to_c(add);
-  if (idle_thread(numel, PackWidth<T>::v, kStridedK)) return;
+  {
+    const T* src = inp ? inp : out;
+    if (info != nullptr && idle_thread<PackWidth<T>::v, StridedK<T>::v>(numel, pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
+  }
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp ? inp : out, out, g);
   } else {
-    strided_map<1>(
+    strided_map<1, StridedK<T>::v>(
         numel, num_dims, info, info + num_dims, out,
         [&](usize i, const usize(&off)[1]) { return inp ? inp[off[0]] : out[i]; }, g);
   }

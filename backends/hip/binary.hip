@@ -103,12 +103,15 @@ template <class T, class Op> struct CmpFn {
 template <class T, class O, class G>
 PK_DEV void map_binary(usize numel, usize num_dims, const usize* info, const T* lhs, const T* rhs, O* out,
                        const G& g) {
-  if (idle_thread(numel, PackWidth<T, O>::v, kStridedK)) return;
+  {
+    constexpr int V = PackWidth<T, O>::v;
+    if (info != nullptr && idle_thread<V, StridedK<T>::v>(numel, pack_aligned<V>(lhs) && pack_aligned<V>(rhs) && pack_aligned<V>(out))) return;
+  }
   if (info == nullptr || (is_contiguous(num_dims, info, info + num_dims) &&
                           is_contiguous(num_dims, info, info + 2 * num_dims))) {
     contiguous_map2(numel, lhs, rhs, out, g);
   } else {
-    strided_map<2>(
+    strided_map<2, StridedK<T>::v>(
         numel, num_dims, info, info + num_dims, out,
         [&](usize, const usize(&off)[2]) { return Two<T, T>{lhs[off[0]], rhs[off[1]]}; },
         [&](const Two<T, T>& v) { return g(v.a, v.b); });

@@ -69,11 +69,14 @@ template <class S, class D> PK_DEV D convert(S x) {
 
 template <class S, class D>
 PK_DEV void cast_impl(usize numel, usize num_dims, const usize* info, const S* inp, D* out) {
-  if (idle_thread(numel, PackWidth<S, D>::v, kStridedK)) return;
+  {
+    constexpr int V = PackWidth<S, D>::v;
+    if (info != nullptr && idle_thread<V, StridedK<S, D>::v>(numel, pack_aligned<V>(inp) && pack_aligned<V>(out))) return;
+  }
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp, out, [](S x) { return convert<S, D>(x); });
   } else {
-    strided_map<1>(
+    strided_map<1, StridedK<S, D>::v>(
         numel, num_dims, info, info + num_dims, out, [&](usize, const usize(&off)[1]) { return inp[off[0]]; },
         [](S x) { return convert<S, D>(x); });
   }

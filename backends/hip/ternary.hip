@@ -10,14 +10,17 @@ namespace pk {
 template <class I, class T>
 PK_DEV void where_impl(usize numel, usize num_dims, const usize* info, const I* ids, const T* t, const T* f,
                        T* out) {
-  if (idle_thread(numel, PackWidth<I, T>::v, kStridedK)) return;
+  {
+    constexpr int V = PackWidth<I, T>::v;
+    if (idle_thread<V, StridedK<I, T>::v>(numel, pack_aligned<V>(ids) && pack_aligned<V>(t) && pack_aligned<V>(f) && pack_aligned<V>(out))) return;
+  }
   const usize* dims = info;
   const usize* s = info + num_dims;
   if (is_contiguous(num_dims, dims, s) && is_contiguous(num_dims, dims, s + num_dims) &&
       is_contiguous(num_dims, dims, s + 2 * num_dims)) {
     contiguous_map3(numel, ids, t, f, out, [](I c, T a, T b) { return c != I(0) ? a : b; });
   } else {
-    strided_map<3>(
+    strided_map<3, StridedK<I, T>::v>(
         numel, num_dims, dims, s, out,
         [&](usize, const usize(&off)[3]) { return Three<I, T, T>{ids[off[0]], t[off[1]], f[off[2]]}; },
         [](const Three<I, T, T>& v) { return v.a != I(0) ? v.b : v.c; });

@@ -232,20 +232,32 @@ class HipOnNvidiaExecutor(Executor):
         return self._suite
 
     def compile(self, source: Path) -> CompileResult:
-        source = Path(source)
-        if source not in self._compiled:
-            res = self.toolchain.compile(source)
-            self._compiled[source] = res
-            if res.ok:
-                try:
-                    self._symbols[source] = kernels_from_binary(res.binary)
-                except Exception:
-                    self._symbols[source] = []
-                self.suite.add_symbols(self._symbols[source], source)
-        return self._compiled[source]
+        return self.precompile([source], jobs=1)[Path(source)]
 
     def compile_all(self) -> dict[Path, CompileResult]:
-        return {s: self.compile(s) for s in self.suite.sources}
+        return self.precompile(self.suite.sources)
+
+    def precompile(self, sources, jobs: int | None = None) -> dict[Path, CompileResult]:
+        """Compile sources in parallel (one compiler process per core) into the on-disk cache,
+        so a cold run does not compile file after file inside the launch worker."""
+        from concurrent.futures import ThreadPoolExecutor
+        todo = [Path(s) for s in dict.fromkeys(sources) if Path(s) not in self._compiled]
+        with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
+            results = dict(zip(todo, pool.map(self.toolchain.compile, todo)))
+        for src, res in results.items():             # register symbols in this thread
+            self._compiled[src] = res
+            if res.ok:
+                try:
+                    self._symbols[src] = kernels_from_binary(res.binary)
+                except Exception:
+                    self._symbols[src] = []
+                self.suite.add_symbols(self._symbols[src], src)
+        return {Path(s): self._compiled[Path(s)] for s in sources}
+
+    def sources_for(self, kernels) -> list[Path]:
+        """The suite files that define these kernel names (unknown names are skipped)."""
+        files = [self.suite.kernels[k].file for k in kernels if k in self.suite.kernels]
+        return [Path(f) for f in dict.fromkeys(files) if f]
 
     def locate(self, kernel: str) -> tuple[Path | None, ExecResult | None]:
         """(source defining `kernel`, None) or (None, the missing / compile-error verdict)."""
