@@ -25,11 +25,9 @@ def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
 
 
-def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
-    """A case of a structured op (`Op.custom`): the op's own build/pack/expected/judge."""
+def prepare_structured(case: Case):
+    """Build a structured case (`Op.custom`): (built, launch or None if the host refuses, expected)."""
     import zlib
-    from .ops.structured import extract as s_extract
-    t0 = time.perf_counter()
     op = case.op_spec
     spec = op.custom
     if case.dtype not in op.dtypes:
@@ -38,49 +36,64 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
         raise KeyError(f"{op.name} has no shape class {case.layout!r}; it has {', '.join(spec.shapes)}")
     rng = np.random.default_rng([zlib.crc32(case.id.encode()), case.seed])
     b = spec.build(case, rng)
+    if b.refuse and not getattr(b, "refuse_check", False):   # expected error: refused before any launch
+        return b, None, None
+    launch = spec.pack(b)
+    with np.errstate(all="ignore"):
+        expected = spec.expected(b)
+    return b, launch, expected
+
+
+def judge_structured(b, expected, res) -> tuple[dict, np.ndarray | None]:
+    """Verdict fields of a structured case from the executor's result, and the output it read."""
+    from .ops.structured import extract as s_extract
+    spec = b.op.custom
+    if b.refuse:                      # refuse_check: the executor's host code must refuse as well
+        refused = res.status == "refused"
+        return {"verdict": "pass" if refused else ("fail" if res.status == "ok" else res.status),
+                "message": (f"refused as expected: {res.message}" if refused else
+                            f"expected a refusal ({b.refuse}) but the executor computed a result"
+                            if res.status == "ok" else res.message)}, None
+    if res.status == "refused":       # the executor refused a layout Candle's host accepts
+        return {"verdict": "fail", "message": f"refused a layout Candle accepts: {res.message}"}, None
+    if res.status != "ok":
+        return {"verdict": res.status, "message": res.message}, None
+    got = s_extract(b, res.outputs)
+    with np.errstate(all="ignore"):
+        c = spec.judge(expected, got, b)
+    out = {"verdict": "pass" if c.passed else "fail", "max_ulp": c.max_ulp, "n_bad": c.n_bad,
+           "worst": c.worst.to_dict() if c.worst else None,
+           "message": f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""}
+    if b.notes:
+        out["message"] = "; ".join([out["message"]] + b.notes if out["message"] else b.notes)
+    return out, got
+
+
+def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
+    """A case of a structured op (`Op.custom`): the op's own build/pack/expected/judge."""
+    t0 = time.perf_counter()
+    op = case.op_spec
+    b, launch, expected = prepare_structured(case)
     row = {
         "case_id": case.id, "op": op.name, "family": op.family, "kernel": op.kernel_name(case.dtype),
         "dtype": case.dtype, "layout": case.layout, "values": case.values, "seed": case.seed,
         "params": dict(case.params), "level": executor.level, "device": device,
         "numel": int(np.prod(b.out_shape, dtype=np.int64)), "verdict": "", "max_ulp": None, "n_bad": 0,
-        "worst": None, "message": "", "tolerance": spec.tolerance(case.dtype),
+        "worst": None, "message": "", "tolerance": op.custom.tolerance(case.dtype),
         "semantics": op.semantics, "divergences": list(op.divergences),
         "layouts": {n: lay.describe() for n, lay in b.layouts.items()}, "launch": "", "kernel_ms": None,
     }
-    if b.refuse and not getattr(b, "refuse_check", False):   # expected error: refused before any launch
+    if launch is None:
         row["verdict"] = "pass"
         row["message"] = f"expected error, not launched: {b.refuse}"
         row["wall_ms"] = (time.perf_counter() - t0) * 1e3
         return row
-    launch = spec.pack(b)
     row["launch"] = launch.describe()
-    with np.errstate(all="ignore"):
-        expected = spec.expected(b)
     res = executor.run(launch)
     row["kernel_ms"] = res.time_ms
-    if spec.row_fields is not None:
-        row.update(spec.row_fields(b, res))
-    if b.refuse:                      # refuse_check: the executor's host code must refuse as well
-        refused = res.status == "refused"
-        row["verdict"] = "pass" if refused else ("fail" if res.status == "ok" else res.status)
-        row["message"] = (f"refused as expected: {res.message}" if refused else
-                          f"expected a refusal ({b.refuse}) but the executor computed a result"
-                          if res.status == "ok" else res.message)
-    elif res.status == "refused":     # the executor refused a layout Candle's host accepts
-        row["verdict"], row["message"] = "fail", f"refused a layout Candle accepts: {res.message}"
-    elif res.status != "ok":
-        row["verdict"], row["message"] = res.status, res.message
-    else:
-        got = s_extract(b, res.outputs)
-        with np.errstate(all="ignore"):
-            c = spec.judge(expected, got, b)
-        row["verdict"] = "pass" if c.passed else "fail"
-        row["max_ulp"], row["n_bad"] = c.max_ulp, c.n_bad
-        row["worst"] = c.worst.to_dict() if c.worst else None
-        if c.worst:
-            row["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
-        if b.notes:
-            row["message"] = "; ".join([row["message"]] + b.notes if row["message"] else b.notes)
+    if op.custom.row_fields is not None:
+        row.update(op.custom.row_fields(b, res))
+    row.update(judge_structured(b, expected, res)[0])
     row["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return row
 

@@ -74,6 +74,40 @@ def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | 
         return None
 
 
+def _elementwise(case: Case):
+    """(launch, expected, out dtype, operand layouts, output layout, judge(ExecResult))."""
+    b = build(case)
+    op, key = b.op, case.dtype
+    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
+    expected = expected_output(b, launch.buffers["out"])
+    out_dt = op.out_dtype(key)
+
+    def judge(res):
+        if res.status != "ok":
+            return res.status, res.message, res.outputs.get("out")
+        got = extract(op, res.outputs["out"], expected.shape)
+        c = compare(expected, got, out_dt, op.tolerance, b.operands.logical if op.out_mode == "dense" else None,
+                    b.operands.dtypes)
+        return ("pass" if c.passed else "fail"), (f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
+                                                  if c.worst else ""), got
+    return launch, expected, out_dt, dict(b.operands.layouts), b.out_layout, judge
+
+
+def _structured(case: Case):
+    """The same for a structured op (`Op.custom`); a case the host refuses is reported, not launched."""
+    from .engine import judge_structured, prepare_structured
+    from .layouts import contiguous
+    b, launch, expected = prepare_structured(case)
+    if launch is None:
+        raise ValueError(f"{case.id}: Candle's host refuses this case before any launch ({b.refuse})")
+    out_geo = contiguous(tuple(b.out_shape), offset=b.out_offset)
+
+    def judge(res):
+        fields, got = judge_structured(b, expected, res)
+        return fields["verdict"], fields.get("message", ""), got
+    return launch, expected, b.out_dtype, dict(b.layouts), out_geo, judge
+
+
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
         out: Path | None = None) -> Repro:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
@@ -81,12 +115,11 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     case = Case.parse(case_id)
     if case.op not in CATALOG:
         raise KeyError(f"no op {case.op!r} (see `parity list`)")
-    b = build(case)
-    op, key = b.op, case.dtype
-    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
+    if CATALOG[case.op].custom is not None:
+        launch, expected, out_dt, layouts, out_geo, judge = _structured(case)
+    else:
+        launch, expected, out_dt, layouts, out_geo, judge = _elementwise(case)
     before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
-    expected = expected_output(b, launch.buffers["out"])
-    out_dt = op.out_dtype(key)
     lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
     got, verdict, message = None, "unavailable", lv.availability.reason
     if lv.availability.available:
@@ -94,16 +127,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
             res = lv.executor.run(launch)
         finally:
             lv.executor.close()
-        if res.status != "ok":
-            verdict, message = res.status, res.message
-            if "out" in res.outputs:
-                got = res.outputs["out"]
-        else:
-            got = extract(op, res.outputs["out"], expected.shape)
-            c = compare(expected, got, out_dt, op.tolerance, b.operands.logical if op.out_mode == "dense" else None,
-                        b.operands.dtypes)
-            verdict = "pass" if c.passed else "fail"
-            message = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""
+        verdict, message, got = judge(res)
     source = find_source(launch.kernel, level, hip_src, cuda_src)
     npz = None
     if out is not None:
@@ -112,14 +136,10 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
         arrays: dict[str, np.ndarray] = {}
         for n, buf in before.items():
             arrays[f"buf_{n}"] = _raw(buf, launch.dtypes.get(n, ""))
-        for n in b.operands.names:
-            lay = b.operands.layouts[n]
+        for n, lay in list(layouts.items()) + [("out", out_geo)]:
             arrays[f"shape_{n}"] = np.asarray(lay.shape, dtype=np.int64)
             arrays[f"strides_{n}"] = np.asarray(lay.strides, dtype=np.int64)
             arrays[f"offset_{n}"] = np.asarray(lay.offset, dtype=np.int64)
-        arrays["shape_out"] = np.asarray(b.out_layout.shape, dtype=np.int64)
-        arrays["strides_out"] = np.asarray(b.out_layout.strides, dtype=np.int64)
-        arrays["offset_out"] = np.asarray(b.out_layout.offset, dtype=np.int64)
         for a in launch.args:
             if a.kind == "info" and a.value is not None:
                 arrays[f"info_{a.name}"] = np.asarray(a.value, dtype=np.uint64)
@@ -130,7 +150,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
                 "grid": list(launch.grid), "block": list(launch.block), "shared_mem": launch.shared_mem,
                 "outputs": list(launch.outputs), "dtypes": launch.dtypes, "out_dtype": out_dt.name,
                 "verdict": verdict, "message": message, "source": str(source) if source else None,
-                "operands": list(b.operands.names), "args": _args(launch)}
+                "operands": list(layouts), "args": _args(launch)}
         arrays["meta"] = np.asarray(json.dumps(meta))
         arrays["kernel"] = np.asarray(launch.kernel)
         arrays["launch"] = np.asarray(launch.describe())

@@ -359,3 +359,14 @@ def test_pytest_plugin_is_inert_without_a_sweep(pytester):
     pytester.makepyfile("def test_x():\n    import sys\n    assert 'parity.engine' not in sys.modules\n")
     r = pytester.runpytest_subprocess(*_plugin_args())         # a fresh process: nothing imported yet
     r.assert_outcomes(passed=1)
+
+
+def test_repro_structured_case_writes_npz(tmp_path):
+    from parity.repro import run as repro_run
+    r = repro_run("reduce.sum/f32/row100/normal/s0", "cpu", out=tmp_path / "c.npz")
+    assert r.verdict == "pass" and r.kernel == "fast_sum_f32"
+    import numpy as np
+    d = np.load(tmp_path / "c.npz")
+    assert {"buf_src", "expected", "got", "info_info", "shape_src"} <= set(d.files)
+    with pytest.raises(ValueError, match="refuses this case"):
+        repro_run("reduce.max/f32/empty/normal/s0", "cpu")
