@@ -137,3 +137,20 @@ def test_bundled_suite_uexp_f32_through_catalog_packing():
     assert r.status == "ok", r.message
     got = extract(op, r.outputs["out"], x.shape)
     np.testing.assert_allclose(got, np.exp(x), rtol=2e-6)
+
+
+@pytest.mark.gpu
+def test_cuda_level_runs_a_cuda_suite():
+    """The `cuda` level: a .cu suite compiled without the HIP mapping, launched the same way."""
+    from parity.cases import Case
+    from parity.engine import run_case
+    from parity.levels import make
+    suite = Path(__file__).parent / "fixtures" / "suites" / "cuda_small"
+    level = make("cuda", Path("backends/hip"), suite, case_timeout=60)
+    assert level.availability.available, level.availability.reason
+    try:
+        for cid in ("unary.neg/f32/transposed/special/s0", "binary.add/f32/broadcast-leading/normal/s0"):
+            assert run_case(Case.parse(cid), level.executor)["verdict"] == "pass", cid
+        assert run_case(Case.parse("unary.exp/f32/contiguous/normal/s0"), level.executor)["verdict"] == "missing"
+    finally:
+        level.executor.close()

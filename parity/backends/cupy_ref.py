@@ -170,7 +170,10 @@ class CupyRefExecutor(Executor):
         if kernel not in self._compiled:
             import cupy
             ins, outs, body, pre = kernel_source(op, key)
-            self._compiled[kernel] = cupy.ElementwiseKernel(ins, outs, body, f"parity_ref_{kernel}", preamble=pre)
+            # subnormals must survive: on an H200 the default build flushed them (neg(1.17e-38f) -> -0)
+            self._compiled[kernel] = cupy.ElementwiseKernel(ins, outs, body, f"parity_ref_{kernel}", preamble=pre,
+                                                            options=("-ftz=false", "-prec-div=true",
+                                                                     "-prec-sqrt=true"))
         return None
 
     # --- the launch as CuPy arrays ---------------------------------------------------------
