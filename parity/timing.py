@@ -27,7 +27,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -358,33 +358,19 @@ def launch_floor(clock) -> tuple[float, str]:
 
 
 # --------------------------------------------------------------------------- prepared launches
-class CupyPrepared:
-    """A parity Launch on CuPy device buffers (same guard layout as the executor's run), ready to
-    be enqueued any number of times."""
+class DeviceImages:
+    """A Launch's buffers on the device (guard layout of the executors), with pristine copies of
+    the outputs so every timed sample starts from the same state."""
 
-    def __init__(self, func, launch):
+    def __init__(self, launch):
         import cupy
-        from .backends.hip_nvidia import GUARD_BYTES, arg_values, guarded_image
-        self.cp, self.func, self.launch = cupy, func, launch
+        from .backends.hip_nvidia import guarded_image
+        self.cp, self.launch = cupy, launch
         self.hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
         self.images = {n: guarded_image(h) for n, h in self.hosts.items()}
         self.dev = {n: cupy.asarray(img) for n, img in self.images.items()}
         self.pristine = {n: self.dev[n].copy() for n in launch.outputs if n in self.dev}
-        self._infos = []
-
-        def info_address(a):
-            d = cupy.asarray(a)
-            self._infos.append(d)
-            return int(d.data.ptr)
-        self.args = tuple(arg_values(launch, lambda n: int(self.dev[n].data.ptr) + GUARD_BYTES, info_address))
-        self.grid = tuple(int(g) for g in launch.grid)
-        self.block = tuple(int(b) for b in launch.block)
-        self.shared = int(launch.shared_mem)
         self.inplace = any(a.kind == "ptr" and a.value is None for a in launch.args)
-        cupy.cuda.Device().synchronize()
-
-    def enqueue(self) -> None:
-        self.func(self.grid, self.block, self.args, shared_mem=self.shared)
 
     def refresh(self) -> None:
         """Re-upload every buffer from the host (inputs and the pristine outputs)."""
@@ -405,6 +391,32 @@ class CupyPrepared:
     def release(self) -> None:
         self.dev.clear()
         self.pristine.clear()
+
+
+class CupyPrepared(DeviceImages):
+    """A suite kernel's Launch on CuPy device buffers, ready to be enqueued any number of times."""
+
+    def __init__(self, func, launch):
+        super().__init__(launch)
+        from .backends.hip_nvidia import GUARD_BYTES, arg_values
+        self.func = func
+        self._infos = []
+
+        def info_address(a):
+            d = self.cp.asarray(a)
+            self._infos.append(d)
+            return int(d.data.ptr)
+        self.args = tuple(arg_values(launch, lambda n: int(self.dev[n].data.ptr) + GUARD_BYTES, info_address))
+        self.grid = tuple(int(g) for g in launch.grid)
+        self.block = tuple(int(b) for b in launch.block)
+        self.shared = int(launch.shared_mem)
+        self.cp.cuda.Device().synchronize()
+
+    def enqueue(self) -> None:
+        self.func(self.grid, self.block, self.args, shared_mem=self.shared)
+
+    def release(self) -> None:
+        super().release()
         self._infos.clear()
 
 

@@ -59,7 +59,6 @@ def kernel_source(op, key: str) -> tuple[str, str, str, str]:
     """(in_params, out_params, body, preamble) of the ElementwiseKernel for op/key."""
     parts = key.split("-")
     t = parts[-1]
-    out_t = NP_NAMES[op.out_dtype(key).name]
     root, fam = op.root, op.family
     c = _ctype(t)
     f = "f" if c == "float" else ""
@@ -239,7 +238,7 @@ class CupyRefExecutor(Executor):
         err = self.prepare(launch.kernel)
         if err is not None:
             raise RuntimeError(f"{err.status}: {err.message}")
-        return _Prepared(self, launch)
+        return _prepared(self, launch)
 
     def close(self) -> None:
         self._compiled.clear()
@@ -253,35 +252,11 @@ def _row_major(shape):
     return tuple(reversed(out))
 
 
-class _Prepared:
-    """CupyPrepared's interface for the reference kernels (parity.timing)."""
-
-    def __init__(self, ex: CupyRefExecutor, launch: Launch):
-        import cupy
-        from .hip_nvidia import GUARD_BYTES, guarded_image
-        self.cp, self.launch = cupy, launch
-        self.hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-        self.images = {n: guarded_image(h) for n, h in self.hosts.items()}
-        self.dev = {n: cupy.asarray(img) for n, img in self.images.items()}
-        self.pristine = {n: self.dev[n].copy() for n in launch.outputs if n in self.dev}
-        self.enqueue = ex.plan(launch, self.dev, GUARD_BYTES)
-        self.inplace = any(a.kind == "ptr" and a.value is None for a in launch.args)
-        cupy.cuda.Device().synchronize()
-
-    def refresh(self) -> None:
-        for n, img in self.images.items():
-            self.dev[n].set(img)
-        for n in self.pristine:
-            self.pristine[n].set(self.images[n])
-        self.cp.cuda.Device().synchronize()
-
-    def restore(self, clock) -> None:
-        for n, p in self.pristine.items():
-            clock.copy(int(self.dev[n].data.ptr), int(p.data.ptr), p.nbytes)
-
-    def outputs(self) -> dict:
-        return {n: self.cp.asnumpy(self.dev[n]) for n in self.launch.outputs}
-
-    def release(self) -> None:
-        self.dev.clear()
-        self.pristine.clear()
+def _prepared(ex: "CupyRefExecutor", launch: Launch):
+    """parity.timing's prepared-launch interface for the reference kernels."""
+    from ..timing import DeviceImages
+    from .hip_nvidia import GUARD_BYTES
+    p = DeviceImages(launch)
+    p.enqueue = ex.plan(launch, p.dev, GUARD_BYTES)
+    p.cp.cuda.Device().synchronize()
+    return p
