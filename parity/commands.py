@@ -120,7 +120,7 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path, no_snip
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
     is still written, without `got`).
     """
-    from .levels import LEVELS
+    from .levels import ALL_LEVELS as LEVELS
     from . import repro
     if level not in LEVELS:
         raise SetupError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")

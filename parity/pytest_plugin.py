@@ -129,7 +129,7 @@ class _Session:
         if st is None:
             from pathlib import Path
 
-            from .levels import DEFAULT_HIP_SRC, LEVELS, make
+            from .levels import ALL_LEVELS as LEVELS, DEFAULT_HIP_SRC, make
             name = self.config.getoption("parity_level")
             if name not in LEVELS:
                 raise pytest.UsageError(f"--parity-level {name!r}: known levels {', '.join(LEVELS)}")
