@@ -21,3 +21,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def level():
+    """The hip-on-nvidia level on the bundled suite, shared by a module's GPU tests."""
+    from parity.levels import DEFAULT_HIP_SRC, make
+    lv = make("hip-on-nvidia", DEFAULT_HIP_SRC, None)
+    if not lv.availability.available:
+        pytest.skip(f"hip-on-nvidia unavailable: {lv.availability.reason}")
+    yield lv
+    lv.executor.close()

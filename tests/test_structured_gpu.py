@@ -4,18 +4,8 @@ import pytest
 
 from parity.cases import Filters, load_sweep
 from parity.engine import run_cases
-from parity.levels import DEFAULT_HIP_SRC, make
 
 FAMILIES = {"reduce": "reduce.*", "nn": "nn.*", "indexing": "index.*", "sort": "sort.*"}
-
-
-@pytest.fixture(scope="module")
-def level():
-    lv = make("hip-on-nvidia", DEFAULT_HIP_SRC, None)
-    if not lv.availability.available:
-        pytest.skip(f"hip-on-nvidia unavailable: {lv.availability.reason}")
-    yield lv
-    lv.executor.close()
 
 
 @pytest.mark.gpu

@@ -8,6 +8,7 @@ Guards, input checks and verdicts are the NVIDIA executor's (`HipOnNvidiaExecuto
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from pathlib import Path
@@ -62,6 +63,30 @@ def _check(result):
     if isinstance(err, hiprtc.hiprtcResult) and err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
         raise RuntimeError(f"{err.name}")
     return rest[0] if len(rest) == 1 else (rest or None)
+
+
+@contextlib.contextmanager
+def device_buffers(launch: Launch):
+    """A launch's buffers on the AMD device between guard bytes: yields (host arrays, device
+    pointer of each buffer's data, images); after the body every buffer is downloaded (guards
+    included) into images, and everything is freed on the way out."""
+    from hip import hip
+    hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
+    allocs, images = {}, {}
+    try:
+        for n, h in hosts.items():
+            img = guarded_image(h)
+            d = _check(hip.hipMalloc(img.nbytes))
+            _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+            allocs[n] = (d, img.nbytes)
+        yield hosts, {n: int(d) + GUARD_BYTES for n, (d, _) in allocs.items()}, images
+        for n, (d, size) in allocs.items():
+            back = np.empty(size, np.uint8)
+            _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+            images[n] = back
+    finally:
+        for d, _ in allocs.values():
+            hip.hipFree(d)
 
 
 def detect() -> tuple[bool, str, str]:
@@ -193,36 +218,24 @@ class AmdExecutor(Executor):
         if err is not None:
             return err
         from hip import hip
-        hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-        allocs, images = {}, {}
-        try:
-            for n, h in hosts.items():
-                img = guarded_image(h)
-                d = _check(hip.hipMalloc(img.nbytes))
-                _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                allocs[n] = (d, img.nbytes)
-            infos = []
+        infos = []
 
-            def info_address(a: np.ndarray) -> int:
-                d = _check(hip.hipMalloc(max(8, a.nbytes)))
-                _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                infos.append(d)
-                return int(d)
-            vals = arg_values(launch, lambda n: int(allocs[n][0]) + GUARD_BYTES, info_address)
-            _check(hip.hipModuleLaunchKernel(self._functions[launch.kernel], *launch.grid, *launch.block,
-                                             sharedMemBytes=int(launch.shared_mem), stream=None,
-                                             kernelParams=None, extra=tuple(ctypes_args(vals))))
-            _check(hip.hipDeviceSynchronize())
-            for n, (d, size) in allocs.items():
-                back = np.empty(size, np.uint8)
-                _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-                images[n] = back
+        def info_address(a: np.ndarray) -> int:
+            d = _check(hip.hipMalloc(max(8, a.nbytes)))
+            _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+            infos.append(d)
+            return int(d)
+        try:
+            with device_buffers(launch) as (hosts, ptrs, images):
+                vals = arg_values(launch, ptrs.__getitem__, info_address)
+                _check(hip.hipModuleLaunchKernel(self._functions[launch.kernel], *launch.grid, *launch.block,
+                                                 sharedMemBytes=int(launch.shared_mem), stream=None,
+                                                 kernelParams=None, extra=tuple(ctypes_args(vals))))
+                _check(hip.hipDeviceSynchronize())
         except Exception as e:
             self._functions.clear()
             return ExecResult("crash", message=f"{launch.describe()}: {e}")
         finally:
-            for d, _ in allocs.values():
-                hip.hipFree(d)
-            for d in locals().get("infos", []):
+            for d in infos:
                 hip.hipFree(d)
         return HipOnNvidiaExecutor.judge(launch, hosts, images)

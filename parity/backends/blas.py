@@ -214,32 +214,20 @@ class HipBlas:
 
     def run(self, launch: Launch, cfg, dt: str) -> ExecResult:
         from hip import hip
-        from .amd import _check
-        from .hip_nvidia import GUARD_BYTES, HipOnNvidiaExecutor, guarded_image
-        hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-        allocs, images = {}, {}
+        from .amd import _check, device_buffers
+        from .hip_nvidia import HipOnNvidiaExecutor
         try:
-            for n, h in hosts.items():
-                img = guarded_image(h)
-                d = _check(hip.hipMalloc(img.nbytes))
-                _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-                allocs[n] = (d, img.nbytes)
-            item = hosts["dst"].dtype.itemsize
-            a, b, c = gemm_pointers(launch, {n: int(d) + GUARD_BYTES for n, (d, _) in allocs.items()}, item)
-            alpha, beta = scalars(dt)
-            t0 = time.perf_counter()
-            self.call(hipblas_call(cfg, dt, self.handle, a, b, c, alpha.ctypes.data, beta.ctypes.data, self.api))
-            _check(hip.hipDeviceSynchronize())
-            ms = (time.perf_counter() - t0) * 1e3
-            for n, (d, size) in allocs.items():
-                back = np.empty(size, np.uint8)
-                _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-                images[n] = back
+            with device_buffers(launch) as (hosts, ptrs, images):
+                item = hosts["dst"].dtype.itemsize
+                a, b, c = gemm_pointers(launch, ptrs, item)
+                alpha, beta = scalars(dt)
+                t0 = time.perf_counter()
+                self.call(hipblas_call(cfg, dt, self.handle, a, b, c, alpha.ctypes.data, beta.ctypes.data,
+                                       self.api))
+                _check(hip.hipDeviceSynchronize())
+                ms = (time.perf_counter() - t0) * 1e3
         except Exception as e:
             return ExecResult("crash", message=f"hipBLAS gemm: {e}")
-        finally:
-            for d, _ in allocs.values():
-                hip.hipFree(d)
         return HipOnNvidiaExecutor.judge(launch, hosts, images, ms)
 
 

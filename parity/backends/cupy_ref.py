@@ -146,17 +146,11 @@ class CupyRefExecutor(Executor):
         self._compiled: dict[str, object] = {}
 
     def availability(self) -> Availability:
-        try:
-            import cupy
-        except Exception as e:
-            return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda12x")
-        try:
-            if not cupy.cuda.is_available():
-                return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)")
-            p = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-            name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
-        except Exception as e:
-            return Availability(False, f"CUDA device unusable: {e}")
+        from .hip_nvidia import cuda_device
+        unusable, name, _ = cuda_device()
+        if unusable is not None:
+            return unusable
+        import cupy
         return Availability(True, device=f"{name}, CuPy {cupy.__version__} ElementwiseKernel reference")
 
     def prepare(self, kernel: str) -> ExecResult | None:

@@ -187,6 +187,23 @@ def _cuda_include_dirs() -> list[str]:
     return out
 
 
+def cuda_device() -> tuple[Availability | None, str, str]:
+    """(None, GPU name, compute capability) for the current CUDA device through CuPy, or
+    (an `unavailable` Availability saying why, "", "")."""
+    try:
+        import cupy
+    except Exception as e:
+        return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda12x"), "", ""
+    try:
+        if not cupy.cuda.is_available():
+            return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)"), "", ""
+        dev = cupy.cuda.Device()
+        name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
+        return None, name.decode() if isinstance(name, bytes) else str(name), str(dev.compute_capability)
+    except Exception as e:
+        return Availability(False, f"CUDA device unusable: {e}"), "", ""
+
+
 def _device_arch() -> str | None:
     try:
         import cupy
@@ -289,17 +306,9 @@ class HipOnNvidiaExecutor(Executor):
 
     # --- device ------------------------------------------------------------------------------
     def availability(self) -> Availability:
-        try:
-            import cupy
-        except Exception as e:
-            return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda12x")
-        try:
-            if not cupy.cuda.is_available():
-                return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)")
-            dev = cupy.cuda.Device()
-            name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"].decode()
-        except Exception as e:
-            return Availability(False, f"CUDA device unusable: {e}")
+        unusable, name, cc = cuda_device()
+        if unusable is not None:
+            return unusable
         if self.toolchain.compiler == "nvrtc":
             try:
                 from cupy_backends.cuda.libs import nvrtc
@@ -307,7 +316,7 @@ class HipOnNvidiaExecutor(Executor):
             except Exception as e:
                 return Availability(False, f"no nvcc on PATH and NVRTC unusable ({e}): "
                                            "install the CUDA toolkit or pip install nvidia-cuda-nvrtc-cu12")
-        return Availability(True, device=f"{name} (sm_{dev.compute_capability}), {self.toolchain.compiler}")
+        return Availability(True, device=f"{name} (sm_{cc}), {self.toolchain.compiler}")
 
     def _function(self, kernel: str):
         if kernel in self._functions:
