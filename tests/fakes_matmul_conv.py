@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from parity.backends.cpu import CpuExecutor
 from parity.ops.matmul import MatMulNonContiguous, gemm_config
 
@@ -46,5 +48,29 @@ class PoolIgnoresSwappedNames(CpuExecutor):
         return h_k, w_k, h_stride, w_stride
 
 
+class ConvGemmReadsOriginalKernel(CpuExecutor):
+    """CUDA Candle's conv host path: after copying a non-contiguous kernel into kernel_c, the
+    GEMM still reads the original buffer as a contiguous (c_out, c_in*k) matrix."""
+    conv_gemm_kernel = "original"
+
+
+def direct_conv(x: np.ndarray, w: np.ndarray, pad, stride, dil) -> np.ndarray:
+    """NCHW x OIHW convolution in float64 straight from the definition (per-axis parameters),
+    independent of parity's im2col-based reference."""
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    oh = (h + 2 * pad[0] - dil[0] * (r - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dil[1] * (s - 1) - 1) // stride[1] + 1
+    xp = np.zeros((n, c, h + 2 * pad[0], wd + 2 * pad[1]))
+    xp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd] = x
+    y = np.zeros((n, k, oh, ow))
+    for i in range(r):
+        for j in range(s):
+            patch = xp[:, :, i * dil[0]:i * dil[0] + stride[0] * (oh - 1) + 1:stride[0],
+                       j * dil[1]:j * dil[1] + stride[1] * (ow - 1) + 1:stride[1]]
+            y += np.einsum("nchw,kc->nkhw", patch, w[:, :, i, j])
+    return y
+
+
 __all__ = ["LdaFromWrongOperand", "NoBatchStrideForBroadcast", "NeverRefuses", "Im2colIgnoresDilation",
-           "PoolIgnoresSwappedNames"]
+           "PoolIgnoresSwappedNames", "ConvGemmReadsOriginalKernel", "direct_conv"]

@@ -1,13 +1,22 @@
 """GPU side of matmul / pool / conv: the pr sweep of the new families on hip-on-nvidia (cuBLAS for
-matmul, the bundled HIP suite for pool/conv), and cuBLAS GEMM throughput against the device's
-dense peak (parity.peak). Needs a CUDA GPU (CuPy) and nvcc or NVRTC.
+matmul, the bundled HIP suite for pool/conv), Candle's backend conv host path (im2col + cuBLAS
+GEMM + ucopy) on hip-on-nvidia and on the `cuda` level, and cuBLAS GEMM throughput against the
+device's dense peak (parity.peak). Needs a CUDA GPU (CuPy) and nvcc or NVRTC.
 
     python3 -m pytest -m gpu tests/test_matmul_conv_gpu.py -s
+
+The `cuda` level runs on tests/fixtures/suites/cuda_conv (im2col/ucopy in the candle-kernels ABI)
+and, with PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src, on Candle's own kernels too.
 """
+import os
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
-from parity.cases import Filters, load_sweep
-from parity.engine import run_cases
+from fakes_matmul_conv import ConvGemmReadsOriginalKernel
+from parity.cases import Case, Filters, load_sweep
+from parity.engine import run_case, run_cases
 
 FAMILIES = {"matmul": "matmul.*", "pool": "pool.*,upsample.*", "conv": "conv.*"}
 
@@ -56,3 +65,60 @@ def test_cublas_4096_reaches_70_percent_of_peak(blas_and_peak, dt):
         pytest.xfail(f"f32 with CUBLAS_COMPUTE_32F (no TF32) reached {r['tflops']:.1f} TFLOP/s = {pct:.1f}% of the "
                      f"{pk} FP32 peak: reported, not enforced")
     assert pct >= 70.0, f"{dt}: {r['tflops']:.1f} TFLOP/s is {pct:.1f}% of {pk}"
+
+
+# ------------------------------------------------------------------ conv host path (conv.host)
+HOST_OPS = ["conv.conv1d_host", "conv.conv2d_host"]
+CUDA_CONV_SUITES = [Path(__file__).parent / "fixtures" / "suites" / "cuda_conv"] + \
+    ([Path(os.environ["PARITY_CANDLE_KERNELS"])] if os.environ.get("PARITY_CANDLE_KERNELS") else [])
+
+
+def _host_cases():
+    cases = load_sweep("pr", Filters(ops=HOST_OPS))
+    assert len(cases) == 64                      # 4 dtypes x 8 shape classes x 2 ops
+    return cases
+
+
+def _listing(rows) -> str:
+    return "\n".join(f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows
+                     if r["verdict"] != "pass")
+
+
+@pytest.mark.gpu
+def test_conv_host_path_on_hip_on_nvidia(level):
+    """The ROCm port's sequence (GEMM on kernel_c) with the bundled suite's im2col/ucopy and cuBLAS:
+    every case passes, the channel-sliced kernels included."""
+    rows = run_cases(_host_cases(), level.executor, level.availability.device)
+    assert Counter((r["verdict"], r.get("conv_route")) for r in rows) == {("pass", "im2col+gemm"): 64}, _listing(rows)
+
+
+@pytest.fixture(scope="module", params=CUDA_CONV_SUITES, ids=lambda p: p.name)
+def cuda_level(request):
+    from parity.levels import DEFAULT_HIP_SRC, make
+    lv = make("cuda", DEFAULT_HIP_SRC, request.param, case_timeout=120)
+    if not lv.availability.available:
+        pytest.skip(f"cuda level unavailable: {lv.availability.reason}")
+    yield lv
+    lv.executor.close()
+
+
+@pytest.mark.gpu
+def test_conv_host_path_on_the_cuda_level(cuda_level):
+    """CUDA Candle's sequence: the GEMM reads the original buffer of a channel-sliced kernel, so
+    exactly the 8 kslice cases fail, each like the CPU model of that bug (the poisoned gaps come
+    in as NaN: same count, same first element), and KD cuda-conv-noncontiguous-kernel turns
+    them into xfail."""
+    from parity.baseline import Baseline, Entry, apply
+    from parity.ops.conv import KNOWN_DIVERGENCES
+    from parity.results import Results
+    cases = _host_cases()
+    rows = run_cases(cases, cuda_level.executor, cuda_level.availability.device)
+    assert Counter(r["verdict"] for r in rows) == {"pass": 56, "fail": 8}, _listing(rows)
+    failing = [r for r in rows if r["verdict"] == "fail"]
+    assert sorted(r["case_id"] for r in failing) == sorted(c.id for c in cases if "-kslice/" in c.id)
+    for r in failing:
+        cpu = run_case(Case.parse(r["case_id"]), ConvGemmReadsOriginalKernel())
+        assert (r["n_bad"], r["worst"]["coords"], r["worst"]["got"]) == \
+            (cpu["n_bad"], cpu["worst"]["coords"], "nan"), r["case_id"]
+    kd = Entry(**KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"])
+    assert apply(Results.from_rows(rows), Baseline([kd]), strict=True).counts() == {"pass": 56, "xfail": 8}

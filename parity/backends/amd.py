@@ -180,8 +180,12 @@ class AmdExecutor(Executor):
         return res
 
     def prepare(self, kernel: str) -> ExecResult | None:
-        from .library import is_library_kernel
-        if kernel in self._functions or is_library_kernel(kernel):
+        from .library import is_library_kernel, suite_kernels
+        if kernel in self._functions:
+            return None
+        if is_library_kernel(kernel):             # load what the host routine may launch; a missing
+            for sub in suite_kernels([kernel]):   # kernel is reported by the step that needs it
+                self.prepare(sub)
             return None
         ok, why, _ = self._avail or detect()
         if not ok:

@@ -19,6 +19,7 @@ class ExecResult:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)   # output base buffers after the launch
     message: str = ""                             # compiler message, fault text, suggestion, ...
     time_ms: float | None = None
+    detail: dict = field(default_factory=dict)    # host-routine facts for the result row (conv route, ...)
 
 
 @dataclass

@@ -101,11 +101,13 @@ class CpuExecutor(Executor):
         bufs = {n: b.copy() for n, b in launch.buffers.items()}
         if op.custom is not None:                    # structured family: the op's interpreter
             try:
-                op.custom.emulate(self, launch, bufs, op, key)
+                done = op.custom.emulate(self, launch, bufs, op, key)
             except IndexError as e:
                 return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
             except HostRefused as e:                 # the host code refuses (MatMulNonContiguous)
                 return ExecResult("refused", message=str(e))
+            if isinstance(done, ExecResult):         # a host routine that ran its own launches (conv.host)
+                return done
             return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})
         args = {a.name: a for a in launch.args}
         t = op.dtype_parts(key)[-1]

@@ -272,8 +272,10 @@ class HipOnNvidiaExecutor(Executor):
         return {Path(s): self._compiled[Path(s)] for s in sources}
 
     def sources_for(self, kernels) -> list[Path]:
-        """The suite files that define these kernel names (unknown names are skipped)."""
-        files = [self.suite.kernels[k].file for k in kernels if k in self.suite.kernels]
+        """The suite files that define these kernel names, or that a host routine among them
+        launches (unknown names are skipped)."""
+        from .library import suite_kernels
+        files = [self.suite.kernels[k].file for k in suite_kernels(kernels) if k in self.suite.kernels]
         return [Path(f) for f in dict.fromkeys(files) if f]
 
     def locate(self, kernel: str) -> tuple[Path | None, ExecResult | None]:
@@ -336,8 +338,12 @@ class HipOnNvidiaExecutor(Executor):
         """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
         if self._dead:
             return ExecResult("crash", message=self._dead)
-        from .library import is_library_kernel
-        if is_library_kernel(kernel):             # a host routine (BLAS, im2col+GEMM): nothing to load
+        from .library import is_library_kernel, suite_kernels
+        if is_library_kernel(kernel):             # a host routine (BLAS, conv): load the suite kernels it
+            for sub in suite_kernels([kernel]):   # launches now, under the compile limit; a step that
+                err = self.prepare(sub)           # needs a missing one reports it when it runs
+                if err is not None and err.status == "crash":
+                    return err
             return None
         try:
             _, err = self._function(kernel)
@@ -420,6 +426,9 @@ class CudaExecutor(HipOnNvidiaExecutor):
     """Level `cuda`: a `.cu` suite (Candle's own kernels) compiled as it is, no HIP mapping."""
     level = "cuda"
     suffixes = (".cu",)
+    # CUDA Candle's conv1d/conv2d GEMM reads the original kernel buffer even after copying a
+    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/backends/conv_host.py).
+    conv_gemm_kernel = "original"
 
     def __init__(self, suite_dir: str | os.PathLike, **kw):
         super().__init__(suite_dir, **kw)

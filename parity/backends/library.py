@@ -1,10 +1,12 @@
 """Host routines: launches with `Launch.library` set are not suite kernels but Candle host code
 that an executor runs with its own means — `blas.gemm` (gemm_config + one strided-batched GEMM)
-(the im2col + GEMM + ucopy conv host path is not implemented yet).
+and `conv.host` (conv1d/conv2d: im2col + GEMM + copy through the executor's own launches;
+parity/backends/conv_host.py).
 
 GPU executors call `run_library(self, launch)` from `run`; the CPU level goes through the ops'
 `emulate`, which uses the same helpers. Executor hooks (broken subjects override them):
-`gemm_config(bmnk, lhs, rhs)` and, on the CPU level, `blas_gemm(cfg, a, b, c, out_dtype)`.
+`gemm_config(bmnk, lhs, rhs)`, `conv_gemm_kernel` ("copy" | "original") and, on the CPU level,
+`blas_gemm(cfg, a, b, c, out_dtype)`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,19 @@ def library_kernels() -> frozenset:
 
 def is_library_kernel(name: str) -> bool:
     return name in library_kernels()
+
+
+def suite_kernels(names) -> list[str]:
+    """The suite kernels these launch names need: a host routine's own launches (conv.host:
+    im2col_T, ucopy_T) in place of its name, other names as they are."""
+    from ..ops import expected_kernels
+    known = expected_kernels()
+    out = []
+    for name in names:
+        op, key = known.get(name, (None, None))
+        out += list(op.custom.suite_kernels(key)) if op is not None and op.custom is not None and op.custom.library \
+            else [name]
+    return list(dict.fromkeys(out))
 
 
 def gemm_buffers(launch: Launch, bufs: dict, pointer_offset=lambda o: o):
@@ -72,7 +87,10 @@ def run_gemm(ex, launch: Launch) -> ExecResult:
 def run_library(ex, launch: Launch) -> ExecResult:
     if launch.library == "blas.gemm":
         return run_gemm(ex, launch)
+    if launch.library == "conv.host":
+        from .conv_host import run_conv_host
+        return run_conv_host(ex, launch)
     return ExecResult("missing", message=f"no host routine {launch.library!r}")
 
 
-__all__ = ["library_kernels", "is_library_kernel", "gemm_buffers", "run_gemm", "run_library", "np"]
+__all__ = ["library_kernels", "is_library_kernel", "suite_kernels", "gemm_buffers", "run_gemm", "run_library", "np"]

@@ -44,7 +44,7 @@ class Launch:
     shared_mem: int = 0
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
     library: str = ""                       # host routine run by the executor, not a suite kernel
-                                            # ("blas.gemm", "host.conv": parity/backends/library.py)
+                                            # ("blas.gemm", "conv.host": parity/backends/library.py)
 
     def describe(self) -> str:
         parts = []
@@ -136,6 +136,8 @@ class StructuredSpec:
     library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
                                              # kernel of that name, so coverage skips the op
     row_fields: Callable[..., dict] | None = None   # (built, ExecResult) -> extra result-row fields
+    suite_kernels: Callable[[str], tuple[str, ...]] = lambda key: ()   # suite kernels a host routine
+                                             # launches (loaded before it runs, under the compile limit)
 
 
 @dataclass(frozen=True)

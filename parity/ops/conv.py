@@ -19,18 +19,31 @@ known divergence (KNOWN_DIVERGENCES) that a baseline entry covers on the `cuda` 
 Params (conv.rs): l_out = (l_in + 2p - d(k-1) - 1)/s + 1; transposed l_out = (l_in-1)s - 2p + d(k-1) + op + 1.
 Float results are judged against the float64 result within 2*sqrt(n)*eps_acc*sum|x*w| + 1 ulp
 (n = c_in*k_h*k_w); integers, im2col and col2im of integers exactly.
+
+`conv.conv1d_host` / `conv.conv2d_host` are Candle's backend conv1d/conv2d (what `Tensor::conv1d`
+runs; no cudnn), a `conv.host` host routine rather than one kernel (`HostConv`): im2col1d_T /
+im2col_T, [ucopy_T of a non-contiguous kernel into kernel_c], ONE GEMM (1, b*l_out, c_out,
+c_in*k) against the kernel viewed as (c_out, c_in*k)ᵀ, then ucopy_T of the (b, l_out, c_out)
+result into N,C,L (a memcpy when that view is contiguous). CUDA Candle runs the GEMM on the
+*original* kernel buffer even when it copied it (KD cuda-conv-noncontiguous-kernel); the ROCm
+port runs it on kernel_c (parity/backends/conv_host.py).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..dtypes import dtype
 from ..layouts import Layout, contiguous, strided
 from ..numerics import round_float, to_f64
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from .abi import pack, sentinel_fill
+from .base import Arg, Launch, Op, Operands, ShapeClass, StructuredSpec
+from .matmul import DTYPES as GEMM_DTYPES, gemm_launch
 from .structured import StructuredBuilt, for_num_elems, make_input, mask_judge, out_buffer, same_value
+from .unary import OPS as UNARY_OPS
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
 ACC_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -23, "bf16": 2.0 ** -23, "f64": 2.0 ** -52}
@@ -41,11 +54,15 @@ KNOWN_DIVERGENCES = {
         "reason": "KD cuda-conv1d-dilation: candle's direct conv1d_T computes src_l = (stride*dst_l + offset)*dilation "
                   "(conv.cu:40), wrong for dilation > 1; the backend uses im2col1d, which is correct",
     },
+    "cuda-conv-noncontiguous-kernel": {
+        "pattern": "conv.conv[12]d_host/*/c[12]-kslice/*", "level": "cuda",
+        "reason": "KD cuda-conv-noncontiguous-kernel: candle's CUDA conv1d/conv2d copy a non-contiguous kernel into "
+                  "kernel_c, then run the GEMM on the original buffer read as a contiguous (c_out, c_in*k) matrix "
+                  "from its start offset (cuda_backend/mod.rs); the ROCm port runs it on kernel_c",
+    },
 }
-
-
-def _src(kind, shape, offset_rows=0) -> dict:
-    return {"shape": shape, "view": kind}
+# Host-path op -> the convolution it computes (shared reference, judge and shape rules).
+HOST_ROOTS = {"conv1d_host": "conv1d", "conv2d_host": "conv2d"}
 
 
 def _sc(name, doc, **g) -> ShapeClass:
@@ -103,6 +120,25 @@ I1 = {s.name: s for s in [
     _sc("i1-dilation", "dilation 2, padding 1", src=(2, 3, 12), k=(1, 3, 3), dilation=2, padding=1),
     _sc("i1-offset", "src offset view", src=(2, 3, 11), k=(1, 3, 3), sview="offset"),
 ]}
+# The host path takes every view Candle's conv1d/conv2d accept: the direct kernels' classes plus a
+# kernel at an offset (contiguous: the GEMM reads it in place), a strided source and c_out 1 (the
+# result needs no transposing copy).
+H1 = {**C1, **{s.name: s for s in [
+    _sc("c1-koffset", "kernel out-channels 1..5 of a (5,3,3) kernel: contiguous at offset 9", src=(2, 3, 11),
+        k=(4, 3, 3), kview="offset"),
+    _sc("c1-src-nlc", "src a (2,11,3) N,L,C tensor viewed as N,C,L (strides [33,1,3]), stride 2", src=(2, 3, 11),
+        k=(4, 3, 3), sview="transposed", stride=2),
+    _sc("c1-cout1", "c_out 1, padding 2: the (b, l_out, 1) result is already N,C,L (memcpy)", src=(2, 3, 11),
+        k=(1, 3, 3), padding=2),
+]}}
+H2 = {**C2, **{s.name: s for s in [
+    _sc("c2-koffset", "kernel out-channels 1..5 of a (5,3,3,2) kernel: contiguous at offset 18", src=(2, 3, 7, 6),
+        k=(4, 3, 3, 2), kview="offset"),
+    _sc("c2-src-strided", "src N,C,W,H memory (H/W strides swapped), stride 2, padding 1", src=(2, 3, 7, 6),
+        k=(4, 3, 3, 2), sview="transposed", stride=2, padding=1),
+    _sc("c2-cout1", "c_out 1: the (b, h_out, w_out, 1) result is already NCHW (memcpy)", src=(2, 3, 7, 6),
+        k=(1, 3, 3, 2), padding=1),
+]}}
 CI = {s.name: s for s in [
     _sc("ci-basic", "src (2,5,4,3) = (b, l_in, c_out, k), stride 2", src=(2, 5, 4, 3), k=(1, 1, 3), stride=2),
     _sc("ci-stride1", "stride 1 (overlaps)", src=(2, 5, 4, 3), k=(1, 1, 3), stride=1),
@@ -118,9 +154,10 @@ def _view(kind: str, shape) -> Layout:
         full = (shape[0], shape[1] + 2) + tuple(shape[2:])
         st = contiguous(full).strides
         return strided(shape, st, st[1])
-    if kind == "transposed":
+    if kind == "transposed":                   # the last two dims swapped in memory
         from ..layouts import permuted
-        return permuted(shape, (0, 1, 3, 2))
+        n = len(shape)
+        return permuted(shape, tuple(range(n - 2)) + (n - 1, n - 2))
     return contiguous(shape)
 
 
@@ -322,7 +359,7 @@ def _build(case, rng) -> StructuredBuilt:
         kl = _view(g["kview"], g["k"])
         kb, kv = make_input(dt, kl, case.values, rng)
         dts["k"], lays["k"], bases["k"], inputs["k"] = dt, kl, kb, kv
-    out = _shapes_out(root, g, g["src"], g["k"])
+    out = _shapes_out(HOST_ROOTS.get(root, root), g, g["src"], g["k"])
     return StructuredBuilt(case, op, case.dtype, dts, lays, bases, inputs, g, out_dtype=dt, out_shape=out)
 
 
@@ -333,9 +370,40 @@ def _info(*lays: Layout) -> np.ndarray:
     return np.array(v, dtype=np.uint64)
 
 
+def _sz(name: str, v: int) -> Arg:
+    return Arg("size_t", int(v), name=name)
+
+
+def im2col_launch(key: str, src: Layout, src_base: np.ndarray, k_spatial: tuple[int, ...], stride: int,
+                  padding: int, dilation: int) -> Launch:
+    """Candle's Im2Col (2-D k_spatial) / Im2Col1D map: one im2col_T / im2col1d_T launch over `src`
+    (start offset on the pointer, [dims, strides] always uploaded) into a fresh dense `dst`
+    of shape (b, h_out, w_out, c, h_k, w_k) / (b, l_out, c, l_k)."""
+    b, c = src.shape[:2]
+    outs = [out_len(n, k, stride, padding, dilation) for n, k in zip(src.shape[2:], k_spatial)]
+    tail = [_sz("stride", stride), _sz("padding", padding), _sz("dilation", dilation),
+            Arg("info", _info(src), name="info"), Arg("ptr", ("src", src.offset), name="src"),
+            Arg("ptr", ("dst", 0), name="dst")]
+    if len(k_spatial) == 2:
+        (oh, ow), (kh, kw) = outs, k_spatial
+        root, n = "im2col", b * oh * ow * c * kh * kw
+        grid_n = n
+        args = [_sz("dst_numel", n), _sz("h_out", oh), _sz("w_out", ow), _sz("h_k", kh), _sz("w_k", kw)] + tail
+    else:
+        (lo,), (lk,) = outs, k_spatial
+        root, n = "im2col1d", b * lo * c * lk
+        grid_n = b * lo * c                            # one thread per (b, l_out, c), each writes l_k
+        args = [_sz("n_threads", grid_n), _sz("l_out", lo), _sz("l_k", lk)] + tail
+    bufs = {"src": src_base, "dst": sentinel_fill(dtype(key), n)}
+    return Launch(_BY_ROOT[root].kernel_name(key), args, bufs, ("dst",), grid=for_num_elems(grid_n),
+                  dtypes={name: key for name in bufs})
+
+
 def _pack(b: StructuredBuilt) -> Launch:
     g, root = b.geo, b.op.root
-    sz = lambda n, v: Arg("size_t", int(v), name=n)
+    if root in ("im2col", "im2col1d"):
+        return im2col_launch(b.key, b.layouts["src"], b.bases["src"], tuple(g["k"][2:]), g["stride"], g["padding"],
+                             g["dilation"])
     sl = b.layouts["src"]
     src = Arg("ptr", ("src", sl.offset), name="src")
     dst = Arg("ptr", ("dst", 0), name="dst")
@@ -347,42 +415,33 @@ def _pack(b: StructuredBuilt) -> Launch:
         kp = Arg("ptr", ("k", kl.offset), name="kernel")
         info = Arg("info", _info(sl, kl), name="info")
         bufs["k"] = b.bases["k"]
-    grid_n = n_out
     if root == "conv1d":
-        args = [sz("src_numel", sl.numel), sz("l_out", b.out_shape[2]), sz("stride", s), sz("padding", p),
-                sz("dilation", d), info, src, kp, dst]
+        args = [_sz("src_numel", sl.numel), _sz("l_out", b.out_shape[2]), _sz("stride", s), _sz("padding", p),
+                _sz("dilation", d), info, src, kp, dst]
     elif root == "conv2d":
-        args = [sz("src_numel", sl.numel), sz("w_out", b.out_shape[3]), sz("h_out", b.out_shape[2]), sz("stride", s),
-                sz("padding", p), sz("dilation", d), info, src, kp, dst]
+        args = [_sz("src_numel", sl.numel), _sz("w_out", b.out_shape[3]), _sz("h_out", b.out_shape[2]),
+                _sz("stride", s), _sz("padding", p), _sz("dilation", d), info, src, kp, dst]
     elif root == "conv_transpose1d":
-        args = [sz("src_numel", sl.numel), sz("l_out", b.out_shape[2]), sz("stride", s), sz("padding", p),
-                sz("out_padding", op_), sz("dilation", d), info, src, kp, dst]
+        args = [_sz("src_numel", sl.numel), _sz("l_out", b.out_shape[2]), _sz("stride", s), _sz("padding", p),
+                _sz("out_padding", op_), _sz("dilation", d), info, src, kp, dst]
     elif root == "conv_transpose2d":
-        args = [sz("src_numel", sl.numel), sz("w_out", b.out_shape[3]), sz("h_out", b.out_shape[2]), sz("stride", s),
-                sz("padding", p), sz("out_padding", op_), sz("dilation", d), info, src, kp, dst]
-    elif root == "im2col":
-        _, oh, ow, _, kh, kw = b.out_shape
-        args = [sz("dst_numel", n_out), sz("h_out", oh), sz("w_out", ow), sz("h_k", kh), sz("w_k", kw),
-                sz("stride", s), sz("padding", p), sz("dilation", d), Arg("info", _info(sl), name="info"), src, dst]
-    elif root == "im2col1d":
-        bb, lo, c, lk = b.out_shape
-        grid_n = bb * lo * c
-        args = [sz("n_threads", grid_n), sz("l_out", lo), sz("l_k", lk), sz("stride", s), sz("padding", p),
-                sz("dilation", d), Arg("info", _info(sl), name="info"), src, dst]
+        args = [_sz("src_numel", sl.numel), _sz("w_out", b.out_shape[3]), _sz("h_out", b.out_shape[2]),
+                _sz("stride", s), _sz("padding", p), _sz("out_padding", op_), _sz("dilation", d), info, src, kp, dst]
     else:
         bb, l_in, c_out, k = g["src"]
-        args = [sz("dst_el", n_out), sz("l_out", b.out_shape[2]), sz("l_in", l_in), sz("c_out", c_out),
-                sz("k_size", k), sz("stride", s), src, dst]
-    return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=for_num_elems(grid_n),
+        args = [_sz("dst_el", n_out), _sz("l_out", b.out_shape[2]), _sz("l_in", l_in), _sz("c_out", c_out),
+                _sz("k_size", k), _sz("stride", s), src, dst]
+    return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=for_num_elems(n_out),
                   dtypes={n: b.key for n in bufs})
 
 
 def _expected(b: StructuredBuilt) -> np.ndarray:
-    return compute(b.op.root, b.geo, b.inputs["src"], b.inputs.get("k"), b.out_dtype).reshape(b.out_shape)
+    root = HOST_ROOTS.get(b.op.root, b.op.root)
+    return compute(root, b.geo, b.inputs["src"], b.inputs.get("k"), b.out_dtype).reshape(b.out_shape)
 
 
 def _judge(expected, got, b: StructuredBuilt):
-    dt, root = b.out_dtype, b.op.root
+    dt, root = b.out_dtype, HOST_ROOTS.get(b.op.root, b.op.root)
     if not dt.is_float or root in ("im2col", "im2col1d"):
         return mask_judge(expected, got, dt, same_value(expected, got))
     x, w = b.inputs["src"], b.inputs.get("k")
@@ -390,12 +449,10 @@ def _judge(expected, got, b: StructuredBuilt):
     exact = _exact(root, b.geo, to_f64(x), None if w is None else to_f64(w))
     absr = _exact(root, b.geo, absx, None if w is None else np.abs(to_f64(w)))
     n = b.geo["k"][1] * math.prod(b.geo["k"][2:]) if w is not None else b.geo["k"][-1]
-    ulp = np.abs(to_f64(got) - to_f64(round_float(exact, dt).astype(dt.np)))
     eps = 2.0 ** -dt.mant_bits if root == "col2im1d" else ACC_EPS[dt.name]      # col2im1d adds in T
     bound = 2.0 * math.sqrt(max(n, 1)) * eps * absr + _ulp(exact, dt)
     err = np.abs(to_f64(got) - exact)
     ok = same_value(expected, got) | (np.isfinite(err) & (err <= bound))
-    del ulp
     return mask_judge(expected, got, dt, ok, badness=np.where(ok, 0.0, err / np.maximum(bound, 1e-300)))
 
 
@@ -460,6 +517,103 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     ex.store(dst, np.asarray(res).reshape(-1))
 
 
+# ------------------------------------------------------------------ the backend host path
+@dataclass(frozen=True)
+class HostConv:
+    """One call of Candle's backend conv1d/conv2d as its host code sees it: the operand layouts
+    (src (b, c_in, l) or (b, c_in, h, w); kernel (c_out, c_in, k...)) and the parameters. Each
+    method builds one launch of that host code, in order; parity.backends.conv_host runs them."""
+    key: str
+    src: Layout
+    kernel: Layout
+    stride: int
+    padding: int
+    dilation: int
+
+    @classmethod
+    def from_launch(cls, launch: Launch) -> "HostConv":
+        a = {x.name: x for x in launch.args}
+
+        def lay(info: str, ptr: str) -> Layout:
+            v = [int(x) for x in a[info].value]
+            return strided(v[:len(v) // 2], v[len(v) // 2:], int(a[ptr].value[1]))
+        return cls(launch.dtypes["dst"], lay("src_layout", "src"), lay("kernel_layout", "kernel"),
+                   int(a["stride"].value), int(a["padding"].value), int(a["dilation"].value))
+
+    def out_spatial(self) -> tuple[int, ...]:
+        return tuple(out_len(n, k, self.stride, self.padding, self.dilation)
+                     for n, k in zip(self.src.shape[2:], self.kernel.shape[2:]))
+
+    def bmnk(self) -> tuple[int, int, int, int]:
+        """The one GEMM: (1, b*l_out, c_out, c_in*k) (b*h_out*w_out rows for conv2d)."""
+        return (1, self.src.shape[0] * math.prod(self.out_spatial()), self.kernel.shape[0],
+                math.prod(self.kernel.shape[1:]))
+
+    def im2col(self, src_base: np.ndarray) -> Launch:
+        return im2col_launch(self.key, self.src, src_base, tuple(self.kernel.shape[2:]), self.stride, self.padding,
+                             self.dilation)
+
+    def kernel_copy(self, kernel_base: np.ndarray) -> Launch:
+        """copy_strided_src of a non-contiguous kernel into a dense kernel_c (ucopy_T)."""
+        return _ucopy(self.key, self.kernel, kernel_base)
+
+    def gemm(self, col: np.ndarray, rhs_base: np.ndarray, rhs_offset: int) -> Launch:
+        """col (b*m, k) @ kernel (c_out, k)ᵀ read from `rhs_base` at `rhs_offset` (a (k, c_out) view,
+        strides [1, k]) into a fresh (b*m, c_out) result."""
+        _, m, n, k = self.bmnk()
+        return gemm_launch(self.key, self.bmnk(), contiguous((m, k)), col, strided((k, n), (1, k), rhs_offset),
+                           rhs_base, sentinel_fill(dtype(self.key), m * n))
+
+    def result_layout(self) -> Layout:
+        """The GEMM result (b, *out, c_out) viewed as (b, c_out, *out): Candle's res_l."""
+        b, n, outs = self.src.shape[0], self.kernel.shape[0], self.out_spatial()
+        st = contiguous((b, *outs, n)).strides
+        return strided((b, n, *outs), (st[0], 1, *st[1:-1]))
+
+    def copy_back(self, res: np.ndarray) -> Launch | None:
+        """ucopy_T of the result into N,C,L / NCHW; None when res_l is contiguous (memcpy_dtod)."""
+        rl = self.result_layout()
+        return None if rl.is_contiguous() else _ucopy(self.key, rl, res)
+
+
+def _ucopy(key: str, layout: Layout, base: np.ndarray) -> Launch:
+    """Candle's copy_strided_src of a non-contiguous view: ucopy_T into a dense `out`."""
+    return pack(UCOPY, key, Operands(("x",), {"x": dtype(key)}, {"x": layout}, {"x": base}, {"x": None}), {})
+
+
+UCOPY = next(o for o in UNARY_OPS if o.root == "ucopy")
+
+
+def _pack_host(b: StructuredBuilt) -> Launch:
+    """The `conv.host` launch: the operands' layouts and Candle's conv parameters; the executor
+    runs the host sequence (parity.backends.conv_host) from them."""
+    g, sl, kl = b.geo, b.layouts["src"], b.layouts["k"]
+    args = [_sz("stride", g["stride"]), _sz("padding", g["padding"]), _sz("dilation", g["dilation"]),
+            Arg("info", _info(sl), name="src_layout"), Arg("info", _info(kl), name="kernel_layout"),
+            Arg("ptr", ("src", sl.offset), name="src"), Arg("ptr", ("k", kl.offset), name="kernel"),
+            Arg("ptr", ("dst", 0), name="dst")]
+    bufs = {"src": b.bases["src"], "k": b.bases["k"], "dst": out_buffer(b)}
+    return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=(1, 1, 1), block=(1, 1, 1),
+                  library="conv.host", dtypes={n: b.key for n in bufs})
+
+
+def _emulate_host(ex, launch: Launch, bufs, op: Op, key: str):
+    """CPU level: the same host sequence as the GPU levels, its launches run by the emulation."""
+    from ..backends.conv_host import run_conv_host
+    return run_conv_host(ex, launch)
+
+
+def _host_row_fields(b: StructuredBuilt, res) -> dict:
+    hc = HostConv(b.key, b.layouts["src"], b.layouts["k"], b.geo["stride"], b.geo["padding"], b.geo["dilation"])
+    _, m, n, k = hc.bmnk()
+    return {"flops": 2.0 * m * n * k, **getattr(res, "detail", {})}
+
+
+def _host_kernels(root: str) -> Callable[[str], tuple[str, str]]:
+    im2col = "im2col1d" if root == "conv1d_host" else "im2col"
+    return lambda key: (_BY_ROOT[im2col].kernel_name(key), UCOPY.kernel_name(key))
+
+
 _SEM = {
     "conv1d": "direct conv1d: out[b,o,l] = sum_{c,k} src[b,c,l*s + k*d - p] * w[o,c,k] (correct math; CUDA's "
               "kernel is wrong for d > 1: KD cuda-conv1d-dilation); f16/bf16 accumulate in float, others in T",
@@ -469,9 +623,15 @@ _SEM = {
     "im2col": "(b, h_out, w_out, c, h_k, w_k) patches, zeros in the padding",
     "im2col1d": "(b, l_out, c, l_k) patches, one thread per (b, l_out, c), zeros in the padding",
     "col2im1d": "dst (b, c_out, l_out) = sum over l_in*stride + k == l of src (b, l_in, c_out, k), in T",
+    "conv1d_host": "Candle's backend conv1d: im2col1d_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
+                   "(1, b*l_out, c_out, c_in*k) against the kernel as (c_out, c_in*k)ᵀ, ucopy_T to N,C,L",
+    "conv2d_host": "Candle's backend conv2d: im2col_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
+                   "(1, b*h_out*w_out, c_out, c_in*kh*kw), ucopy_T to NCHW",
 }
 _DIVS = {"conv1d": (KNOWN_DIVERGENCES["cuda-conv1d-dilation"]["reason"],),
-         "conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",)}
+         "conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",),
+         "conv1d_host": (KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"]["reason"],),
+         "conv2d_host": (KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"]["reason"],)}
 
 
 def _tol(root):
@@ -479,6 +639,17 @@ def _tol(root):
         return lambda key: "exact"
     return lambda key: ("exact (wraps in T)" if key in ("u8", "u32") else
                         "|err| <= 2*sqrt(n)*eps_acc*sum|x*w| + 1 ulp vs float64")
+
+
+def _host_op(name: str, root: str, shapes: dict) -> Op:
+    return Op(name=name, family="conv", root=root, dtypes=GEMM_DTYPES, inputs=("src", "k"),
+              reference=lambda *a, **k: None, value_classes=("normal",),
+              abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
+                   "kernel", "dst"),
+              semantics=_SEM[root], divergences=_DIVS[root],
+              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
+                                    emulate=_emulate_host, tolerance=_tol(root), library="conv.host",
+                                    row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
 
 
 def _op(name, root, shapes, abi) -> Op:
@@ -489,7 +660,6 @@ def _op(name, root, shapes, abi) -> Op:
                                     emulate=_emulate, tolerance=_tol(root)))
 
 
-_S = "size_t"
 OPS = [
     _op("conv.conv1d", "conv1d", C1, ("src_numel:size_t", "l_out:size_t", "stride:size_t", "padding:size_t",
                                       "dilation:size_t", "info", "src", "kernel", "dst")),
@@ -507,4 +677,7 @@ OPS = [
                                           "padding:size_t", "dilation:size_t", "info", "src", "dst")),
     _op("conv.col2im1d", "col2im1d", CI, ("dst_el:size_t", "l_out:size_t", "l_in:size_t", "c_out:size_t",
                                           "k_size:size_t", "stride:size_t", "src", "dst")),
+    _host_op("conv.conv1d_host", "conv1d_host", H1),
+    _host_op("conv.conv2d_host", "conv2d_host", H2),
 ]
+_BY_ROOT = {o.root: o for o in OPS}

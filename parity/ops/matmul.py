@@ -238,17 +238,24 @@ def _build(case, rng) -> StructuredBuilt:
     return b
 
 
-def _pack(b: StructuredBuilt) -> Launch:
-    bb, m, n, k = b.geo["bmnk"]
-    ll, rl = b.layouts["lhs"], b.layouts["rhs"]
+def gemm_launch(key: str, bmnk: tuple[int, int, int, int], lhs: Layout, lhs_base: np.ndarray, rhs: Layout,
+                rhs_base: np.ndarray, dst: np.ndarray) -> Launch:
+    """One `blas.gemm` host launch (Candle's `matmul`): the executor derives gemm_config from the
+    layouts and runs one strided-batched GEMM into `dst`. Also a step of the conv host path."""
+    bb, m, n, k = (int(x) for x in bmnk)
     lay = lambda l: np.array(list(l.shape) + list(l.strides), dtype=np.uint64)
     args = [Arg("size_t", bb, name="b"), Arg("size_t", m, name="m"), Arg("size_t", n, name="n"),
-            Arg("size_t", k, name="k"), Arg("info", lay(ll), name="lhs_layout"), Arg("info", lay(rl), name="rhs_layout"),
-            Arg("ptr", ("lhs", ll.offset), name="lhs"), Arg("ptr", ("rhs", rl.offset), name="rhs"),
+            Arg("size_t", k, name="k"), Arg("info", lay(lhs), name="lhs_layout"),
+            Arg("info", lay(rhs), name="rhs_layout"),
+            Arg("ptr", ("lhs", lhs.offset), name="lhs"), Arg("ptr", ("rhs", rhs.offset), name="rhs"),
             Arg("ptr", ("dst", 0), name="dst")]
-    return Launch(b.op.kernel_name(b.key), args, {"lhs": b.bases["lhs"], "rhs": b.bases["rhs"], "dst": out_buffer(b)},
-                  ("dst",), grid=(1, 1, 1), block=(1, 1, 1), library="blas.gemm",
-                  dtypes={"lhs": b.key, "rhs": b.key, "dst": b.key})
+    return Launch(OPS[0].kernel_name(key), args, {"lhs": lhs_base, "rhs": rhs_base, "dst": dst}, ("dst",),
+                  grid=(1, 1, 1), block=(1, 1, 1), library="blas.gemm", dtypes={"lhs": key, "rhs": key, "dst": key})
+
+
+def _pack(b: StructuredBuilt) -> Launch:
+    return gemm_launch(b.key, b.geo["bmnk"], b.layouts["lhs"], b.bases["lhs"], b.layouts["rhs"], b.bases["rhs"],
+                       out_buffer(b))
 
 
 def launch_layouts(launch: Launch):
