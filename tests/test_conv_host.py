@@ -1,11 +1,15 @@
 """Candle's backend conv1d/conv2d host path (`conv.conv1d_host`, `conv.conv2d_host`): the reference
 against a direct convolution, the exact launch sequence, broken subjects caught with their worst
-element and the CUDA known divergence. No GPU needed; the GPU side is
-tests/test_matmul_conv_gpu.py."""
+element, the CUDA known divergence, and the amd level's MIOpen route (argument marshalling, cache,
+fallback decisions, error mapping) on a fake libMIOpen over host memory. No GPU needed; the GPU
+side is tests/test_matmul_conv_gpu.py."""
+import ctypes
+
 import numpy as np
 import pytest
 
-from fakes_matmul_conv import ConvGemmReadsOriginalKernel, Im2colIgnoresDilation, direct_conv
+from fakes_matmul_conv import (ConvGemmReadsOriginalKernel, HostMemory, Im2colIgnoresDilation, MiopenOnHost,
+                               NumpyMiopen, direct_conv)
 from parity.backends.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import prepare_structured, run_case
@@ -226,3 +230,107 @@ def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():
     assert CudaExecutor.conv_gemm_kernel == "original"
     assert getattr(HipOnNvidiaExecutor, "conv_gemm_kernel", "copy") == "copy"
     assert getattr(AmdExecutor, "conv_gemm_kernel", "copy") == "copy"
+
+
+# ----------------------------------------------------------------------- MIOpen on `amd`
+@pytest.mark.parametrize("case_id,want", [
+    ("conv.conv2d_host/f32/c2-stride-pad/normal/s0", ("f32", (2, 3, 7, 6), (4, 3, 3, 2), (1, 1), (2, 2), (1, 1))),
+    ("conv.conv2d_host/bf16/c2-dilation/normal/s0", ("bf16", (1, 3, 8, 7), (2, 3, 3, 2), (2, 2), (1, 1), (2, 2))),
+    ("conv.conv1d_host/f16/c1-dilation/normal/s0", ("f16", (2, 3, 1, 12), (4, 3, 1, 3), (0, 1), (1, 1), (1, 2))),
+    ("conv.conv1d_host/f32/c1-koffset/normal/s0", ("f32", (2, 3, 1, 11), (4, 3, 1, 3), (0, 0), (1, 1), (1, 1))),
+    ("conv.conv2d_host/f16/c2-offset/normal/s0", ("f16", (2, 3, 7, 6), (4, 3, 3, 2), (0, 0), (1, 1), (1, 1))),
+    ("conv.conv2d_host/f64/c2-basic/normal/s0", "f64 is not one of f32/f16/bf16"),
+    ("conv.conv1d_host/f32/c1-kslice/normal/s0", "non-contiguous kernel"),
+    ("conv.conv1d_host/bf16/c1-src-nlc/normal/s0", "non-contiguous input"),
+    ("conv.conv2d_host/f32/c2-src-strided/normal/s0", "non-contiguous input"),
+])
+def test_miopen_or_fallback_decision(case_id, want):
+    from parity.backends.miopen import conv_problem
+    _, launch, _ = prepare_structured(Case.parse(case_id))
+    p = conv_problem(HostConv.from_launch(launch))
+    assert (p if isinstance(p, str) else (p.dtype, p.x, p.w, p.pad, p.stride, p.dilation)) == want
+
+
+def test_every_case_passes_through_the_miopen_route():
+    ex = MiopenOnHost(NumpyMiopen())
+    rows = [run_case(Case.parse(c), ex) for c in ALL]
+    routes = {}
+    for r in rows:
+        assert r["verdict"] == "pass", (r["case_id"], r["message"])
+        routes[r["conv_route"]] = routes.get(r["conv_route"], 0) + 1
+    assert routes == {"miopen": 36, "im2col+gemm (MIOpen skipped: f64 is not one of f32/f16/bf16)": 16,
+                      "im2col+gemm (MIOpen skipped: non-contiguous kernel)": 6,
+                      "im2col+gemm (MIOpen skipped: non-contiguous input)": 6}
+    assert ex.memory.live == {}                                     # every workspace freed
+
+
+@pytest.mark.parametrize("case_id,src_off,k_off", [("conv.conv1d_host/f32/c1-offset/normal/s0", 33, 0),
+                                                   ("conv.conv2d_host/f16/c2-koffset/normal/s0", 0, 18)])
+def test_miopen_gets_start_offsets_on_the_pointers(case_id, src_off, k_off):
+    lib = NumpyMiopen()
+    ex = MiopenOnHost(lib)
+    row = run_case(Case.parse(case_id), ex)
+    assert row["verdict"] == "pass" and row["conv_route"] == "miopen"
+    item = 4 if "/f32/" in case_id else 2
+    base = ex.memory.bases
+    for fn in ("miopenFindConvolutionForwardAlgorithm", "miopenConvolutionForward"):
+        x, w, y = next(a for n, a in lib.calls if n == fn)[:3]
+        assert (x - base["src"], w - base["k"], y - base["dst"]) == (src_off * item, k_off * item, 0)
+
+
+def test_miopen_algorithm_cache_per_device_dtype_problem():
+    lib = NumpyMiopen()
+    ex = MiopenOnHost(lib, device=1)
+    finds = lambda: lib.names().count("miopenFindConvolutionForwardAlgorithm")
+    r1 = run_case(Case.parse("conv.conv2d_host/f32/c2-basic/normal/s0"), ex)
+    r2 = run_case(Case.parse("conv.conv2d_host/f32/c2-offset/normal/s0"), ex)      # same problem, offsets differ
+    r3 = run_case(Case.parse("conv.conv2d_host/f16/c2-basic/normal/s0"), ex)
+    assert (r1["miopen_cached"], r2["miopen_cached"], r3["miopen_cached"]) == (False, True, False)
+    assert finds() == 2 and r1["miopen_algo"] == 1 and r1["miopen_workspace"] == 256
+    assert sorted((k[0], k[1]) for k in ex.miopen().cache) == [(1, "f16"), (1, "f32")]
+    assert ex.memory.allocs == [256, 256, 256] and ex.memory.live == {}
+    assert lib.names().count("miopenConvolutionForward") == 3
+
+
+def test_miopen_error_falls_back_to_im2col_and_is_not_cached():
+    lib = NumpyMiopen(fail={"miopenFindConvolutionForwardAlgorithm": 6})
+    ex = MiopenOnHost(lib)
+    for _ in range(2):
+        r = run_case(Case.parse("conv.conv1d_host/bf16/c1-stride-pad/normal/s0"), ex)
+        assert r["verdict"] == "pass"
+        assert r["conv_route"] == ("im2col+gemm (MIOpen failed: miopenFindConvolutionForwardAlgorithm failed: "
+                                   "miopenStatusNotImplemented (6): no solver for this dtype / problem on this "
+                                   "architecture: fall back to im2col + rocBLAS)")
+    assert lib.names().count("miopenFindConvolutionForwardAlgorithm") == 2 and not ex.miopen().cache
+    assert "miopenConvolutionForward" not in lib.names() and ex.memory.live == {}
+    lib = NumpyMiopen(fail={"miopenConvolutionForward": 3})
+    r = run_case(Case.parse("conv.conv2d_host/f32/c2-basic/normal/s0"), MiopenOnHost(lib))
+    assert r["verdict"] == "pass" and r["conv_route"].startswith("im2col+gemm (MIOpen failed: miopenConvolutionForward "
+                                                                "failed: miopenStatusBadParm (3)")
+
+
+def test_miopen_route_unavailable_without_libmiopen():
+    ex = MiopenOnHost(lib=None)
+    r = run_case(Case.parse("conv.conv2d_host/f16/c2-basic/normal/s0"), ex)
+    assert r["verdict"] == "unavailable" and "libMIOpen" in r["message"]
+    r = run_case(Case.parse("conv.conv2d_host/f64/c2-basic/normal/s0"), ex)     # never MIOpen: still tested
+    assert r["verdict"] == "pass" and r["conv_route"].startswith("im2col+gemm (MIOpen skipped")
+
+
+def test_miopen_writing_past_the_output_is_an_oob_write():
+    """The guard bytes around every buffer see MIOpen too: y written one element too long."""
+    class Overrun(NumpyMiopen):
+        def miopenConvolutionForward(self, handle, alpha, xd, x, wd, w, cd, algo, beta, yd, y, ws, ws_size):
+            st = super().miopenConvolutionForward(handle, alpha, xd, x, wd, w, cd, algo, beta, yd, y, ws, ws_size)
+            dt, shape = self.tensors[yd.value]
+            n = int(np.prod(shape)) * (4 if dt == "f32" else 2)
+            ctypes.memset(y.value + n, 0, 4)
+            return st
+    r = run_case(Case.parse("conv.conv2d_host/f32/c2-basic/normal/s0"), MiopenOnHost(Overrun()))
+    assert r["verdict"] == "oob-write" and "dst: bytes after the buffer" in r["message"]
+
+
+def test_host_memory_stand_in_matches_the_amd_interface():
+    from parity.backends.amd import HipMemory
+    for name in ("buffers", "alloc", "free", "synchronize"):
+        assert callable(getattr(HipMemory, name)) and callable(getattr(HostMemory, name))

@@ -20,6 +20,7 @@ from ..ops.base import Launch
 from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, ExecResult, Executor
 from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
+from .miopen import Miopen
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
 
@@ -89,6 +90,30 @@ def device_buffers(launch: Launch):
             hip.hipFree(d)
 
 
+class HipMemory:
+    """Device memory for host routines that hand raw pointers to a library (MIOpen): the
+    launch's guarded buffers (`device_buffers`) plus scratch (the workspace)."""
+
+    def __init__(self) -> None:
+        self._live: dict[int, object] = {}
+
+    buffers = staticmethod(device_buffers)
+
+    def alloc(self, nbytes: int) -> int:
+        from hip import hip
+        d = _check(hip.hipMalloc(nbytes))
+        self._live[int(d)] = d
+        return int(d)
+
+    def free(self, ptr: int) -> None:
+        from hip import hip
+        hip.hipFree(self._live.pop(ptr))
+
+    def synchronize(self) -> None:
+        from hip import hip
+        _check(hip.hipDeviceSynchronize())
+
+
 def detect() -> tuple[bool, str, str]:
     """(available, reason, gcnArchName)."""
     try:
@@ -128,6 +153,7 @@ class AmdExecutor(Executor):
         self._modules: dict[Path, object] = {}
         self._functions: dict[str, object] = {}
         self._avail: tuple[bool, str, str] | None = None
+        self._miopen: Miopen | None = None
 
     @property
     def suite(self) -> Suite:
@@ -142,6 +168,22 @@ class AmdExecutor(Executor):
         ok, why, arch = self._avail
         self.arch = self.arch or (arch.split(":")[0] if arch else None)
         return Availability(ok, why, device=f"AMD {arch}" if ok else "")
+
+    def miopen(self) -> Miopen:
+        """This executor's MIOpen handle and algorithm cache: `conv.host` launches try MIOpen first
+        (parity/backends/conv_host.py). ImportError without libMIOpen."""
+        if self._miopen is None:
+            from hip import hip
+            self._miopen = Miopen(device=int(_check(hip.hipGetDevice())))
+        return self._miopen
+
+    def device_memory(self) -> HipMemory:
+        return HipMemory()
+
+    def close(self) -> None:
+        if self._miopen is not None:
+            self._miopen.close()
+            self._miopen = None
 
     def options(self, source: Path) -> list[str]:
         return [f"--offload-arch={self.arch}", *HIPRTC_FLAGS, f"-I{source.parent}", *self.extra_flags]
@@ -185,7 +227,7 @@ class AmdExecutor(Executor):
             return None
         if is_library_kernel(kernel):             # load what the host routine may launch; a missing
             for sub in suite_kernels([kernel]):   # kernel is reported by the step that needs it
-                self.prepare(sub)
+                self.prepare(sub)                 # (MIOpen may serve the case without it)
             return None
         ok, why, _ = self._avail or detect()
         if not ok:

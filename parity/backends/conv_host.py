@@ -12,6 +12,11 @@ Intermediates come back to the host between steps; the arithmetic is unchanged b
 Which buffer step 3 reads for a non-contiguous kernel is the executor's `conv_gemm_kernel`:
 "copy" (the ROCm port: kernel_c, at offset 0) or "original" (CUDA Candle: the original buffer
 read as a contiguous matrix from its start offset, KD cuda-conv-noncontiguous-kernel).
+
+Executors with a `miopen()` method (`amd`) first try MIOpen, as Candle's ROCm backend built with
+`--features miopen` does: f32/f16/bf16 with contiguous operands; f64, non-contiguous operands and
+any MIOpen error fall back to the sequence above (the row's `conv_route` says which and why).
+Without libMIOpen an eligible case is `unavailable`: that route was not tested.
 """
 from __future__ import annotations
 
@@ -55,5 +60,32 @@ def run_im2col_gemm(ex, launch: Launch, hc: HostConv) -> ExecResult:
     return ExecResult("ok", {"dst": dst}, time_ms=ms, detail={"conv_route": "im2col+gemm"})
 
 
+def _miopen_route(ex, launch: Launch, hc: HostConv) -> ExecResult:
+    from .miopen import MiopenError, conv_problem, run_forward
+    problem = conv_problem(hc)
+    if isinstance(problem, str):
+        why = f"MIOpen skipped: {problem}"
+    else:
+        try:
+            mi = ex.miopen()
+        except ImportError as e:
+            return ExecResult("unavailable", message=f"MIOpen route not testable here: {e}")
+        except MiopenError as e:
+            why = f"MIOpen failed: {e}"
+        else:
+            try:
+                return run_forward(mi, ex.device_memory(), launch, problem)
+            except MiopenError as e:                 # Candle falls back on any MIOpen error
+                why = f"MIOpen failed: {e}"
+            except Exception as e:
+                return ExecResult("crash", message=f"MIOpen convolution: {type(e).__name__}: {e}")
+    res = run_im2col_gemm(ex, launch, hc)
+    res.detail["conv_route"] = f"im2col+gemm ({why})"
+    return res
+
+
 def run_conv_host(ex, launch: Launch) -> ExecResult:
-    return run_im2col_gemm(ex, launch, HostConv.from_launch(launch))
+    hc = HostConv.from_launch(launch)
+    if callable(getattr(ex, "miopen", None)):
+        return _miopen_route(ex, launch, hc)
+    return run_im2col_gemm(ex, launch, hc)

@@ -7,14 +7,20 @@ miopenConvolution, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w)`; the output 
 result), cached per (device, dtype, problem) with its workspace size; `miopenConvolutionForward`
 with alpha 1.0f, beta 0.0f. conv1d is a 2-D convolution with H = 1 (padding/stride/dilation on W).
 
-Everything but `Miopen.__init__`'s library load and the device pointers is pure and testable
-with a fake library object that records calls (tests/test_matmul_conv.py). Without
-libMIOpen.so the level reports unavailable (`detect`).
+The `amd` level runs `conv.host` launches (Candle's backend conv1d/conv2d) through here first:
+`conv_problem` says whether Candle's ROCm backend would (f32/f16/bf16, contiguous operands; start
+offsets go on the pointers) and `run_forward` runs one on the executor's device memory. Both, and
+`Miopen` itself, are testable with a fake library and host memory standing in for the device
+(tests/fakes_matmul_conv.py). Without libMIOpen.so that route is unavailable (`detect`).
 """
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass
+
+from ..ops.base import Launch
+from .base import ExecResult
 
 # miopenStatus_t
 STATUS = {
@@ -32,6 +38,7 @@ HINTS = {
 }
 # miopenDataType_t
 DATATYPE = {"f16": 0, "f32": 1, "bf16": 5, "f64": 6}
+FORWARD_DTYPES = ("f32", "f16", "bf16")     # what Candle's ROCm backend sends to MIOpen
 MIOPEN_CONVOLUTION = 0          # miopenConvolutionMode_t
 
 
@@ -104,7 +111,7 @@ class Miopen:
 
     def forward(self, p: ConvProblem, x_ptr: int, w_ptr: int, y_ptr: int, alloc=None, free=None) -> dict:
         """y = conv(x, w). alloc(nbytes) -> device pointer for the workspace (None: no workspace)."""
-        if p.dtype not in ("f32", "f16", "bf16"):
+        if p.dtype not in FORWARD_DTYPES:
             raise MiopenError("miopenConvolutionForward", 8)
         xd, wd, cd = self.tensor(p.dtype, p.x), self.tensor(p.dtype, p.w), self.conv_desc(p)
         yd = None
@@ -154,6 +161,40 @@ class Miopen:
         if self.handle is not None:
             self.lib.miopenDestroy(self.handle)
             self.handle = None
+
+
+def conv_problem(hc) -> ConvProblem | str:
+    """The MIOpen problem of a Candle conv call (`parity.ops.conv.HostConv`), or why Candle's
+    ROCm backend sends it to im2col + rocBLAS instead."""
+    if hc.key not in FORWARD_DTYPES:
+        return f"{hc.key} is not one of {'/'.join(FORWARD_DTYPES)}"
+    if not hc.src.is_contiguous():
+        return "non-contiguous input"
+    if not hc.kernel.is_contiguous():
+        return "non-contiguous kernel"
+    s, p, d = hc.stride, hc.padding, hc.dilation
+    if hc.src.rank == 3:
+        return ConvProblem.conv1d(hc.key, hc.src.shape, hc.kernel.shape, padding=p, stride=s, dilation=d)
+    return ConvProblem(hc.key, tuple(hc.src.shape), tuple(hc.kernel.shape), (p, p), (s, s), (d, d))
+
+
+def run_forward(mi: Miopen, mem, launch: Launch, problem: ConvProblem) -> ExecResult:
+    """One forward convolution of a `conv.host` launch on device memory `mem` (amd.HipMemory, or
+    a host stand-in in tests): buffers uploaded between guards, x/w/y at their pointers plus start
+    offsets, guards and inputs checked after. MiopenError propagates (the caller falls back)."""
+    from .hip_nvidia import HipOnNvidiaExecutor
+    args = {a.name: a for a in launch.args}
+    with mem.buffers(launch) as (hosts, ptrs, images):
+        item = hosts["dst"].dtype.itemsize
+        ptr = lambda n: ptrs[args[n].value[0]] + int(args[n].value[1]) * item
+        t0 = time.perf_counter()
+        info = mi.forward(problem, ptr("src"), ptr("kernel"), ptr("dst"), alloc=mem.alloc, free=mem.free)
+        mem.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3
+    res = HipOnNvidiaExecutor.judge(launch, hosts, images, ms)
+    res.detail = {"conv_route": "miopen", "miopen_algo": info["algo"], "miopen_workspace": info["workspace"],
+                  "miopen_cached": info["cached"]}
+    return res
 
 
 def load_library():

@@ -26,7 +26,8 @@ im2col_T, [ucopy_T of a non-contiguous kernel into kernel_c], ONE GEMM (1, b*l_o
 c_in*k) against the kernel viewed as (c_out, c_in*k)ᵀ, then ucopy_T of the (b, l_out, c_out)
 result into N,C,L (a memcpy when that view is contiguous). CUDA Candle runs the GEMM on the
 *original* kernel buffer even when it copied it (KD cuda-conv-noncontiguous-kernel); the ROCm
-port runs it on kernel_c (parity/backends/conv_host.py).
+port runs it on kernel_c. On `amd`, f32/f16/bf16 with contiguous operands go through MIOpen
+first (parity/backends/conv_host.py).
 """
 from __future__ import annotations
 
@@ -624,9 +625,10 @@ _SEM = {
     "im2col1d": "(b, l_out, c, l_k) patches, one thread per (b, l_out, c), zeros in the padding",
     "col2im1d": "dst (b, c_out, l_out) = sum over l_in*stride + k == l of src (b, l_in, c_out, k), in T",
     "conv1d_host": "Candle's backend conv1d: im2col1d_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
-                   "(1, b*l_out, c_out, c_in*k) against the kernel as (c_out, c_in*k)ᵀ, ucopy_T to N,C,L",
+                   "(1, b*l_out, c_out, c_in*k) against the kernel as (c_out, c_in*k)ᵀ, ucopy_T to N,C,L; MIOpen "
+                   "first on amd",
     "conv2d_host": "Candle's backend conv2d: im2col_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
-                   "(1, b*h_out*w_out, c_out, c_in*kh*kw), ucopy_T to NCHW",
+                   "(1, b*h_out*w_out, c_out, c_in*kh*kw), ucopy_T to NCHW; MIOpen first on amd",
 }
 _DIVS = {"conv1d": (KNOWN_DIVERGENCES["cuda-conv1d-dilation"]["reason"],),
          "conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",),
