@@ -1,32 +1,72 @@
 """Level `cupy`: a second GPU reference and the timing baseline for elementwise ops.
 
-The elementwise catalog ops (unary float ops, elu/powf, binary add/sub/mul/div/minimum/maximum,
-cmp, affine, cast between the dtypes CuPy has, where, ucopy) written as one CuPy
-ElementwiseKernel each, following the CPU reference's semantics where that is cheap
-(float->u8 wraps through u32, NaN->i64::MIN, f32 minimum ignores NaN while f16 propagates it,
-affine is one fma, round is half away from zero). It runs the same Launch as every other level:
-the inputs are read from the launch's buffers through `info` / the pointer offsets as
+The elementwise catalog ops (unary float ops, elu/powf, ucopy, binary add/sub/mul/div/minimum/
+maximum, cmp, affine, cast, where) written as one CuPy ElementwiseKernel each, built from the small
+tables below and following the CUDA kernels' semantics (float->u8 wraps through u32,
+NaN->i64::MIN, f32 minimum ignores NaN while f16/bf16 propagate it, affine is one fma, round is
+half away from zero, fp8 saturates). It runs the same Launch as every other level: the inputs
+are read from the launch's buffers through `info` / the pointer offsets as
 `cupy.lib.stride_tricks.as_strided` views of the device buffer, and the dense output is written
 into the output buffer, so a layout or packing mistake shows up here too.
 
-CuPy has no bfloat16 or float8: those kernels, and the non-elementwise families, answer
-`unavailable` (with the reason), never pass.
+f16, bf16 and fp8 (e4m3) buffers are viewed as uint16 / uint8 and converted inside the kernel
+bodies with NVIDIA's own intrinsics (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h): this reference shares
+no conversion code with the bundled HIP suite (backends/hip/*.h) or the CPU reference
+(parity/numerics.py). Arithmetic runs in float (double for f64) and is rounded once, except
+where Candle's CUDA kernels round every step (f16/bf16 elu).
+
+Flush-to-zero: CuPy appends `-ftz=true` to every NVRTC build, which would flush f32 (and, once
+widened, bf16) subnormals that CUDA's kernels keep. The reference's kernels carry MARKER in
+their source; a wrapper around CuPy's NVRTC entry point rewrites the options of those sources
+(and only those) to `-ftz=false`. MARKER also keys CuPy's on-disk kernel cache apart from any
+flushed build. A self-check (subnormal products, on the device) runs before the first f32/bf16
+kernel of a process: if subnormals do not survive, those kernels answer `unavailable` with the
+reason instead of a misleading verdict.
+
+The non-elementwise families and const_set/copy2d/fill answer `unavailable` (with the reason),
+never pass.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable, Iterable
+
 import numpy as np
 
+from ..dtypes import FLOATS
 from ..numerics import scalar_to_dtype
-from ..ops.base import Launch
+from ..ops.base import Launch, Op
 from .base import Availability, ExecResult, Executor
 
+# NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
-            "f16": "float16", "f32": "float32", "f64": "float64"}
+            "f16": "uint16", "bf16": "uint16", "f32": "float32", "f64": "float64", "f8_e4m3": "uint8"}
 CT = {"u8": "unsigned char", "u32": "unsigned int", "i16": "short", "i32": "int", "i64": "long long",
-      "f16": "float16", "f32": "float", "f64": "double"}          # C types inside kernel bodies
-_F = ("f16", "f32", "f64")
+      "f16": "unsigned short", "bf16": "unsigned short", "f32": "float", "f64": "double",
+      "f8_e4m3": "unsigned char"}
+FAMILIES = ("unary", "binary", "affine", "cast", "ternary")    # unary includes ucopy, binary cmp
 
-# unary: expression of x (type C, float or double); "{f}" suffixes the float-only spellings
+# NVIDIA's conversions for the floats CuPy cannot hold: bits -> float (exact), float -> bits and
+# double -> bits (one round-to-nearest-even each). They give what Candle's CUDA kernels give: bf16
+# NaN -> 0x7fff (Candle's CPU writes 0x7fc0); fp8 with satfinite: |x| > 448 and ±inf -> ±448,
+# NaN -> 0x7f (cvt.rn.satfinite; HIP's conversion turns inf into NaN instead).
+_HEADER = {"f16": "cuda_fp16.h", "bf16": "cuda_bf16.h", "f8_e4m3": "cuda_fp8.h"}
+_LOAD = {"f16": "__half2float(__ushort_as_half({}))",
+         "bf16": "__bfloat162float(__ushort_as_bfloat16({}))",
+         "f8_e4m3": "__half2float(__nv_cvt_fp8_to_halfraw({}, __NV_E4M3))"}
+_FROM_FLOAT = {"f16": "__half_as_ushort(__float2half_rn({}))",
+               "bf16": "__bfloat16_as_ushort(__float2bfloat16_rn({}))",
+               "f8_e4m3": "__nv_cvt_float_to_fp8({}, __NV_SATFINITE, __NV_E4M3)",
+               "f32": "(float)({})", "f64": "(double)({})"}
+_FROM_DOUBLE = {"f16": "__half_as_ushort(__double2half({}))",
+                "bf16": "__bfloat16_as_ushort(__double2bfloat16({}))",
+                "f8_e4m3": "__nv_cvt_double_to_fp8({}, __NV_SATFINITE, __NV_E4M3)",
+                "f32": "(float)({})", "f64": "(double)({})"}
+# 16-bit floats with native fma (affine): bits -> type, type -> bits, double -> type
+_FMA16 = {"f16": ("__ushort_as_half", "__half_as_ushort", "__double2half"),
+          "bf16": ("__ushort_as_bfloat16", "__bfloat16_as_ushort", "__double2bfloat16")}
+
+# unary: expression of x (type C: float, double for f64); "{f}" suffixes the float-only spellings
 _UNARY = {
     "neg": "-x", "recip": "C(1) / x", "exp": "exp{f}(x)", "log": "log{f}(x)", "sin": "sin{f}(x)",
     "cos": "cos{f}(x)", "tanh": "tanh{f}(x)", "erf": "erf{f}(x)", "ceil": "ceil{f}(x)",
@@ -35,115 +75,224 @@ _UNARY = {
     "gelu": "C(0.5) * x * (C(1) + tanh{f}(C(0.7978845608028654) * (x + C(0.044715) * x * x * x)))",
     "gelu_erf": "x * normcdf{f}(x)", "silu": "x / (C(1) + exp{f}(-x))",
     "sign": "C((x > C(0)) - (x < C(0)))", "sigmoid": "C(1) / (C(1) + exp{f}(-x))",
-    "elu": "(x > C(0)) ? x : C(p) * (exp{f}(x) - C(1))", "powf": "pow{f}(x, C(p))",
+    "powf": "pow{f}(x, C(p))",
 }
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _BIN = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+# Source marker of the reference's kernels: the NVRTC option rewrite applies to these sources only,
+# and it keys CuPy's on-disk cache apart from flushed builds. Change it when the rewrite changes.
+MARKER = "// parity.cupy_ref: NVRTC -ftz=false (CuPy's -ftz=true rewritten)"
+# -ftz touches f32 arithmetic; bf16 subnormals are f32 subnormals once widened. f16 and fp8 widen
+# to normal floats, and f64 is never flushed.
+FTZ_SENSITIVE = ("f32", "bf16")
+# Self-check, f32 bits (a, b, a*b): subnormal inputs kept, a subnormal product of normal inputs.
+# b is a kernel input, not a literal, so NVRTC cannot fold x*1 away.
+SUBNORMAL_PROBE = ((0x000116C2, 0x3F800000, 0x000116C2),    # 1e-40 * 1
+                   (0x80000001, 0x3F800000, 0x80000001),    # -(smallest subnormal) * 1
+                   (0x00800000, 0x3F000000, 0x00400000))    # 2^-126 * 0.5 = 2^-127
 
 
 def _ctype(key: str) -> str:
     return "double" if key == "f64" else "float"
 
 
-def supported(op, key: str) -> str:
+def _load(t: str, v: str) -> str:
+    """The value of storage variable v as a float (exact), or itself for the other dtypes."""
+    return _LOAD[t].format(v) if t in _LOAD else v
+
+
+def _round_trip(t: str, e: str) -> str:
+    """Float expression e rounded to f16/bf16 and widened back: one step of T arithmetic (f32, f64
+    and fp8, which Candle computes in float, keep e)."""
+    return _load(t, _FROM_FLOAT[t].format(e)) if t in ("f16", "bf16") else f"({e})"
+
+
+def supported(op: Op, key: str) -> str:
     """'' when the CuPy reference has this kernel, else why not."""
-    parts = key.split("-")
-    if any(p not in NP_NAMES for p in parts):
-        return "CuPy has no bfloat16/float8 dtype"
-    if op.custom is not None or op.family not in ("unary", "binary", "affine", "cast", "ternary"):
-        return f"{op.family} is not in the CuPy reference (elementwise ops only)"
+    if op.custom is not None or op.family not in FAMILIES:
+        return (f"{op.name} is not in the CuPy reference (it has unary, ucopy, binary, cmp, affine, "
+                "cast and where)")
     return ""
 
 
-def kernel_source(op, key: str) -> tuple[str, str, str, str]:
+def preamble(key: str) -> str:
+    """MARKER and the NVIDIA headers whose conversions the kernel of this dtype key uses."""
+    return "\n".join([MARKER] + sorted(f"#include <{_HEADER[p]}>" for p in set(key.split("-")) if p in _HEADER))
+
+
+def kernel_source(op: Op, key: str) -> tuple[str, str, str, str]:
     """(in_params, out_params, body, preamble) of the ElementwiseKernel for op/key."""
     parts = key.split("-")
     t = parts[-1]
     root, fam = op.root, op.family
+    pre = preamble(key)
+    S, TC = NP_NAMES[t], CT[t]
     c = _ctype(t)
     f = "f" if c == "float" else ""
-    pre = f"typedef {c} C;"
+    flt = t in FLOATS
     if fam == "unary":
-        T, TC = NP_NAMES[t], CT[t]
         if root == "ucopy":
-            return f"{T} x0", f"{T} y", "y = x0;", ""
+            return f"{S} x0", f"{S} y", "y = x0;", MARKER      # bits copied: no conversion
         name = root[1:]
-        expr = _UNARY.get(name, "x").format(f=f)
-        if name == "relu":
-            nan = "x" if t == "f16" else "C(0)"
-            expr = f"(x != x) ? {nan} : ((x >= C(0)) ? x : C(0))"
-        params = f"{T} x0" + (", float64 p" if op.params_abi else "")
-        return params, f"{T} y", f"C x = (C)x0; y = ({TC})({expr});", pre
+        if name == "relu":                       # fmaxf(x, 0): NaN -> 0 and relu(-0) = +0;
+            nan = "x" if t in ("f16", "bf16") else "C(0)"             # f16/bf16 max.NaN keeps NaN
+            expr = f"(x != x) ? {nan} : ((x > C(0)) ? x : C(0))"
+        elif name == "elu":                      # Candle computes alpha*(exp(x)-1) in T: f16/bf16
+            e1 = _round_trip(t, f"exp{f}(x)")    # round every step (elu_bf16(-0.001) = 0)
+            e2 = _round_trip(t, f"{e1} - C(1)")
+            expr = f"(x > C(0)) ? x : {_round_trip(t, f'C(p) * {e2}')}"
+        else:
+            expr = _UNARY[name].format(f=f)
+        params = f"{S} x0" + (", float64 p" if op.params_abi else "")
+        body = f"typedef {c} C; C x = {_load(t, 'x0')}; y = {_FROM_FLOAT[t].format(expr)};"
+        return params, f"{S} y", body, pre
     if fam == "binary":
-        T, TC = NP_NAMES[t], CT[t]
-        flt = t in _F
-        load = "C a = (C)a0; C b = (C)b0;" if flt else f"{TC} a = a0; {TC} b = b0;"
+        ins = f"{S} a0, {S} b0"
+        load = (f"typedef {c} C; C a = {_load(t, 'a0')}; C b = {_load(t, 'b0')};" if flt
+                else f"{TC} a = a0; {TC} b = b0;")
         if root in _CMP:
-            return f"{T} a0, {T} b0", "uint8 y", f"{load} y = (unsigned char)(a {_CMP[root]} b);", pre
+            return ins, "uint8 y", f"{load} y = (unsigned char)(a {_CMP[root]} b);", pre
         name = root[1:]
         if name in _BIN:
-            return f"{T} a0, {T} b0", f"{T} y", f"{load} y = ({TC})(a {_BIN[name]} b);", pre
+            store = _FROM_FLOAT[t].format(f"a {_BIN[name]} b") if flt else f"({TC})(a {_BIN[name]} b)"
+            return ins, f"{S} y", f"{load} y = {store};", pre
         lt = "<" if name == "minimum" else ">"
         if not flt:
-            return f"{T} a0, {T} b0", f"{T} y", f"{load} y = (a {lt} b) ? a : b;", pre
+            return ins, f"{S} y", f"{load} y = (a {lt} b) ? a : b;", pre
         sb = "signbit(a) && !signbit(b)" if name == "minimum" else "!signbit(a) && signbit(b)"
         pick = f"C r = ((a {lt} b) || (a == b && {sb})) ? a : b;"
-        if t == "f16":
+        if t in ("f16", "bf16"):                 # __hmin_nan / __hmax_nan: NaN propagates
             nanrule = "r = (isnan(a) || isnan(b)) ? __int_as_float(0x7fffffff) : r;"
-        else:
+        else:                                    # fminf / fmaxf (fp8 too, through float): NaN ignored
             nanrule = "r = isnan(a) ? b : (isnan(b) ? a : r);"
-        return f"{T} a0, {T} b0", f"{T} y", f"{load} {pick} {nanrule} y = ({TC})r;", pre
+        return ins, f"{S} y", f"{load} {pick} {nanrule} y = {_FROM_FLOAT[t].format('r')};", pre
     if fam == "affine":
-        T, TC = NP_NAMES[t], CT[t]
-        if t in _F:
-            body = ("y = (float16)(float)fma((double)(float)x0, mul, add);" if t == "f16" else
-                    "y = fmaf(x0, (float)mul, (float)add);" if t == "f32" else "y = fma(x0, mul, add);")
-        else:
+        if t in _FMA16:                          # one rounding: native fma.rn.f16 / fma.rn.bf16
+            frombits, tobits, fromd = _FMA16[t]
+            body = f"y = {tobits}(__hfma({frombits}(x0), {fromd}(mul), {fromd}(add)));"
+        elif t == "f8_e4m3":                     # no fp8 fma: x*mul+add of fp8 values is exact in
+            exact = f"fma((double){_load(t, 'x0')}, mul, add)"     # double, then one rounding
+            body = f"y = {_FROM_DOUBLE[t].format(exact)};"
+        elif t == "f32":
+            body = "y = fmaf(x0, (float)mul, (float)add);"
+        elif t == "f64":
+            body = "y = fma(x0, mul, add);"
+        else:                                    # integers wrap
             body = f"y = ({TC})(x0 * ({TC})mul + ({TC})add);"
-        return f"{T} x0, float64 mul, float64 add", f"{T} y", body, pre
+        return f"{S} x0, float64 mul, float64 add", f"{S} y", body, pre
     if fam == "cast":
         s, d = parts
-        S, D, DC = NP_NAMES[s], NP_NAMES[d], CT[d]
-        if s in _F and d in _F:
-            conv = "(float)x0" if (d == "f16" and s == "f64") or s == "f16" else "x0"
-            body = f"y = ({DC})({conv});"
-        elif s in _F:
-            v = "double v = (double)x0;"
-            if d == "u8":
-                body = f"{v} y = (unsigned char)(v != v ? 0u : (v <= 0.0 ? 0u : (v >= 4294967295.0 ? 4294967295u : (unsigned int)v)));"
-            elif d == "u32":
-                nanv = "2147483648u" if s == "f64" else "0u"
-                body = f"{v} y = v != v ? {nanv} : (v <= 0.0 ? 0u : (v >= 4294967295.0 ? 4294967295u : (unsigned int)v));"
-            elif d == "i64":
-                body = (f"{v} y = v != v ? (long long)(-9223372036854775807LL - 1) : (v >= 9223372036854775808.0 ? "
-                        "9223372036854775807LL : (v < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : (long long)v));")
-            else:
-                info = np.iinfo(np.dtype(D))
-                body = (f"{v} y = v != v ? ({DC})0 : (v >= {float(info.max)!r} ? ({DC}){int(info.max)} : "
-                        f"(v <= {float(info.min)!r} ? ({DC})({int(info.min)}) : ({DC})v));")
-        elif d in _F:
-            if s == "i64":
-                body = f"y = ({DC})((double)x0);" if d == "f64" else f"y = ({DC})((float)x0);"
-            else:
-                body = f"y = ({DC})((double)x0);" if d != "f16" else "y = (float16)((float)x0);"
-        else:
-            body = f"y = ({DC})x0;"
-        return f"{S} x0", f"{D} y", body, ""
+        return f"{NP_NAMES[s]} x0", f"{NP_NAMES[d]} y", _cast_body(s, d), pre
     if fam == "ternary":
-        ci, t2 = parts
-        I, T = NP_NAMES[ci], NP_NAMES[t2]
-        return f"{I} c0, {T} t0, {T} f0", f"{T} y", "y = (c0 != 0) ? t0 : f0;", ""
+        ci = parts[0]
+        return f"{NP_NAMES[ci]} c0, {S} t0, {S} f0", f"{S} y", "y = (c0 != 0) ? t0 : f0;", MARKER
     raise KeyError(f"no CuPy reference for {op.name}")
+
+
+def _cast_body(s: str, d: str) -> str:
+    """cast_S_D as Candle's CUDA kernels compute it, one rounding wherever the result is a float."""
+    x = _load(s, "x0")                           # f16/bf16/fp8 widen to float exactly
+    if d in _LOAD:
+        if s == "f32" or s in _LOAD:
+            return f"y = {_FROM_FLOAT[d].format(x)};"
+        return f"y = {_FROM_DOUBLE[d].format(f'(double){x}')};"   # f64, and integers (exact in double)
+    DC = CT[d]
+    if d in ("f32", "f64"):
+        return f"y = ({DC})({x});"               # exact, or one cvt.rn
+    if s not in FLOATS:
+        return f"y = ({DC})x0;"                  # integer -> integer: two's complement wrap
+    # float -> integer. Candle, unlike NVIDIA's __nv_fp8_e4m3 -> unsigned char (saturating), goes
+    # through cvt.rzi.u32 and keeps the low byte for u8 (fp8 448 -> 0xc0, measured on an H200)
+    v = f"double v = (double)({x});"
+    if d == "u8":
+        return (f"{v} y = (unsigned char)(v != v ? 0u : (v <= 0.0 ? 0u : (v >= 4294967295.0 ? 4294967295u "
+                ": (unsigned int)v)));")
+    if d == "u32":
+        nanv = "2147483648u" if s == "f64" else "0u"
+        return f"{v} y = v != v ? {nanv} : (v <= 0.0 ? 0u : (v >= 4294967295.0 ? 4294967295u : (unsigned int)v));"
+    if d == "i64":
+        return (f"{v} y = v != v ? (long long)(-9223372036854775807LL - 1) : (v >= 9223372036854775808.0 ? "
+                "9223372036854775807LL : (v < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : (long long)v));")
+    info = np.iinfo(np.dtype(NP_NAMES[d]))
+    return (f"{v} y = v != v ? ({DC})0 : (v >= {float(info.max)!r} ? ({DC}){int(info.max)} : "
+            f"(v <= {float(info.min)!r} ? ({DC})({int(info.min)}) : ({DC})v));")
+
+
+# --- flush-to-zero: option rewrite and self-check (pure parts testable without a GPU) ---------
+def without_ftz(options: tuple[str, ...]) -> tuple[str, ...]:
+    """NVRTC options with every flush-to-zero flag dropped and one `-ftz=false` appended.
+
+    `--ftz={true|false}` defaults to false (nvcc/NVRTC option docs); which of two occurrences wins
+    is not documented, so none of CuPy's is left to win."""
+    return tuple(o for o in options if not o.lstrip("-").startswith("ftz")) + ("-ftz=false",)
+
+
+def keep_subnormals(compile_fn: Callable) -> Callable:
+    """compile_fn (CuPy's NVRTC entry point: source, options, ...) building sources that carry
+    MARKER with without_ftz(options); every other source compiles exactly as CuPy asks."""
+    @functools.wraps(compile_fn)
+    def compile_(source, options=(), *args, **kwargs):
+        if MARKER in source:
+            options = without_ftz(tuple(options))
+        return compile_fn(source, options, *args, **kwargs)
+    compile_.parity_keeps_subnormals = True
+    return compile_
+
+
+# CuPy 14's _compile_with_cache_cuda calls _compile_using_nvrtc_no_warning (a module global, looked
+# up at call time); older CuPy calls compile_using_nvrtc. The self-check proves the wrap took effect.
+_NVRTC_ENTRY_POINTS = ("_compile_using_nvrtc_no_warning", "compile_using_nvrtc")
+
+
+def install_ftz_rewrite(compiler: object) -> str:
+    """Wrap the NVRTC entry point of `compiler` (cupy.cuda.compiler) once; the name wrapped."""
+    for name in _NVRTC_ENTRY_POINTS:
+        fn = getattr(compiler, name, None)
+        if fn is not None:
+            if not getattr(fn, "parity_keeps_subnormals", False):
+                setattr(compiler, name, keep_subnormals(fn))
+            return name
+    raise RuntimeError(f"cupy.cuda.compiler has none of {', '.join(_NVRTC_ENTRY_POINTS)} to build "
+                       "without flush-to-zero")
+
+
+def subnormal_verdict(got_bits: Iterable[int]) -> str:
+    """'' when the self-check kept every subnormal (got_bits: the products' f32 bits), else why
+    the level cannot judge f32/bf16 kernels."""
+    for (a, b, want), got in zip(SUBNORMAL_PROBE, got_bits):
+        if int(got) != want:
+            return (f"the CuPy reference flushes f32 subnormals despite -ftz=false (self-check: "
+                    f"0x{a:08x} * 0x{b:08x} gave 0x{int(got):08x}, expected 0x{want:08x}); "
+                    "f32/bf16 kernels are not judged on this level")
+    return ""
+
+
+def _elementwise(ins: str, outs: str, body: str, name: str, pre: str):
+    """A CuPy ElementwiseKernel whose NVRTC build keeps subnormals (preamble carries MARKER)."""
+    import cupy
+    install_ftz_rewrite(cupy.cuda.compiler)
+    return cupy.ElementwiseKernel(ins, outs, body, name, preamble=f"{pre}\n// CuPy {cupy.__version__}")
+
+
+def run_subnormal_probe() -> list[int]:
+    """The self-check on the device: the f32 bits of a*b for SUBNORMAL_PROBE."""
+    import cupy
+    kern = _elementwise("uint32 a0, uint32 b0", "uint32 y", "y = __float_as_uint(__uint_as_float(a0) * "
+                        "__uint_as_float(b0));", "parity_ref_subnormal_probe", MARKER)
+    a, b = (cupy.asarray(np.array([p[k] for p in SUBNORMAL_PROBE], dtype=np.uint32)) for k in (0, 1))
+    return [int(v) for v in cupy.asnumpy(kern(a, b))]
 
 
 class CupyRefExecutor(Executor):
     """The CuPy reference as an executor (level `cupy`)."""
     level = "cupy"
 
-    def __init__(self, suite_dir=None, **_ignored):
+    def __init__(self, suite_dir: object = None, **_ignored):
         from ..ops import expected_kernels
         self._kernels = expected_kernels()
         self._compiled: dict[str, object] = {}
+        self._subnormals: str | None = None      # self-check verdict, once per executor (per worker)
 
     def availability(self) -> Availability:
         from .hip_nvidia import cuda_device
@@ -153,25 +302,33 @@ class CupyRefExecutor(Executor):
         import cupy
         return Availability(True, device=f"{name}, CuPy {cupy.__version__} ElementwiseKernel reference")
 
+    def subnormal_problem(self) -> str:
+        """'' when this process's reference kernels keep f32 subnormals (self-check), else why not."""
+        if self._subnormals is None:
+            try:
+                self._subnormals = subnormal_verdict(run_subnormal_probe())
+            except Exception as e:
+                self._subnormals = (f"the CuPy reference's flush-to-zero self-check failed "
+                                    f"({type(e).__name__}: {e}); f32/bf16 kernels are not judged on this level")
+        return self._subnormals
+
     def prepare(self, kernel: str) -> ExecResult | None:
         if kernel not in self._kernels:
             return ExecResult("missing", message=f"no kernel {kernel} in the catalog")
         op, key = self._kernels[kernel]
         why = supported(op, key)
+        if not why and any(p in FTZ_SENSITIVE for p in key.split("-")):
+            why = self.subnormal_problem()
         if why:
             return ExecResult("unavailable", message=f"{kernel}: {why}")
         if kernel not in self._compiled:
-            import cupy
             ins, outs, body, pre = kernel_source(op, key)
-            # Known limit: CuPy appends -ftz=true to every NVRTC build, so f32 subnormals flush here
-            # (H200: neg(1.17e-38f) -> -0, 172 special-value cases off); CUDA's kernels keep them.
-            self._compiled[kernel] = cupy.ElementwiseKernel(ins, outs, body, f"parity_ref_{kernel}", preamble=pre)
+            self._compiled[kernel] = _elementwise(ins, outs, body, f"parity_ref_{kernel}", pre)
         return None
 
     # --- the launch as CuPy arrays ---------------------------------------------------------
-    def plan(self, launch: Launch, dev: dict, guard: int):
+    def plan(self, launch: Launch, dev: dict, guard: int) -> Callable[[], None]:
         """enqueue() that runs the reference kernel on the device images in `dev`."""
-        import cupy
         from cupy.lib.stride_tricks import as_strided
         op, key = self._kernels[launch.kernel]
         kern = self._compiled[launch.kernel]
@@ -180,11 +337,10 @@ class CupyRefExecutor(Executor):
         nd = int(args["num_dims"].value) if "num_dims" in args else 0
         info = args["info"].value if "info" in args else None
         shape = tuple(int(d) for d in info[:nd]) if info is not None else (numel,)
-        hosts = launch.buffers
 
-        def typed(name: str):
-            h = hosts[name]
-            return dev[name][guard: guard + h.nbytes].view(h.dtype)
+        def typed(name: str):                    # the buffer as its storage dtype (raw bits for f16/bf16/fp8)
+            nbytes = launch.buffers[name].nbytes
+            return dev[name][guard: guard + nbytes].view(np.dtype(NP_NAMES[launch.dtypes[name]]))
         out_name, out_off = args["out"].value
         out_all = typed(out_name)
         out = out_all[out_off: out_off + numel].reshape(shape)
@@ -216,6 +372,7 @@ class CupyRefExecutor(Executor):
         if err is not None:
             return err
         import cupy
+        from cupy.cuda.compiler import CompileException
         from .hip_nvidia import GUARD_BYTES, HipOnNvidiaExecutor, guarded_image
         hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
         try:
@@ -223,6 +380,8 @@ class CupyRefExecutor(Executor):
             self.plan(launch, dev, GUARD_BYTES)()
             cupy.cuda.Device().synchronize()
             images = {n: cupy.asnumpy(d) for n, d in dev.items()}
+        except CompileException as e:            # NVRTC builds on the first launch of each shape
+            return ExecResult("compile-error", message=f"CuPy reference {launch.kernel}: {e}")
         except Exception as e:
             return ExecResult("crash", message=f"CuPy reference {launch.kernel}: {type(e).__name__}: {e}")
         return HipOnNvidiaExecutor.judge(launch, hosts, images)
