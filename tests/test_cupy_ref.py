@@ -1,7 +1,7 @@
 """The `cupy` level (parity/backends/cupy_ref.py): kernel sources, the NVRTC -ftz rewrite, the
 subnormal self-check and its gating, without a GPU; the kernels compiled by nvcc (CuPy's own
 generated source) and their bodies run on the host against the CPU reference when nvcc is on
-PATH; the level on the pr sweep's elementwise cases on a GPU (`pytest -m gpu`)."""
+PATH; the level on the smoke sweep's elementwise cases on a GPU (`pytest -m gpu`)."""
 from __future__ import annotations
 
 import re
@@ -321,9 +321,10 @@ def test_gpu_self_check_keeps_subnormals(cupy_level):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype,values", [("f32", "special"), ("bf16", None), ("f8_e4m3", None), ("f16", None)])
-def test_gpu_cupy_level_passes_the_pr_elementwise_cases(cupy_level, dtype, values):
-    """Every pr elementwise case with this dtype passes; only the fill family is unavailable."""
-    cases = load_sweep("pr", Filters(ops=ELEMENTWISE, dtypes=[dtype], values=[values] if values else None))
+def test_gpu_cupy_level_passes_the_smoke_elementwise_cases(cupy_level, dtype, values):
+    """Every smoke elementwise case with this dtype passes; only the fill family is unavailable.
+    (pr adds layouts, not value classes: `parity run --sweep pr --levels cupy` runs it.)"""
+    cases = load_sweep("smoke", Filters(ops=ELEMENTWISE, dtypes=[dtype], values=[values] if values else None))
     rows = run_cases(cases, cupy_level)
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')}" for r in rows if r["verdict"] != "pass"
            and not (r["verdict"] == "unavailable" and r["op"].startswith("fill."))]
