@@ -137,6 +137,9 @@ def view(kind: str, shape: tuple[int, ...]) -> Layout:
         return contiguous(shape, offset=5)
     if kind == "transposed":
         return transposed(shape)
+    if kind == "swap":  # t() of the last two dims (batched transpose)
+        r = len(shape)
+        return permuted(shape, tuple(range(r - 2)) + (r - 1, r - 2))
     if kind == "perm":
         perms = {3: (2, 0, 1), 4: (2, 0, 3, 1)}
         return permuted(shape, perms.get(len(shape), tuple(reversed(range(len(shape))))))
@@ -165,6 +168,10 @@ LAYOUT_CLASSES: dict[str, LayoutClass] = {c.name: c for c in [
     LayoutClass("transposed", (33, 47), ("transposed", "contig", "stepped"), doc="t() views"),
     LayoutClass("permuted3d", (5, 6, 7), ("perm", "contig", "transposed"), doc="3-D permutation"),
     LayoutClass("permuted4d", (3, 4, 5, 6), ("perm", "transposed", "contig"), doc="4-D permutation"),
+    LayoutClass("transposed-tiles", (3, 70, 45), ("swap",),
+                doc="every operand a batched t(): tiled transpose path, partial tiles"),
+    LayoutClass("reversed-tiles", (40, 3, 66), ("transposed",),
+                doc="every operand fully reversed: unit stride on dim 0, tiles over (0, 2)"),
     LayoutClass("narrowed", (6, 64), ("narrowed", "offset", "transposed"), doc="narrow() with a start offset"),
     LayoutClass("stepped", (10, 33), ("stepped", "contig", "narrowed"), doc="stepped slice: gaps between elements"),
     LayoutClass("broadcast-leading", (16, 40), ("bcast-lead", "contig", "bcast-inner"), doc="stride 0 on dim 0"),

@@ -48,7 +48,7 @@ PK_DEV void affine_impl(usize numel, usize num_dims, const usize* info, const T*
   g.add = Num<T>::to_c(add);
   {
     const T* src = inp ? inp : out;
-    if (info != nullptr && idle_thread<PackWidth<T>::v, StridedK<T>::v>(numel, pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
+    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
   }
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp ? inp : out, out, g);

@@ -105,7 +105,7 @@ PK_DEV void map_binary(usize numel, usize num_dims, const usize* info, const T* 
                        const G& g) {
   {
     constexpr int V = PackWidth<T, O>::v;
-    if (info != nullptr && idle_thread<V, StridedK<T>::v>(numel, pack_aligned<V>(lhs) && pack_aligned<V>(rhs) && pack_aligned<V>(out))) return;
+    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<V>(lhs) && pack_aligned<V>(rhs) && pack_aligned<V>(out))) return;
   }
   if (info == nullptr || (is_contiguous(num_dims, info, info + num_dims) &&
                           is_contiguous(num_dims, info, info + 2 * num_dims))) {

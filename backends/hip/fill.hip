@@ -26,7 +26,7 @@ PK_DEV void copy2d_impl(const T* src, T* dst, u32 d1, u32 d2, u32 src_s, u32 dst
 
 template <class T>
 PK_DEV void const_set_impl(usize numel, usize num_dims, const usize* info, T value, T* out) {
-  if (info != nullptr && idle_thread<PackWidth<T>::v, kStridedK>(numel, pack_aligned<PackWidth<T>::v>(out))) return;
+  if (info != nullptr && idle_block<kStridedK>(pack_aligned<PackWidth<T>::v>(out))) return;
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_fill(numel, out, value);
   } else {

@@ -12,7 +12,7 @@ PK_DEV void where_impl(usize numel, usize num_dims, const usize* info, const I* 
                        T* out) {
   {
     constexpr int V = PackWidth<I, T>::v;
-    if (idle_thread<V, StridedK<I, T>::v>(numel, pack_aligned<V>(ids) && pack_aligned<V>(t) && pack_aligned<V>(f) && pack_aligned<V>(out))) return;
+    if (idle_block<StridedK<I, T>::v>(pack_aligned<V>(ids) && pack_aligned<V>(t) && pack_aligned<V>(f) && pack_aligned<V>(out))) return;
   }
   const usize* dims = info;
   const usize* s = info + num_dims;

@@ -22,9 +22,9 @@ PK_DEV double m_exp(double x) { return exp(x); }
 PK_DEV float m_log(float x) { return logf(x); }
 PK_DEV double m_log(double x) { return log(x); }
 PK_DEV float m_sin(float x) { return sinf(x); }
-PK_DEV double m_sin(double x) { return sin(x); }
+PK_HEAVY double m_sin(double x) { return sin(x); }
 PK_DEV float m_cos(float x) { return cosf(x); }
-PK_DEV double m_cos(double x) { return cos(x); }
+PK_HEAVY double m_cos(double x) { return cos(x); }
 PK_DEV float m_tanh(float x) { return tanhf(x); }
 PK_DEV double m_tanh(double x) { return tanh(x); }
 PK_DEV float m_erf(float x) { return erff(x); }
@@ -41,7 +41,7 @@ PK_DEV float m_abs(float x) { return fabsf(x); }
 PK_DEV double m_abs(double x) { return fabs(x); }
 PK_DEV float m_sqrt(float x) { return sqrtf(x); }
 PK_DEV double m_sqrt(double x) { return sqrt(x); }
-PK_DEV float m_pow(float x, float y) { return powf(x, y); }
+PK_HEAVY float m_pow(float x, float y) { return powf(x, y); }
 PK_HEAVY double m_pow(double x, double y) { return pow(x, y); }
 
 PK_DEV float fmaf_c(float a, float b, float c) { return fmaf(a, b, c); }
@@ -124,7 +124,7 @@ template <class T, class G>
 PK_DEV void map_unary(usize numel, usize num_dims, const usize* info, const T* inp, T* out, const G& g) {
   {
     const T* src = inp ? inp : out;
-    if (info != nullptr && idle_thread<PackWidth<T>::v, StridedK<T>::v>(numel, pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
+    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
   }
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp ? inp : out, out, g);
