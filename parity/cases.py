@@ -62,6 +62,15 @@ class Built:
     out_layout: Layout
     inplace: bool
 
+    # Pickled without the op (its reference functions are closures): the case names it. Lets
+    # engine.prepare_pool build cases in worker processes.
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "op"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.op = self.case.op_spec
+
 
 def applicable_layouts(op: Op) -> list[str]:
     if op.custom is not None:                  # structured ops: the family's shape classes

@@ -1,9 +1,10 @@
 """Run cases on executors: build -> reference -> pack -> execute -> compare -> result row."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -256,49 +257,118 @@ def _timed(r: dict) -> bool:
     return r.get("samples") is not None and isinstance(v, (int, float)) and v == v and v > 0
 
 
+# ---------------------------------------------------------------- preparation ahead of the GPU
+# Building a case and its CPU reference is most of a small case's cost (bench/harness.py); worker
+# processes do it ahead of the executor so the GPU is not left waiting on one core.
+POOL_MIN_CASES = 200          # below this, starting the pool costs more than it saves
+_CHUNK = 32
+
+
+def prepare_jobs() -> int:
+    """Worker processes for preparation: PARITY_PREPARE_JOBS, else cores - 2 (one for this
+    process, one for the GPU worker), at most 8; 1 = prepare in this process."""
+    env = os.environ.get("PARITY_PREPARE_JOBS")
+    if env and env.isdigit():
+        return max(1, int(env))
+    return max(1, min(8, (os.cpu_count() or 1) - 2))
+
+
+def _poolable(case: Case) -> bool:
+    from .layouts import LAYOUT_CLASSES
+    cls = LAYOUT_CLASSES.get(case.layout)
+    return case.op_spec.custom is None and cls is not None and not cls.opt_in   # huge/bench: never pickled
+
+
+def _prepare_chunk(cases: list[Case]) -> list:
+    out = []
+    for c in cases:
+        try:
+            out.append(prepare_case(c))
+        except Exception as e:                   # re-raised by run_case's caller as an error row
+            out.append(e)
+    return out
+
+
+def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
+    """For each case in order: its Prepared (built by worker processes, a bounded window ahead),
+    the exception its preparation raised, or None (structured and opt-in cases, and short runs:
+    run_case prepares those itself)."""
+    jobs = prepare_jobs() if jobs is None else jobs
+    todo = [i for i, c in enumerate(cases) if _poolable(c)]
+    if jobs <= 1 or len(todo) < POOL_MIN_CASES:
+        yield from (None for _ in cases)
+        return
+    import multiprocessing as mp
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    ctx = mp.get_context("forkserver")           # fork is unsafe next to threads and CUDA
+    ctx.set_forkserver_preload(["parity.engine", "parity.ops"])
+    chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        window: deque = deque()
+        nxt = 0
+
+        def fill() -> None:
+            nonlocal nxt
+            while nxt < len(chunks) and len(window) < 4 * jobs:
+                window.append((chunks[nxt], pool.submit(_prepare_chunk, [cases[i] for i in chunks[nxt]])))
+                nxt += 1
+        fill()
+        ready: dict[int, object] = {}
+        for i in range(len(cases)):
+            if i not in ready and window and window[0][0][0] == i:
+                idx, fut = window.popleft()
+                ready.update(zip(idx, fut.result()))
+                fill()
+            yield ready.pop(i, None)
+
+
+def _run_one(case: Case, executor: Executor, device: str, timing, prepared) -> dict:
+    try:
+        if isinstance(prepared, Exception):
+            raise prepared
+        extra = {k: v for k, v in (("timing", timing), ("prepared", prepared)) if v is not None}
+        return run_case(case, executor, device, **extra)
+    except Exception as e:  # a tool bug on one case must not hide the others' results
+        return _error_row(case, executor, e)
+
+
 def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
               on_row: Callable[[dict], None] | None = None, timing=None) -> list[dict]:
-    """Rows in case order. An executor with `members` (levels.GpuPool: one worker per GPU) gets
-    one thread per member taking the next case from a shared queue; on_row is serialised."""
+    """Rows in case order, cases prepared ahead by prepared_stream. An executor with `members`
+    (levels.GpuPool: one worker per GPU) gets one thread per member taking the next case from a
+    shared queue; on_row is serialised."""
     cases = list(cases)
+    stream = zip(cases, prepared_stream(cases))
     members = getattr(executor, "members", None)
     if members and len(members) > 1:
-        return _run_parallel(cases, members, device, on_row, timing)
+        from .session import current             # worker threads do not see this thread's session
+        return _run_parallel(len(cases), stream, members, device, on_row,
+                             timing if timing is not None else current().timing)
     rows = []
-    for case in cases:
-        try:
-            row = run_case(case, executor, device) if timing is None else run_case(case, executor, device, timing)
-        except Exception as e:  # a tool bug on one case must not hide the others' results
-            row = _error_row(case, executor, e)
+    for case, prepared in stream:
+        row = _run_one(case, executor, device, timing, prepared)
         rows.append(row)
         if on_row:
             on_row(row)
     return rows
 
 
-def _run_parallel(cases, members, device, on_row, timing) -> list[dict]:
-    import queue
+def _run_parallel(n: int, stream, members, device, on_row, timing) -> list[dict]:
     import threading
-    from .session import current
-    todo: "queue.Queue[tuple[int, Case]]" = queue.Queue()
-    for i, c in enumerate(cases):
-        todo.put((i, c))
-    out: list[dict | None] = [None] * len(cases)
-    lock = threading.Lock()
+    todo = enumerate(stream)
+    out: list[dict | None] = [None] * n
+    lock, take = threading.Lock(), threading.Lock()
     failure: list[BaseException] = []
-
-    timing = timing if timing is not None else current().timing
 
     def worker(ex) -> None:
         while not failure:
-            try:
-                i, case = todo.get_nowait()
-            except queue.Empty:
+            with take:
+                item = next(todo, None)
+            if item is None:
                 return
-            try:
-                row = run_case(case, ex, device) if timing is None else run_case(case, ex, device, timing)
-            except Exception as e:
-                row = _error_row(case, ex, e)
+            i, (case, prepared) = item
+            row = _run_one(case, ex, device, timing, prepared)
             out[i] = row
             if on_row:
                 with lock:

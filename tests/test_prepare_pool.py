@@ -1,0 +1,38 @@
+"""engine.prepared_stream: cases built by worker processes give the same rows as built in-process."""
+import pickle
+
+from parity.backends.cpu import CpuExecutor
+from parity.cases import Filters, build, load_sweep
+from parity.engine import POOL_MIN_CASES, prepare_case, prepared_stream, run_cases
+
+
+def _cases():
+    elementwise = load_sweep("pr", Filters(ops=["unary.exp", "binary.minimum", "cast"]))
+    structured = load_sweep("pr", Filters(ops=["reduce.sum"]))
+    return elementwise[:POOL_MIN_CASES + 100] + structured[:20] + elementwise[-50:]
+
+
+def test_built_pickles_without_its_op():
+    c = load_sweep("pr", Filters(ops=["unary.exp"]))[0]
+    b = pickle.loads(pickle.dumps(build(c)))
+    assert b.op is c.op_spec
+
+
+def test_pool_rows_equal_in_process_rows(monkeypatch):
+    cases = _cases()
+    assert any(c.op_spec.custom is not None for c in cases)          # structured cases pass through
+    streamed = list(prepared_stream(cases, jobs=2))
+    assert len(streamed) == len(cases)
+    got = [p for p in streamed if p is not None]
+    assert len(got) >= POOL_MIN_CASES                                 # the pool did the work
+    for c, p in zip(cases, streamed):
+        if p is not None:
+            assert p.case == c
+            assert p.expected.tobytes() == prepare_case(c).expected.tobytes()          # bit for bit
+    keys = ("case_id", "verdict", "max_ulp", "n_bad", "message")
+    monkeypatch.setenv("PARITY_PREPARE_JOBS", "2")
+    pooled = [{k: r.get(k) for k in keys} for r in run_cases(cases, CpuExecutor())]
+    monkeypatch.setenv("PARITY_PREPARE_JOBS", "1")
+    serial = [{k: r.get(k) for k in keys} for r in run_cases(cases, CpuExecutor())]
+    assert pooled == serial
+    assert {r["verdict"] for r in pooled} == {"pass"}
