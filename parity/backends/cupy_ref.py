@@ -1,4 +1,4 @@
-"""Level `cupy`: a second GPU reference and the timing baseline for elementwise ops.
+"""Level `cupy`: a second GPU reference and the timing baseline.
 
 The elementwise catalog ops (unary float ops, elu/powf, ucopy, binary add/sub/mul/div/minimum/
 maximum, cmp, affine, cast, where) written as one CuPy ElementwiseKernel each, built from the small
@@ -23,8 +23,10 @@ flushed build. A self-check (subnormal products, on the device) runs before the 
 kernel of a process: if subnormals do not survive, those kernels answer `unavailable` with the
 reason instead of a misleading verdict.
 
-The non-elementwise families and const_set/copy2d/fill answer `unavailable` (with the reason),
-never pass.
+The structured families reduce, softmax/rmsnorm/layernorm and argsort are CuPy array code in
+cupy_structured.py (float64 and integer arithmetic, which -ftz does not touch, so no self-check).
+The other structured families and const_set/copy2d/fill answer `unavailable` (with the
+reason), never pass.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ from ..dtypes import FLOATS
 from ..numerics import scalar_to_dtype
 from ..ops.base import Launch, Op
 from .base import Availability, ExecResult, Executor
+from .cupy_structured import execute as execute_structured
+from .cupy_structured import structured_supported
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -109,11 +113,16 @@ def _round_trip(t: str, e: str) -> str:
 
 
 def supported(op: Op, key: str) -> str:
-    """'' when the CuPy reference has this kernel, else why not."""
+    """'' when the CuPy reference has an ElementwiseKernel for this kernel, else why not."""
     if op.custom is not None or op.family not in FAMILIES:
         return (f"{op.name} is not in the CuPy reference (it has unary, ucopy, binary, cmp, affine, "
                 "cast and where)")
     return ""
+
+
+def level_supported(op: Op, key: str) -> str:
+    """'' when the level runs this kernel (an ElementwiseKernel, or cupy_structured array code)."""
+    return structured_supported(op) if op.custom is not None else supported(op, key)
 
 
 def preamble(key: str) -> str:
@@ -316,12 +325,12 @@ class CupyRefExecutor(Executor):
         if kernel not in self._kernels:
             return ExecResult("missing", message=f"no kernel {kernel} in the catalog")
         op, key = self._kernels[kernel]
-        why = supported(op, key)
-        if not why and any(p in FTZ_SENSITIVE for p in key.split("-")):
+        why = level_supported(op, key)
+        if not why and op.custom is None and any(p in FTZ_SENSITIVE for p in key.split("-")):
             why = self.subnormal_problem()
         if why:
             return ExecResult("unavailable", message=f"{kernel}: {why}")
-        if kernel not in self._compiled:
+        if kernel not in self._compiled and op.custom is None:
             ins, outs, body, pre = kernel_source(op, key)
             self._compiled[kernel] = _elementwise(ins, outs, body, f"parity_ref_{kernel}", pre)
         return None
@@ -329,18 +338,21 @@ class CupyRefExecutor(Executor):
     # --- the launch as CuPy arrays ---------------------------------------------------------
     def plan(self, launch: Launch, dev: dict, guard: int) -> Callable[[], None]:
         """enqueue() that runs the reference kernel on the device images in `dev`."""
-        from cupy.lib.stride_tricks import as_strided
+        import cupy
         op, key = self._kernels[launch.kernel]
+
+        def typed(name: str):                    # the buffer as its storage dtype (raw bits for f16/bf16/fp8)
+            nbytes = launch.buffers[name].nbytes
+            return dev[name][guard: guard + nbytes].view(np.dtype(NP_NAMES[launch.dtypes[name]]))
+        if op.custom is not None:
+            bufs = {n: typed(n) for n in launch.buffers}
+            return lambda: execute_structured(cupy, launch, op, key, bufs)
         kern = self._compiled[launch.kernel]
         args = {a.name: a for a in launch.args}
         numel = int(args["numel"].value)
         nd = int(args["num_dims"].value) if "num_dims" in args else 0
         info = args["info"].value if "info" in args else None
         shape = tuple(int(d) for d in info[:nd]) if info is not None else (numel,)
-
-        def typed(name: str):                    # the buffer as its storage dtype (raw bits for f16/bf16/fp8)
-            nbytes = launch.buffers[name].nbytes
-            return dev[name][guard: guard + nbytes].view(np.dtype(NP_NAMES[launch.dtypes[name]]))
         out_name, out_off = args["out"].value
         out_all = typed(out_name)
         out = out_all[out_off: out_off + numel].reshape(shape)
@@ -356,7 +368,7 @@ class CupyRefExecutor(Executor):
                 strides = tuple(int(s) * item for s in _row_major(shape))
             else:
                 strides = tuple(int(s) * item for s in info[nd * (1 + k): nd * (2 + k)])
-            inputs.append(as_strided(base, shape=shape, strides=strides))
+            inputs.append(cupy.lib.stride_tricks.as_strided(base, shape=shape, strides=strides))
         scalars = []
         t = op.dtype_parts(key)[-1]
         for p in op.params_abi:
