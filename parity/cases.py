@@ -63,7 +63,7 @@ class Built:
     inplace: bool
 
     # Pickled without the op (its reference functions are closures): the case names it. Lets
-    # engine.prepare_pool build cases in worker processes.
+    # engine.prepared_stream build cases in worker processes.
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "op"}
 

@@ -392,42 +392,43 @@ PK_DEV TilePlan tile_plan(usize n, usize num_dims, const usize* dims, const usiz
 
 // Tiles of TD x TD elements over dims (p, last), every other dim enumerated as
 // a batch, dealt to the blocks of vthreads<E> (the blocks strided_groups<N, E>
-// uses); E loads in flight per thread; index type I. load(i, off) reads element i (dense index; offsets per operand), g(x)
-// gives the output value.
-template <int N, int E, int TD, class I, class O, class L, class G>
+// uses); E loads in flight per thread; 32-bit index arithmetic (tile_plan).
+// load(i, off) reads element i (dense index; offsets per operand), g(x) gives
+// the output value.
+template <int N, int E, int TD, class O, class L, class G>
 PK_DEV void tiled_map(usize n, usize num_dims, const usize* dims, const usize* strides, const TilePlan& tp, O* out,
                       const L& load, const G& g) {
   __shared__ O tile[TD][TD + 1];  // +1: conflict-free column reads
   const VThreads vt = vthreads<E>();
   if (!vt.active) return;  // whole blocks only: the loop below synchronises
-  const I bid = (I)(vt.id / blockDim.x), nblocks = (I)(vt.step / blockDim.x);
+  const u32 bid = (u32)(vt.id / blockDim.x), nblocks = (u32)(vt.step / blockDim.x);
   const usize l = num_dims - 1, p = tp.p;
-  const I dp = (I)dims[p], dl = (I)dims[l], dense_p = (I)tp.dense_p;
-  I sp[N], sl[N];  // strides along p and the last dim, in registers
+  const u32 dp = (u32)dims[p], dl = (u32)dims[l], dense_p = (u32)tp.dense_p;
+  u32 sp[N], sl[N];  // strides along p and the last dim, in registers
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    sp[k] = (I)strides[k * num_dims + p];
-    sl[k] = (I)strides[k * num_dims + l];
+    sp[k] = (u32)strides[k * num_dims + p];
+    sl[k] = (u32)strides[k * num_dims + l];
   }
-  const I tiles_l = (dl + TD - 1) / TD, tiles = ((dp + TD - 1) / TD) * tiles_l;
-  const I ntiles = (I)(n / ((usize)dp * dl)) * tiles;
+  const u32 tiles_l = (dl + TD - 1) / TD, tiles = ((dp + TD - 1) / TD) * tiles_l;
+  const u32 ntiles = (u32)(n / ((usize)dp * dl)) * tiles;
   const unsigned lane = threadIdx.x % TD, rows = blockDim.x / TD, row = threadIdx.x / TD;
-  for (I t = bid; t < ntiles; t += nblocks) {
-    I batch = t / tiles;
-    const I rem = t - batch * tiles;
-    const I p0 = (rem / tiles_l) * TD, l0 = (rem % tiles_l) * TD;
-    I base[N], obase = 0, acc = 1;  // offsets of the tile's batch index
+  for (u32 t = bid; t < ntiles; t += nblocks) {
+    u32 batch = t / tiles;
+    const u32 rem = t - batch * tiles;
+    const u32 p0 = (rem / tiles_l) * TD, l0 = (rem % tiles_l) * TD;
+    u32 base[N], obase = 0, acc = 1;  // offsets of the tile's batch index
 #pragma unroll
     for (int k = 0; k < N; ++k) base[k] = 0;
     if (num_dims > 2) {
       for (usize d = num_dims; d-- > 0;) {
-        const I dim = (I)dims[d];
+        const u32 dim = (u32)dims[d];
         if (d != p && d != l) {
-          const I i = batch % dim;
+          const u32 i = batch % dim;
           batch /= dim;
           obase += i * acc;
 #pragma unroll
-          for (int k = 0; k < N; ++k) base[k] += i * (I)strides[k * num_dims + d];
+          for (int k = 0; k < N; ++k) base[k] += i * (u32)strides[k * num_dims + d];
         }
         acc *= dim;
       }
@@ -436,10 +437,10 @@ PK_DEV void tiled_map(usize n, usize num_dims, const usize* dims, const usize* s
     for (unsigned r0 = 0; r0 < TD; r0 += rows * E) {
       typedef usize Offsets[N];
       decltype(load((usize)0, *(const Offsets*)nullptr)) x[E];  // unevaluated: the load's type
-      const I ip = p0 + lane;
+      const u32 ip = p0 + lane;
 #pragma unroll
       for (int j = 0; j < E; ++j) {
-        const I il = l0 + r0 + row + j * rows;
+        const u32 il = l0 + r0 + row + j * rows;
         if (ip < dp && il < dl) {
           usize off[N];
 #pragma unroll
@@ -449,14 +450,14 @@ PK_DEV void tiled_map(usize n, usize num_dims, const usize* dims, const usize* s
       }
 #pragma unroll
       for (int j = 0; j < E; ++j) {
-        const I il = l0 + r0 + row + j * rows;
+        const u32 il = l0 + r0 + row + j * rows;
         if (ip < dp && il < dl) tile[r0 + row + j * rows][lane] = g(x[j]);
       }
     }
     __syncthreads();
     // write along the last dim (coalesced in the dense output)
     for (unsigned r = row; r < TD; r += rows) {
-      const I ip = p0 + r, il = l0 + lane;
+      const u32 ip = p0 + r, il = l0 + lane;
       if (ip < dp && il < dl) out[(usize)(obase + ip * dense_p + il)] = tile[lane][r];
     }
     __syncthreads();
@@ -472,7 +473,7 @@ PK_DEV void strided_map(usize n, usize num_dims, const usize* dims, const usize*
   constexpr int TD = K == 4 ? 64 : 32;  // K = 4: <= 4-byte operands
   const TilePlan tp = tile_plan<N>(n, num_dims, dims, strides, TD);
   if (tp.ok) {
-    tiled_map<N, K, TD, u32>(n, num_dims, dims, strides, tp, out, load, g);
+    tiled_map<N, K, TD>(n, num_dims, dims, strides, tp, out, load, g);
     return;
   }
   strided_groups<N, K>(n, num_dims, dims, strides, [&](usize i0, int cnt, StridedCursor<N>& cur) {
