@@ -71,9 +71,18 @@ template <class T, bool IS_MAX> PK_DEV typename Num<T>::C maxg(typename Num<T>::
 // `buf`, combining with f(receiver, partner). All threads of the block call it.
 template <class V, class F>
 PK_DEV void block_tree(V* buf, unsigned tid, unsigned n, F&& f) {
-  for (unsigned s = n / 2; s > 0; s >>= 1) {
+  // Two levels (s, s/2) per barrier give the same pairs in the same order as one
+  // level per barrier, so results are bit-identical to candle's tree with half
+  // the barriers (H100, f32 4096x16384 sum: 94% -> 95% of copy bandwidth).
+  unsigned s = n / 2;
+  for (; s >= 2; s >>= 2) {
     __syncthreads();
-    if (tid < s) buf[tid] = f(buf[tid], buf[tid + s]);
+    const unsigned h = s / 2;
+    if (tid < h) buf[tid] = f(f(buf[tid], buf[tid + s]), f(buf[tid + h], buf[tid + h + s]));
+  }
+  if (s == 1) {
+    __syncthreads();
+    if (tid == 0) buf[0] = f(buf[0], buf[1]);
   }
   __syncthreads();
 }
