@@ -1,7 +1,9 @@
-"""The `cupy` level's structured families (parity/backends/cupy_structured.py): the bit
-conversions, every pr case of reduce / softmax / rmsnorm / layernorm / argsort computed by the
-same array code with xp=numpy and judged by each op's structured judge, deliberately wrong
-variants caught with exact verdicts, and on a GPU (`pytest -m gpu`) the level itself with xp=cupy."""
+"""The `cupy` level's array code (parity/backends/cupy_structured.py): the bit conversions, every
+pr case of reduce / softmax / rmsnorm / layernorm / rope / indexing / argsort / const_set / copy2d
+/ fill computed by the same array code with xp=numpy and judged by each op's own judge,
+deliberately wrong variants caught with exact verdicts, and on a GPU (`pytest -m gpu`) the level
+itself with xp=cupy on every array-code op (the spatial families' NumPy tests are in
+tests/test_cupy_spatial.py)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -17,8 +19,10 @@ from parity.backends.cupy_ref import NP_NAMES, CupyRefExecutor
 from parity.cases import Case, Filters, load_sweep
 from parity.engine import run_case, run_cases
 from parity.ops import CATALOG, expected_kernels
+from parity.ops.structured import HostRefused
 
-COVERED_OPS = ["reduce.*", "nn.softmax", "nn.rmsnorm", "nn.layernorm", "sort.*"]
+COVERED_OPS = ["reduce.*", "nn.*", "index.*", "sort.*", "fill.*"]
+SPATIAL_OPS = ["matmul.*", "pool.*", "upsample.*", "conv.*"]          # cupy_spatial.py
 
 
 class NumpyStructured(Executor):
@@ -35,7 +39,12 @@ class NumpyStructured(Executor):
         op, key = self._kernels[launch.kernel]
         bufs = {n: np.ascontiguousarray(b).reshape(-1).copy().view(NP_NAMES[launch.dtypes[n]])
                 for n, b in launch.buffers.items()}
-        cs.execute(np, launch, op, key, bufs)
+        try:
+            cs.execute(np, launch, op, key, bufs)
+        except HostRefused as e:
+            return ExecResult("refused", message=str(e))
+        except IndexError as e:                  # NumPy bounds-checks what a GPU would read or write
+            return ExecResult("crash", message=f"{launch.kernel} out of bounds: {e}")
         return ExecResult("ok", outputs={n: bufs[n].view(launch.buffers[n].dtype).reshape(launch.buffers[n].shape)
                                          for n in launch.outputs})
 
@@ -45,17 +54,36 @@ def pr_cases():
     return load_sweep("pr", Filters(ops=COVERED_OPS))
 
 
+def assert_all_pass(cases, ex) -> list[dict]:
+    rows = run_cases(cases, ex)
+    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')}" for r in rows if r["verdict"] != "pass"]
+    assert not bad, f"{len(bad)} cases:\n" + "\n".join(bad[:40])
+    return rows
+
+
 # ------------------------------------------------------------------------ bit conversions
-@pytest.mark.parametrize("t,npd", [("f16", np.float16), ("bf16", ml_dtypes.bfloat16)])
-def test_every_16_bit_pattern_widens_exactly_and_narrows_back(t, npd):
-    u = np.arange(1 << 16, dtype=np.uint16)
+@pytest.mark.parametrize("t,npd,nan", [("f16", np.float16, 0x7FFF), ("bf16", ml_dtypes.bfloat16, 0x7FFF),
+                                       ("f8_e4m3", ml_dtypes.float8_e4m3fn, 0x7F)])
+def test_every_16_and_8_bit_pattern_widens_exactly_and_narrows_back(t, npd, nan):
+    u = np.arange(1 << np.dtype(npd).itemsize * 8).astype(f"uint{np.dtype(npd).itemsize * 8}")
     with np.errstate(invalid="ignore"):                          # ml_dtypes warns on NaN
         ref = u.view(npd).astype(np.float64)
     w = cs.widen(np, u, t)
     assert np.array_equal(w, ref, equal_nan=True) and np.array_equal(np.signbit(w), np.signbit(ref))
     back = cs.narrow(np, w, t)
     assert np.all((back == u) | np.isnan(ref))
-    assert np.all(back[np.isnan(ref)] == 0x7FFF)                 # CUDA's canonical NaN
+    assert np.all(back[np.isnan(ref)] == nan)                    # CUDA's canonical NaN
+
+
+def test_fp8_narrows_like_cvt_rn_satfinite_and_host_scalars_like_from_f64():
+    x = np.array([448.0, 464.0, 470.0, 1e9, np.inf, -np.inf, np.nan, -0.0, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -10, 0.3])
+    assert [hex(v) for v in cs.narrow(np, x, "f8_e4m3")] == [
+        "0x7e", "0x7e", "0x7e", "0x7e", "0x7e", "0xfe", "0x7f", "0x80", "0x1", "0x0", "0x2", "0x2a"]
+    # T::from_f64: floats round once (fp8 without saturation), integers truncate and saturate
+    assert [int(cs.host_scalar(v, "f8_e4m3")[0]) for v in (3.0, -0.5, 464.0, 465.0)] == [0x44, 0xB0, 0x7E, 0x7F]
+    assert [int(cs.host_scalar(v, t)[0]) for v, t in ((-0.5, "u8"), (300.0, "u8"), (-2.7, "i64"), (np.nan, "u32"))] \
+        == [0, 255, -2, 0]
+    assert cs.host_scalar(-0.5, "bf16")[0] == 0xBF00 and cs.host_scalar(0.1, "f32")[0] == np.float32(0.1)
 
 
 def test_narrow_rounds_once_to_nearest_even():
@@ -73,20 +101,26 @@ def test_narrow_rounds_once_to_nearest_even():
 
 
 # ------------------------------------------------------------------ the pr cases, xp=numpy
-def test_every_pr_case_of_the_covered_families_passes_the_structured_judge(pr_cases):
-    rows = run_cases(pr_cases, NumpyStructured())
-    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')}" for r in rows if r["verdict"] != "pass"]
-    assert not bad, "\n".join(bad[:30])
+def test_every_pr_case_of_the_covered_families_passes_its_own_judge(pr_cases):
+    assert_all_pass(pr_cases, NumpyStructured())
+    assert Counter(c.op for c in pr_cases if not c.op.startswith(("reduce.", "sort."))) == {
+        "nn.softmax": 32, "nn.rmsnorm": 32, "nn.layernorm": 32, "nn.rope_i": 16, "nn.rope": 16, "nn.rope_thd": 16,
+        "index.index_select": 364, "index.gather": 364, "index.index_add": 364, "index.scatter_add": 364,
+        "index.scatter": 294, "fill.const_set": 416, "fill.fill": 240, "fill.copy2d": 32}
     fams = Counter(CATALOG[c.op].family for c in pr_cases)
-    assert fams == {"reduce": 861, "nn": 96, "sort": 196}
-    assert {c.dtype for c in pr_cases} == {"u8", "u32", "i64", "f32", "f64", "f16", "bf16"}
+    assert fams == {"reduce": 861, "nn": 144, "sort": 196, "indexing": 1750, "fill": 688}
+    assert {p for c in pr_cases for p in c.dtype.split("-")} == {"u8", "u32", "i16", "i32", "i64", "f32", "f64",
+                                                                 "f16", "bf16", "f8_e4m3"}
 
 
-def test_supported_ops_and_reasons():
-    assert all(cupy_ref.level_supported(CATALOG[n], "bf16") == "" for n in ("reduce.argmin", "nn.layernorm", "sort.desc"))
-    for name in ("nn.rope_i", "index.gather", "conv.conv2d", "pool.max"):
-        why = cupy_ref.level_supported(CATALOG[name], CATALOG[name].dtypes[0])
-        assert why.startswith(f"{name} is not in the CuPy reference") and "argsort" in why, name
+def test_every_catalog_op_is_on_the_level():
+    """No op answers `unavailable` on the cupy level: an ElementwiseKernel or array code each."""
+    assert all(cupy_ref.level_supported(op, k) == "" for op in CATALOG.values() for k in op.dtypes)
+    assert {op.family for op in CATALOG.values() if cs.array_code(op)} == set(cs.ARRAY_FAMILIES)
+    assert not cs.array_code(CATALOG["unary.exp"]) and cs.array_code(CATALOG["fill.copy2d"])
+    from types import SimpleNamespace
+    why = cs.structured_supported(SimpleNamespace(name="x.y", family="quantized"))
+    assert why.startswith("x.y is not in the CuPy reference") and "conv" in why
 
 
 def test_structured_kernels_skip_the_subnormal_self_check(monkeypatch):
@@ -97,8 +131,17 @@ def test_structured_kernels_skip_the_subnormal_self_check(monkeypatch):
     ex = CupyRefExecutor()
     assert ex.prepare("fast_argmax_f32") is None and ex.prepare("softmax_bf16") is None
     assert ex.prepare("uneg_f32").status == "unavailable"
-    res = ex.prepare("rope_thd_f32")
-    assert res.status == "unavailable" and "not in the CuPy reference" in res.message
+    for kernel in ("rope_thd_f32", "const_set_bf16", "copy2d_f32", "sa_u8_bf16", "gemm_f32", "conv2d_host_bf16",
+                   "max_pool2d_f32", "im2col_bf16"):
+        assert ex.prepare(kernel) is None, kernel
+
+
+def test_array_code_is_not_a_timing_baseline():
+    """Array code is several launches: timing it would make HIP/CuPy ratios meaningless."""
+    from parity.engine import prepare_case
+    launch = prepare_case(Case.parse("fill.fill/f32/len1025/normal/s0@value=3")).launch
+    with pytest.raises(RuntimeError, match="fill_f32: the CuPy reference runs it as array code, not a timing baseline"):
+        CupyRefExecutor().prepared(launch)
 
 
 # ------------------------------------------------------- deliberately wrong variants, caught
@@ -111,6 +154,20 @@ def _softmax_without_max(xp, x, t):
     return e * cs.round_trip(xp, 1.0 / e.sum(axis=-1, keepdims=True), t)
 
 
+def _scatter_drops_duplicates(xp, root, ids, inp, out, pre, post, n_j, dst_dim, right, t):
+    """Every j at once: a fancy-index store keeps one write per element, so duplicate ids lose adds."""
+    P, Q = xp.repeat(pre, n_j), xp.repeat(post, n_j)
+    src_i = (P * n_j + xp.tile(xp.arange(n_j), pre.size)) * right + Q
+    idv = ids[src_i]
+    live = ~cs.is_sentinel(xp, idv)
+    dst_i = ((P * dst_dim + idv.astype(xp.int64)) * right + Q)[live]
+    out[dst_i] = cs.add_in_t(xp, out[dst_i], inp[src_i[live]], t)
+
+
+def _no_batch_table(xp, idx, stride_b, half):
+    return 0
+
+
 # (what is broken, case, n_bad, worst coords, expected, got)
 WRONG = [
     (("arg_tree", _first_tie), "reduce.argmax/f32/row100/ties/s0", 29, [20], "96", "2"),
@@ -118,6 +175,17 @@ WRONG = [
     (("NAN_IGNORING", ("f32", "f64", "f16", "bf16")), "reduce.max/f16/row100/special/s0", 26, [0], "nan", "inf"),
     (("softmax_rows", _softmax_without_max), "nn.softmax/bf16/c100/normal/s0", 727, [12, 63],
      "2.6226043701171875e-05", "2.7298927307128906e-05"),
+    # rope with per-batch (3-D) cos/sin but stride_b ignored: every batch reads batch 0's table
+    (("table_offset", _no_batch_table), "nn.rope_thd/bf16/rope3d/normal/s0", 117, [1, 0, 3, 4], "-6.25", "5.0"),
+    (("table_offset", _no_batch_table), "nn.rope/f32/rope3d-big/normal/s0", 2176, [2, 0, 15, 8],
+     "6.662434101104736", "-6.0758209228515625"),
+    (("scatter_loop", _scatter_drops_duplicates), "index.scatter_add/u8-u32/dups/normal/s0", 38, [1, 0, 0],
+     "4062820225", "180381242"),
+    (("scatter_loop", _scatter_drops_duplicates), "index.scatter_add/u32-f16/dups/normal/s0", 40, [1, 2, 4],
+     "4.390625", "-3.64453125"),
+    # const_set writing out[0..numel) densely, ignoring info: the stepped view's gaps get the value
+    (("strided_index", lambda xp, i, dims, strides: i), "fill.const_set/f16/stepped/normal/s0@value=-0.5", 462, [4],
+     "-0.0220489501953125", "-0.5"),
 ]
 
 
@@ -131,17 +199,30 @@ def test_wrong_variant_is_caught(monkeypatch, patch, case_id, n_bad, coords, exp
     assert (w["coords"], w["expected"], w["got"]) == (coords, expected, got)
 
 
+def test_ignored_u8_sentinel_reads_out_of_bounds(monkeypatch):
+    """index_select taking 255 (max_value<u8>) as an id reads 255*right past the row: NumPy's bounds
+    check makes it a crash (a GPU would read or fault outside the source)."""
+    cid = "index.index_select/u8-f32/sentinel/normal/s0"
+    assert run_case(Case.parse(cid), NumpyStructured())["verdict"] == "pass"
+    monkeypatch.setattr(cs, "is_sentinel", lambda xp, ids: ids != ids)
+    row = run_case(Case.parse(cid), NumpyStructured())
+    assert (row["verdict"], row["message"]) == (
+        "crash", "is_u8_f32 out of bounds: index 1275 is out of bounds for axis 0 with size 140")
+
+
 # ------------------------------------------------------------------------------- GPU
 @pytest.mark.gpu
-def test_gpu_cupy_level_passes_every_pr_case_of_the_covered_families(pr_cases):
+def test_gpu_cupy_level_passes_every_pr_case_of_every_array_code_op(pr_cases):
+    """The level itself (xp=cupy) on every pr case of the ops it runs as array code: the structured
+    families, the fill family, matmul, pool/upsample and conv (conv.host included)."""
+    cases = pr_cases + load_sweep("pr", Filters(ops=SPATIAL_OPS))
     ex = CupyRefExecutor()
     av = ex.availability()
     if not av.available:
         pytest.skip(f"cupy level unavailable: {av.reason}")
     try:
-        rows = run_cases(pr_cases, ex)
+        rows = assert_all_pass(cases, ex)
     finally:
         ex.close()
-    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')}" for r in rows if r["verdict"] != "pass"]
-    assert not bad, f"{len(bad)} cases:\n" + "\n".join(bad[:40])
-    assert Counter(r["verdict"] for r in rows) == Counter({"pass": len(pr_cases)})
+    assert len(rows) == len(cases) == 3639 + 508
+    assert {CATALOG[c.op].family for c in cases} == set(cs.ARRAY_FAMILIES)

@@ -23,10 +23,10 @@ flushed build. A self-check (subnormal products, on the device) runs before the 
 kernel of a process: if subnormals do not survive, those kernels answer `unavailable` with the
 reason instead of a misleading verdict.
 
-The structured families reduce, softmax/rmsnorm/layernorm and argsort are CuPy array code in
-cupy_structured.py (float64 and integer arithmetic, which -ftz does not touch, so no self-check).
-The other structured families and const_set/copy2d/fill answer `unavailable` (with the
-reason), never pass.
+Every other op is CuPy array code (float64 and integer arithmetic, which -ftz does not touch,
+so no self-check): the structured families reduce, candle-nn, indexing, argsort and the fill
+family in cupy_structured.py; matmul, pooling/upsampling, the convolution kernels and the
+conv.host routine in cupy_spatial.py. Host refusals (MatMulNonContiguous) answer `refused`.
 """
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ import numpy as np
 from ..dtypes import FLOATS
 from ..numerics import scalar_to_dtype
 from ..ops.base import Launch, Op
+from ..ops.structured import HostRefused
 from .base import Availability, ExecResult, Executor
+from .cupy_structured import array_code, structured_supported
 from .cupy_structured import execute as execute_structured
-from .cupy_structured import structured_supported
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -121,8 +122,8 @@ def supported(op: Op, key: str) -> str:
 
 
 def level_supported(op: Op, key: str) -> str:
-    """'' when the level runs this kernel (an ElementwiseKernel, or cupy_structured array code)."""
-    return structured_supported(op) if op.custom is not None else supported(op, key)
+    """'' when the level runs this kernel (an ElementwiseKernel, or cupy_structured/spatial array code)."""
+    return structured_supported(op) if array_code(op) else supported(op, key)
 
 
 def preamble(key: str) -> str:
@@ -326,11 +327,11 @@ class CupyRefExecutor(Executor):
             return ExecResult("missing", message=f"no kernel {kernel} in the catalog")
         op, key = self._kernels[kernel]
         why = level_supported(op, key)
-        if not why and op.custom is None and any(p in FTZ_SENSITIVE for p in key.split("-")):
+        if not why and not array_code(op) and any(p in FTZ_SENSITIVE for p in key.split("-")):
             why = self.subnormal_problem()
         if why:
             return ExecResult("unavailable", message=f"{kernel}: {why}")
-        if kernel not in self._compiled and op.custom is None:
+        if kernel not in self._compiled and not array_code(op):
             ins, outs, body, pre = kernel_source(op, key)
             self._compiled[kernel] = _elementwise(ins, outs, body, f"parity_ref_{kernel}", pre)
         return None
@@ -344,7 +345,7 @@ class CupyRefExecutor(Executor):
         def typed(name: str):                    # the buffer as its storage dtype (raw bits for f16/bf16/fp8)
             nbytes = launch.buffers[name].nbytes
             return dev[name][guard: guard + nbytes].view(np.dtype(NP_NAMES[launch.dtypes[name]]))
-        if op.custom is not None:
+        if array_code(op):
             bufs = {n: typed(n) for n in launch.buffers}
             return lambda: execute_structured(cupy, launch, op, key, bufs)
         kern = self._compiled[launch.kernel]
@@ -394,6 +395,8 @@ class CupyRefExecutor(Executor):
             images = {n: cupy.asnumpy(d) for n, d in dev.items()}
         except CompileException as e:            # NVRTC builds on the first launch of each shape
             return ExecResult("compile-error", message=f"CuPy reference {launch.kernel}: {e}")
+        except HostRefused as e:                 # Candle's host refuses the layout (MatMulNonContiguous)
+            return ExecResult("refused", message=str(e))
         except Exception as e:
             return ExecResult("crash", message=f"CuPy reference {launch.kernel}: {type(e).__name__}: {e}")
         return HipOnNvidiaExecutor.judge(launch, hosts, images)
@@ -402,6 +405,8 @@ class CupyRefExecutor(Executor):
         err = self.prepare(launch.kernel)
         if err is not None:
             raise RuntimeError(f"{err.status}: {err.message}")
+        if array_code(self._kernels[launch.kernel][0]):   # many small launches: no HIP/CuPy ratio from it
+            raise RuntimeError(f"{launch.kernel}: the CuPy reference runs it as array code, not a timing baseline")
         return _prepared(self, launch)
 
     def close(self) -> None:

@@ -1,19 +1,25 @@
-"""The `cupy` level's structured families: reduce (fast_sum/min/max/argmin/argmax), candle-nn
-softmax/rmsnorm/layernorm and argsort (asort_asc/desc), every dtype each op declares.
+"""The `cupy` level's array-code families: reduce (fast_sum/min/max/argmin/argmax), candle-nn
+softmax/rmsnorm/layernorm and rope, indexing (is/gather/ia/sa/s), argsort, and the fill family
+(const_set/copy2d/fill); matmul, pooling/upsampling and convolution are in cupy_spatial.py.
 
 Each family reads the Launch exactly as its kernel does (the permuted `info` and
 el_to_sum_per_block of a reduction, grid = rows, n_cols / ncols, pointer offsets, nullable alpha
-and beta) and writes the output buffer; the structured judge of the op decides. Written against
-an array module `xp` with API common to CuPy and NumPy only: cupy on the GPU, numpy in tests.
+and beta, rope's stride_b, max_value<I> ids, the serial j loop of ia/sa/s) and writes the output
+buffer; the op's own judge decides. Written against an array module `xp` with API common to CuPy
+and NumPy only: cupy on the GPU, numpy in tests. It shares no code with the CPU reference
+(parity/backends/cpu.py, the ops' reference/emulate functions): a second reference.
 
-Floats are decoded from their storage bits (f16/bf16 as uint16, f32 bits as uint32) to float64
-with integer operations and ldexp, computed in float64, and encoded back with round-to-nearest-
-even by frexp/rint/ldexp and integer operations (NaN -> 0x7fff / 0x7fffffff, like CUDA's
-conversions). CuPy builds its own kernels with -ftz=true, which flushes f32 subnormals in f32
-arithmetic and f32<->f64 conversions; float64 and integer arithmetic are never flushed, so these
-families need no subnormal self-check. Rounding points follow the declared semantics (f16/bf16
-softmax rounds every step to T; the norms compute in float), sums are one float64 sum rounded
-once (the judge allows for the kernel's order), integer sums wrap in T.
+Floats are decoded from their storage bits (f16/bf16 as uint16, f32 bits as uint32, fp8 e4m3 as
+uint8) to float64 with integer operations and ldexp, computed in float64, and encoded back with
+round-to-nearest-even by frexp/rint/ldexp and integer operations (NaN -> 0x7fff / 0x7fffffff /
+0x7f, like CUDA's conversions; fp8 saturates to ±448 like cvt.rn.satfinite). CuPy builds its own
+kernels with -ftz=true, which flushes f32 subnormals in f32 arithmetic and f32<->f64 conversions;
+float64 and integer arithmetic are never flushed, so these families need no subnormal self-check.
+Where a kernel rounds every step to f32 (avg_pool's float accumulator), `round_trip(.., "f32")`
+of the float64 operation is that f32 operation exactly (53 >= 2*24+2 bits: no double rounding).
+Rounding points follow the declared semantics (f16/bf16 softmax rounds every step to T; the norms
+compute in float), sums are one float64 sum rounded once (the judge allows for the kernel's
+order), integer sums wrap in T.
 """
 from __future__ import annotations
 
@@ -24,17 +30,24 @@ import numpy as np
 from ..ops.base import Launch, Op
 
 # storage formats decoded/encoded here: (mantissa bits, exponent bits, bits dtype)
-FORMATS = {"f16": (10, 5, "uint16"), "bf16": (7, 8, "uint16"), "f32": (23, 8, "uint32")}
-NN_ROOTS = ("softmax", "rmsnorm", "layernorm")
+FORMATS = {"f16": (10, 5, "uint16"), "bf16": (7, 8, "uint16"), "f32": (23, 8, "uint32"),
+           "f8_e4m3": (3, 4, "uint8")}
+FP8_MAX_BITS = 0x7E                 # 448: e4m3 has no inf; S.1111.111 is its only NaN
+STORAGE = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64"}
 NAN_IGNORING = ("f32", "f64")       # fmaxf/fminf (init ∓inf); f16/bf16 __hmax_nan propagate NaN
-COVERED = "reduce (sum/min/max/argmin/argmax), softmax, rmsnorm, layernorm and argsort"
+ARRAY_FAMILIES = ("reduce", "nn", "indexing", "sort", "fill", "matmul", "pool", "conv")
+
+
+def array_code(op: Op) -> bool:
+    """Whether the level runs this op as array code here (else as an ElementwiseKernel)."""
+    return op.custom is not None or op.family == "fill"
 
 
 def structured_supported(op: Op) -> str:
-    """'' when the CuPy reference has this structured op, else why not."""
-    if op.family in ("reduce", "sort") or (op.family == "nn" and op.root in NN_ROOTS):
+    """'' when the CuPy reference has this array-code op, else why not."""
+    if op.family in ARRAY_FAMILIES:
         return ""
-    return f"{op.name} is not in the CuPy reference (its structured families: {COVERED})"
+    return f"{op.name} is not in the CuPy reference (its array-code families: {', '.join(ARRAY_FAMILIES)})"
 
 
 # ------------------------------------------------------------------- bits <-> float64
@@ -48,12 +61,16 @@ def widen(xp: Any, raw: Any, t: str) -> Any:
     mant, ex = u & ((1 << m) - 1), (u >> m) & emask
     sig = xp.where(ex == 0, mant, mant | (1 << m)).astype(xp.float64)
     mag = xp.ldexp(sig, (xp.maximum(ex, 1) - bias - m).astype(xp.int32))
-    mag = xp.where(ex == emask, xp.where(mant == 0, xp.inf, xp.nan), mag)
+    if t == "f8_e4m3":                                                # no inf, one NaN mantissa
+        mag = xp.where((ex == emask) & (mant == (1 << m) - 1), xp.nan, mag)
+    else:
+        mag = xp.where(ex == emask, xp.where(mant == 0, xp.inf, xp.nan), mag)
     return xp.where(((u >> (m + e)) & 1) == 1, -mag, mag)
 
 
 def narrow(xp: Any, x: Any, t: str) -> Any:
-    """float64 x rounded once (RNE, overflow to ±inf) to dtype t, as t's storage array."""
+    """float64 x rounded once (RNE, overflow to ±inf; fp8 saturates to ±448) to dtype t, as t's
+    storage array."""
     if t not in FORMATS:
         return x
     m, e, bits = FORMATS[t]
@@ -65,8 +82,8 @@ def narrow(xp: Any, x: Any, t: str) -> Any:
     ex = xp.where(a == 0, emin, ex)                                   # frexp(0) gives exponent 0
     r = xp.rint(xp.ldexp(a, (m - ex).astype(xp.int32))).astype(xp.int64)
     # ((ex - emin) << m) + r encodes normals, subnormals and a carry into the next binade alike
-    inf = ((1 << e) - 1) << m
-    u = xp.where(finite, xp.minimum(((ex - emin) << m) + r, inf), inf)
+    top = FP8_MAX_BITS if t == "f8_e4m3" else ((1 << e) - 1) << m      # satfinite / inf
+    u = xp.where(finite, xp.minimum(((ex - emin) << m) + r, top), top)
     u = xp.where(xp.signbit(x), u | (1 << (m + e)), u)
     u = xp.where(xp.isnan(x), (1 << (m + e)) - 1, u).astype(bits)
     return u.view(xp.float32) if t == "f32" else u
@@ -88,6 +105,41 @@ def _ptr(bufs: dict, arg) -> Any:
         return None
     name, off = arg.value
     return bufs[name][int(off):]
+
+
+def _info(arg) -> list[int]:
+    return [int(v) for v in arg.value]
+
+
+def strided_index(xp: Any, i: Any, dims: list[int], strides: list[int]) -> Any:
+    """Element offsets of logical indices i in a [dims, strides] view (the kernels' get_strided_index)."""
+    off, rem = xp.zeros_like(i), i
+    for n, st in zip(reversed(dims), reversed(strides)):
+        off, rem = off + (rem % n) * st, rem // n
+    return off
+
+
+def gather_view(xp: Any, buf: Any, dims: list[int], strides: list[int]) -> Any:
+    """The logical tensor of a [dims, strides] view of buf (any strides, 0 included)."""
+    idx = xp.zeros((1,) * len(dims), dtype=xp.int64)
+    for k, (n, st) in enumerate(zip(dims, strides)):
+        shape = [1] * len(dims)
+        shape[k] = n
+        idx = idx + (xp.arange(n, dtype=xp.int64) * st).reshape(shape)
+    return buf[idx]
+
+
+def host_scalar(value: float, t: str) -> np.ndarray:
+    """A by-value T parameter as Candle's host makes it (`T::from_f64`): floats round to nearest
+    (the float8 crate has no saturation: beyond 464 is NaN), integers truncate and saturate."""
+    if t in FORMATS or t == "f64":
+        bits = narrow(np, np.array([value], dtype=np.float64), t)
+        if t == "f8_e4m3" and not abs(value) <= 464.0:
+            bits[:] = 0x7F
+        return bits
+    info = np.iinfo(np.dtype(STORAGE[t]))
+    v = 0 if value != value else info.max if value >= info.max else info.min if value <= info.min else int(value)
+    return np.array([v], dtype=STORAGE[t])
 
 
 # ---------------------------------------------------------------------------- reduce
@@ -186,6 +238,8 @@ def norm_rows(xp: Any, root: str, x: Any, alpha: Any, beta: Any, eps: float) -> 
 
 def nn_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     """softmax_T / rmsnorm_T / layernorm_T: grid x rows of n_cols contiguous elements."""
+    if op.root.startswith("rope"):
+        return rope_launch(xp, launch, op, key, bufs)
     a = _args(launch)
     rows, n = int(launch.grid[0]), int(a["n_cols"].value)
 
@@ -198,6 +252,118 @@ def nn_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     else:
         y = norm_rows(xp, op.root, x, operand("alpha", n), operand("beta", n), float(a["eps"].value))
     _ptr(bufs, a["dst"])[:rows * n] = narrow(xp, y, key).reshape(-1)
+
+
+def table_offset(xp: Any, idx: Any, stride_b: int, half: int) -> Any:
+    """rope's per-batch cos/sin: + (2*idx / stride_b) * half when stride_b > 0 (3-D tables)."""
+    return (2 * idx) // stride_b * half if stride_b > 0 else 0
+
+
+def rope_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
+    """rope_i_T / rope_T / rope_thd_T: one thread per pair idx < el/2 with the kernels' index
+    arithmetic; x1*c - x2*s and x1*s + x2*c rounded once to T."""
+    a = _args(launch)
+    u = {n: int(x.value) for n, x in a.items() if x.kind == "u32"}
+    src, cos, sin, dst = (_ptr(bufs, a[n]) for n in ("src", "cos", "sin", "dst"))
+    if op.root == "rope_thd":
+        d2 = u["d"] // 2
+        half = u["t"] * d2
+        idx = xp.arange(u["b"] * u["t"] * u["h"] * d2, dtype=xp.int64)
+        bth, i_d = idx // d2, idx % d2
+        i1 = bth * u["d"] + i_d
+        i2, cs = i1 + d2, (bth // u["h"]) % u["t"] * d2 + i_d
+    else:
+        half = u["td"] // 2
+        idx = xp.arange(u["bh"] * half, dtype=xp.int64)
+        if op.root == "rope_i":                  # interleaved pairs
+            i1, i2, cs = 2 * idx, 2 * idx + 1, idx % half
+        else:                                    # halves of each d-row; cs = i_t*(d/2) + i_d
+            d2 = u["d"] // 2
+            bh, cs = idx // half, idx % half
+            i1 = bh * u["td"] + (cs // d2) * u["d"] + cs % d2
+            i2 = i1 + d2
+    cs = cs + table_offset(xp, idx, u["stride_b"], half)
+    x1, x2, c, s = (widen(xp, arr[i], key) for arr, i in ((src, i1), (src, i2), (cos, cs), (sin, cs)))
+    dst[i1] = narrow(xp, x1 * c - x2 * s, key)
+    dst[i2] = narrow(xp, x1 * s + x2 * c, key)
+
+
+# ----------------------------------------------------------------------------- indexing
+def is_sentinel(xp: Any, ids: Any) -> Any:
+    """ids equal to max_value<I>() (255 for u8 ids): is/gather write 0, ia/sa/s skip. (CUDA's fp8
+    ia/sa do not check it; their cases keep ids in range, so checking it everywhere is the same.)"""
+    return ids == np.iinfo(ids.dtype).max
+
+
+def add_in_t(xp: Any, a: Any, b: Any, t: str) -> Any:
+    """a + b in T, storage in and out: floats rounded once (fp8 through float, satfinite), integers wrap."""
+    if t in FORMATS or t == "f64":
+        return narrow(xp, widen(xp, a, t) + widen(xp, b, t), t)
+    return a + b
+
+
+def scatter_loop(xp: Any, root: str, ids: Any, inp: Any, out: Any, pre: Any, post: Any, n_j: int,
+                 dst_dim: int, right: int, t: str) -> None:
+    """ia/sa/s: each (left, right) thread loops j serially. Vectorised over the threads, j by j:
+    within one j the threads write distinct elements, so duplicate ids accumulate across j (sa,
+    ia) or the last j wins (s), as in the kernel."""
+    for j in range(n_j):
+        src_i = (pre * n_j + j) * right + post
+        idv = ids[xp.full(pre.shape, j, dtype=xp.int64)] if root == "ia" else ids[src_i]
+        live = ~is_sentinel(xp, idv)
+        dst_i = (pre * dst_dim + xp.where(live, idv, 0).astype(xp.int64)) * right + post
+        new = inp[src_i] if root == "s" else add_in_t(xp, out[dst_i], inp[src_i], t)
+        out[dst_i] = xp.where(live, new, out[dst_i])     # a skipped thread rewrites its own old value
+
+
+def index_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
+    """is/gather: one thread per output element; ia/sa/s: one per (left, right), j serial."""
+    a = _args(launch)
+    v = lambda n: int(a[n].value)
+    t = key.split("-")[1]
+    ids, inp, out = (_ptr(bufs, a[n]) for n in ("ids", "inp", "out"))
+    right = v("right")
+    if op.root in ("is", "gather"):
+        numel, ids_dim, src_dim = v("numel"), v("ids_dim"), v("src_dim")
+        i = xp.arange(numel, dtype=xp.int64)
+        idv = ids[(i // right) % ids_dim] if op.root == "is" else ids[:numel]
+        skip = is_sentinel(xp, idv)
+        src_i = (i // (ids_dim * right) * src_dim + xp.where(skip, 0, idv).astype(xp.int64)) * right + i % right
+        if op.root == "is":                      # info: the ids' dims/strides; non-contiguous ids
+            nd = v("num_dims")                   # re-stride the source index through them
+            info = _info(a["info"])
+            dims, strides = info[:nd], info[nd:2 * nd]
+            acc, contig = 1, True
+            for n, st in zip(reversed(dims), reversed(strides)):
+                contig, acc = contig and (n <= 1 or st == acc), acc * n
+            if not contig:
+                src_i = strided_index(xp, src_i, dims, strides)
+        out[:numel] = xp.where(skip, xp.zeros((), dtype=out.dtype), inp[src_i])
+        return
+    i = xp.arange(v("left") * right, dtype=xp.int64)
+    n_j = v("ids_dim") if op.root == "ia" else v("src_dim")
+    scatter_loop(xp, op.root, ids, inp, out, i // right, i % right, n_j, v("dst_dim"), right, t)
+
+
+# --------------------------------------------------------------------------------- fill
+def fill_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
+    """const_set_T: out[strided i] = value for i < numel (info null: contiguous); fill_T:
+    buf[0..numel) = value; copy2d_T: dst[r*dst_s + c] = src[r*src_s + c], one thread per element."""
+    a = _args(launch)
+    out = _ptr(bufs, a["out"])
+    if op.root == "copy2d":
+        d1, d2, ss, ds = (int(a[n].value) for n in ("d1", "d2", "src_s", "dst_s"))
+        i = xp.arange(d1 * d2, dtype=xp.int64)
+        r, c = (i // d2, i % d2) if d2 else (i, i)
+        out[r * ds + c] = _ptr(bufs, a["src"])[r * ss + c]
+        return
+    value = host_scalar(float(a["value"].value), key)[0]
+    n = int(a["numel"].value)
+    if op.root == "fill" or a["info"].value is None:
+        out[:n] = value
+        return
+    nd, info = int(a["num_dims"].value), _info(a["info"])
+    out[strided_index(xp, xp.arange(n, dtype=xp.int64), info[:nd], info[nd:2 * nd])] = value
 
 
 # ------------------------------------------------------------------------------ argsort
@@ -213,11 +379,14 @@ def sort_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     _ptr(bufs, a["dst"])[:rows * ncols] = order.astype(xp.uint32).reshape(-1)
 
 
-FAMILY_RUNNERS = {"reduce": reduce_launch, "nn": nn_launch, "sort": sort_launch}
+FAMILY_RUNNERS = {"reduce": reduce_launch, "nn": nn_launch, "sort": sort_launch, "indexing": index_launch,
+                  "fill": fill_launch}
 
 
 def execute(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
-    """Run a structured launch with array module xp; bufs: buffer name -> 1-D storage array
-    (uint16 for f16/bf16), written in place."""
+    """Run a launch of an array-code family with array module xp; bufs: buffer name -> 1-D storage
+    array (uint16 for f16/bf16, uint8 for fp8), written in place. Raises HostRefused where
+    Candle's host refuses the launch (MatMulNonContiguous)."""
+    from .cupy_spatial import SPATIAL_RUNNERS
     with np.errstate(all="ignore"):
-        FAMILY_RUNNERS[op.family](xp, launch, op, key, bufs)
+        {**FAMILY_RUNNERS, **SPATIAL_RUNNERS}[op.family](xp, launch, op, key, bufs)
