@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -145,6 +146,12 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
         timing = current().timing
     if case.op_spec.custom is not None:
         return run_structured(case, executor, device)
+    t0, p, row = _begin(case, executor, device, prepared)
+    return _finish(row, p, executor.run(p.launch), executor, timing, t0)
+
+
+def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | None) -> tuple[float, Prepared, dict]:
+    """(start time, the prepared case, its row before the launch) of an elementwise case."""
     t0 = time.perf_counter()
     p = prepared or prepare_case(case)
     b, launch, expected = p.built, p.launch, p.expected
@@ -161,15 +168,19 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
         "layouts": {n: b.operands.layouts[n].describe() for n in b.operands.names},
         "launch": launch.describe(), "kernel_ms": None,
     }
-    res = executor.run(launch)
+    return t0, p, row
+
+
+def _finish(row: dict, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
+    """Judge an elementwise case's ExecResult into its row (and time it when it passed)."""
+    b, op = p.built, p.built.op
     row["kernel_ms"] = res.time_ms
     if res.status != "ok":
         row["verdict"], row["message"] = res.status, res.message
     else:
-        shape = expected.shape
-        got = extract(op, res.outputs["out"], shape)
+        got = extract(op, res.outputs["out"], p.expected.shape)
         inputs = b.operands.logical if op.out_mode == "dense" else None
-        c = compare(expected, got, op.out_dtype(key), op.tolerance, inputs, b.operands.dtypes)
+        c = compare(p.expected, got, op.out_dtype(row["dtype"]), op.tolerance, inputs, b.operands.dtypes)
         row["verdict"] = "pass" if c.passed else "fail"
         row["max_ulp"], row["n_bad"] = c.max_ulp, c.n_bad
         row["worst"] = c.worst.to_dict() if c.worst else None
@@ -177,7 +188,7 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
             row["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
     row["bytes_moved"] = p.bytes_moved
     if timing is not None and row["verdict"] == "pass":
-        time_row(row, executor, launch, timing, res.outputs)
+        time_row(row, executor, p.launch, timing, res.outputs)
     row["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return row
 
@@ -333,50 +344,102 @@ def _run_one(case: Case, executor: Executor, device: str, timing, prepared) -> d
         return _error_row(case, executor, e)
 
 
+# ------------------------------------------------------------------ pipelined launches
+# A GPU worker answers a small case in ~0.3 ms and this process needs about as long to send it, compare
+# the answer and write the row (bench/harness.py, H100); with the next launch queued in the worker
+# while this process judges the last one, the two overlap.
+PIPELINE_DEPTH = 2
+PIPELINE_MAX_BYTES = 1 << 16    # larger launches go one at a time: a full pipe both ways would deadlock
+
+
+def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
+           emit: Callable[[int, dict], None]) -> None:
+    """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
+    timing, an executor that can queue launches (submit/collect: backends.worker) gets up to
+    PIPELINE_DEPTH small elementwise launches ahead."""
+    queue = timing is None and hasattr(executor, "submit")
+    window: deque = deque()
+
+    def retire() -> None:
+        i, case, t0, p, row = window.popleft()
+        try:
+            emit(i, _finish(row, p, executor.collect(), executor, None, t0))
+        except Exception as e:
+            emit(i, _error_row(case, executor, e))
+
+    for i, case, prepared in items:
+        if not queue or case.op_spec.custom is not None or bench_refusal(case, executor) is not None:
+            while window:
+                retire()
+            emit(i, _run_one(case, executor, device, timing, prepared))
+            continue
+        try:
+            if isinstance(prepared, Exception):
+                raise prepared
+            t0, p, row = _begin(case, executor, device, prepared)
+        except Exception as e:
+            while window:
+                retire()
+            emit(i, _error_row(case, executor, e))
+            continue
+        if sum(a.nbytes for a in p.launch.buffers.values()) > PIPELINE_MAX_BYTES:
+            while window:
+                retire()
+        executor.submit(p.launch)
+        window.append((i, case, t0, p, row))
+        if len(window) >= PIPELINE_DEPTH:
+            retire()
+    while window:
+        retire()
+
+
 def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
               on_row: Callable[[dict], None] | None = None, timing=None) -> list[dict]:
     """Rows in case order, cases prepared ahead by prepared_stream. An executor with `members`
     (levels.GpuPool: one worker per GPU) gets one thread per member taking the next case from a
     shared queue; on_row is serialised."""
+    from .session import current                 # worker threads do not see this thread's session
     cases = list(cases)
-    stream = zip(cases, prepared_stream(cases))
+    timing = timing if timing is not None else current().timing
+    items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, prepared_stream(cases))))
     members = getattr(executor, "members", None)
     if members and len(members) > 1:
-        from .session import current             # worker threads do not see this thread's session
-        return _run_parallel(len(cases), stream, members, device, on_row,
-                             timing if timing is not None else current().timing)
+        return _run_parallel(len(cases), items, members, device, on_row, timing)
     rows = []
-    for case, prepared in stream:
-        row = _run_one(case, executor, device, timing, prepared)
+
+    def emit(_: int, row: dict) -> None:
         rows.append(row)
         if on_row:
             on_row(row)
+    _drive(items, executor, device, timing, emit)
     return rows
 
 
-def _run_parallel(n: int, stream, members, device, on_row, timing) -> list[dict]:
+def _run_parallel(n: int, items, members, device, on_row, timing) -> list[dict]:
     import threading
-    todo = enumerate(stream)
     out: list[dict | None] = [None] * n
     lock, take = threading.Lock(), threading.Lock()
     failure: list[BaseException] = []
 
-    def worker(ex) -> None:
+    def shared():                                # the next item for whichever thread asks
         while not failure:
             with take:
-                item = next(todo, None)
+                item = next(items, None)
             if item is None:
                 return
-            i, (case, prepared) = item
-            row = _run_one(case, ex, device, timing, prepared)
-            out[i] = row
-            if on_row:
-                with lock:
-                    try:
-                        on_row(row)
-                    except BaseException as e:          # KeyboardInterrupt from the callback
-                        failure.append(e)
-    threads = [threading.Thread(target=worker, args=(m,), daemon=True) for m in members]
+            yield item
+
+    def emit(i: int, row: dict) -> None:
+        out[i] = row
+        if on_row:
+            with lock:
+                try:
+                    on_row(row)
+                except BaseException as e:          # KeyboardInterrupt from the callback
+                    failure.append(e)
+
+    threads = [threading.Thread(target=_drive, args=(shared(), m, device, timing, emit), daemon=True)
+               for m in members]
     for t in threads:
         t.start()
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .results import Results, _finite_json, _from_json, _json_default
+from .results import Results, _from_json, row_json
 
 NAME = "results.partial.jsonl"
 
@@ -51,7 +51,7 @@ class Journal:
         return [c for c in cases if (c.id, level) not in self.done]
 
     def append(self, row: dict) -> None:
-        self._f.write(json.dumps(_finite_json(row), default=_json_default, allow_nan=False) + "\n")
+        self._f.write(row_json(row) + "\n")
         self._f.flush()
         self.rows.append(row)
         self.done.add((row["case_id"], row.get("level")))

@@ -7,12 +7,17 @@ first compile is not mistaken for a hung kernel.
 
     ex = IsolatedExecutor(HipOnNvidiaExecutor, suite_dir="backends/hip", timeout_s=10)
     ex.run(launch)      # ExecResult, whatever the kernel does
+    ex.submit(a); ex.submit(b); ex.collect(); ex.collect()   # queued: results of a, then b
     ex.close()
+
+Queued launches (submit/collect) let the caller judge one result while the worker runs the next;
+after a crash or timeout the launches queued behind it are sent again to the new worker.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
 import traceback
+from collections import deque
 
 from ..ops.base import Launch
 from .base import Availability, ExecResult, Executor
@@ -72,6 +77,10 @@ class IsolatedExecutor(Executor):
         self._proc = None
         self._conn = None
         self.restarts = 0
+        self._ready: set[str] = set()              # kernels prepared in the current worker
+        self._seq = self._next = 0                 # submissions numbered; the next one to collect
+        self._inflight: deque[tuple[int, Launch]] = deque()   # sent "run"s, oldest first
+        self._done: dict[int, ExecResult] = {}     # answers not collected yet
 
     # --- process management ----------------------------------------------------------------
     def _start(self) -> str:
@@ -80,6 +89,7 @@ class IsolatedExecutor(Executor):
         self._proc.start()
         child.close()
         self._conn = parent
+        self._ready.clear()
         if not parent.poll(self.prepare_timeout_s):
             self._kill()
             return "worker did not start"
@@ -131,29 +141,85 @@ class IsolatedExecutor(Executor):
         self._restart()
         return Availability(False, f"executor worker: {tag} {value or ''}".strip())
 
-    def run(self, launch: Launch) -> ExecResult:
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def _prepare(self, launch: Launch) -> ExecResult | None:
+        """Compile and load the launch's kernel in the worker unless it is there already: None
+        when ready, else the launch's result (missing, compile-error, crash, timeout)."""
+        if launch.kernel in self._ready and self._alive():
+            return None
         tag, value = self._call("prepare", launch.kernel, self.prepare_timeout_s)
-        if tag == "ok" and value is not None:
+        if tag == "ok" and value is None:
+            self._ready.add(launch.kernel)
+            return None
+        if tag == "ok":
             if value.status == "crash":
                 self._restart()
             return value
-        if tag != "ok":
-            self._restart()
-            return ExecResult("timeout" if tag == "timeout" else "crash",
-                              message=f"preparing {launch.kernel}: {tag} {value or ''}".strip())
-        self._last_launch = None
-        tag, value = self._call("run", launch, self.timeout_s)
+        self._restart()
+        return ExecResult("timeout" if tag == "timeout" else "crash",
+                          message=f"preparing {launch.kernel}: {tag} {value or ''}".strip())
+
+    def run(self, launch: Launch) -> ExecResult:
+        if self._inflight or self._done:
+            raise RuntimeError("run() while submitted launches are not collected")
+        self.submit(launch)
+        return self.collect()
+
+    def submit(self, launch: Launch, _seq: int | None = None) -> None:
+        """Queue a launch in the worker; collect() answers the launches in submission order."""
+        if _seq is None:
+            _seq, self._seq = self._seq, self._seq + 1
+        if self._inflight and not (launch.kernel in self._ready and self._alive()):
+            while self._inflight:                    # compile (or restart) only with nothing queued
+                self._answer()
+        early = self._prepare(launch)
+        if early is not None:
+            self._done[_seq] = early
+            return
+        try:
+            self._conn.send(("run", launch))
+        except (OSError, BrokenPipeError):
+            pass                                     # the worker died: _answer() reports it
+        self._inflight.append((_seq, launch))
+
+    def collect(self) -> ExecResult:
+        """The result of the oldest submitted launch not collected yet."""
+        while self._next not in self._done:
+            if not self._inflight:
+                raise RuntimeError("collect() without a submitted launch")
+            self._answer()
+        self._next += 1
+        return self._done.pop(self._next - 1)
+
+    def _answer(self) -> None:
+        """Wait for the oldest launch in flight; after a crash, hang or death of the worker, the
+        launches queued behind it go to a fresh worker."""
+        seq, launch = self._inflight.popleft()
+        try:
+            if self._conn.poll(self.timeout_s):
+                tag, value = self._conn.recv()
+            else:
+                tag, value = "timeout", None
+        except (EOFError, OSError):
+            if self._proc is not None:
+                self._proc.join(1)                   # reap it: its exit code tells what happened
+            tag, value = "died", (self._proc.exitcode if self._proc else None)
+        self._last_launch = launch if tag == "ok" else None
         if tag == "ok":
-            self._last_launch = launch
-        if tag == "timeout":
-            self._restart()
-            return ExecResult("timeout", message=f"no answer after {self.timeout_s:g} s: {launch.describe()}")
-        if tag != "ok":
-            self._restart()
-            return ExecResult("crash", message=f"worker process died (exit code {value}) during {launch.describe()}")
-        if value.status == "crash":                # the context is gone: start a clean process
-            self._restart()
-        return value
+            self._done[seq] = value
+        elif tag == "timeout":
+            self._done[seq] = ExecResult("timeout", message=f"no answer after {self.timeout_s:g} s: {launch.describe()}")
+        else:
+            self._done[seq] = ExecResult("crash", message=f"worker process died (exit code {value}) during {launch.describe()}")
+        if tag == "ok" and value.status != "crash":
+            return
+        self._restart()
+        again = list(self._inflight)
+        self._inflight.clear()
+        for s, queued in again:
+            self.submit(queued, s)
 
     def time(self, launch, opts, timeout_s: float | None = None):
         """Time `launch` in the worker (parity.timing.time_launch). The launch that was just run

@@ -15,7 +15,7 @@ def render(res: Results) -> str:
         wall = sum(_ms(w) for w in g["wall_ms"]) / 1e3 if "wall_ms" in g else 0.0
         suite = ET.SubElement(root, "testsuite", name=f"parity.{level}", tests=str(len(g)),
                               failures=str(fails), errors="0", skipped=str(skipped), time=f"{wall:.3f}")
-        for _, r in g.iterrows():
+        for r in g.to_dict(orient="records"):          # plain dicts: iterrows costs ~0.1 ms a row
             tc = ET.SubElement(suite, "testcase", classname=f"parity.{level}.{r['op']}", name=str(r["case_id"]),
                                time=f"{_ms(r.get('wall_ms')) / 1e3:.4f}")
             # per-case facts go to system-out: the JUnit XSD has no <properties> inside <testcase>

@@ -1,0 +1,37 @@
+"""A scripted executor for the worker-process tests: the kernel name says what a launch does."""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from parity.backends.base import Availability, ExecResult, Executor
+from parity.ops.base import Arg, Launch
+
+
+class Scripted(Executor):
+    """ok*: out = 2 * x; die*: the process exits; hang*: sleeps; lost*: answers `crash` (context
+    gone); missing*: prepare answers `missing`. Every answer names the worker's pid."""
+    level = "fake"
+
+    def availability(self) -> Availability:
+        return Availability(True, device="scripted")
+
+    def prepare(self, kernel: str) -> ExecResult | None:
+        return ExecResult("missing", message=f"no {kernel}") if kernel.startswith("missing") else None
+
+    def run(self, launch: Launch) -> ExecResult:
+        k = launch.kernel
+        if k.startswith("die"):
+            os._exit(3)
+        if k.startswith("hang"):
+            time.sleep(60)
+        if k.startswith("lost"):
+            return ExecResult("crash", message="context lost")
+        return ExecResult("ok", {"out": 2 * launch.buffers["x"]}, message=str(os.getpid()))
+
+
+def launch(kernel: str, value: float) -> Launch:
+    x = np.full(4, value, np.float32)
+    return Launch(kernel, [Arg("ptr", ("x", 0))], {"x": x}, (), (1, 1, 1))
