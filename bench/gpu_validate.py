@@ -1,6 +1,6 @@
 """Validate parity's timing on an NVIDIA GPU (H100): one script, everything written to OUT.
 
-    python3 bench/gpu_validate.py OUT
+    python3 bench/gpu_validate.py OUT [--parts abc]      # default: every part
 
 (a) elementwise bandwidth: contiguous f32 unary (exp, neg) and binary (add) at 2^26 elements on
     hip-on-nvidia (bundled suite): achieved GB/s vs a D2D copy of the same bytes measured in this
@@ -204,15 +204,17 @@ def part_b(out: Path) -> tuple[list[dict], bool]:
     from parity.timing import CupyClock, TimingOptions, launch_floor, sample
     ex = HipOnNvidiaExecutor()
     clock = CupyClock()
+    legacy = CupyClock(read_flush=False, hold=False)     # memset flush, unheld: what parity did before
     opts = TimingOptions(mode="cold", max_noise=0.01, time_cap_s=3.0)
     table = []
     for spec in NCU_SPECS:
         func, grid, block, args, bufs = spec_launch(spec, ex)
         enqueue = lambda: func(grid, block, args)
         t = sample(lambda k: clock.measure(enqueue, k, clock.flush), opts)
+        old = sample(lambda k: legacy.measure(enqueue, k, legacy.flush), opts)
         table.append({"kernel": spec["kernel"], "shape": "x".join(map(str, spec["shape"])), "layout": spec["layout"],
                       "parity_us": t.median_ms * 1e3, "p10-p90_us": f"{t.p10_ms * 1e3:.2f}-{t.p90_ms * 1e3:.2f}",
-                      "n": t.n})
+                      "n": t.n, "memset_unheld_us": old.median_ms * 1e3})
         del bufs
         cupy.get_default_memory_pool().free_all_blocks()
     floor = launch_floor(clock)
@@ -249,6 +251,7 @@ def part_b(out: Path) -> tuple[list[dict], bool]:
         ncu_ms = statistics.median(ms for _, ms in mine)
         row["ncu_us"] = ncu_ms * 1e3
         row["diff_%"] = 100.0 * (row["parity_us"] / 1e3 - ncu_ms) / ncu_ms
+        row["memset_unheld_diff_%"] = 100.0 * (row["memset_unheld_us"] / 1e3 - ncu_ms) / ncu_ms
         row["bar<=5%"] = abs(row["diff_%"]) <= 5.0
         row["launch_floor_us"] = floor[0] * 1e3
         ok &= row["bar<=5%"]
@@ -277,6 +280,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
+    parts = argv[argv.index("--parts") + 1] if "--parts" in argv else "abc"
     out = Path(argv[0]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     import cupy
@@ -306,21 +310,27 @@ def main(argv: list[str]) -> int:
         md.append(text)
         log("\n" + text)
 
-    res1, _ = run_bench(out, "bench1", "hip-on-nvidia,cupy")
-    res2, _ = run_bench(out, "bench2", "hip-on-nvidia")
+    res1 = res2 = None
+    if "a" in parts or "c" in parts:
+        res1, _ = run_bench(out, "bench1", "hip-on-nvidia,cupy")
+    if "c" in parts:
+        res2, _ = run_bench(out, "bench2", "hip-on-nvidia")
     rows1, rows2 = load_rows(res1), load_rows(res2)
     if rows1:
         bad = [r for r in rows1 if r.get("verdict") != "pass" and r.get("level") == "hip-on-nvidia"]
         md.append(f"bench1: {len(rows1)} rows, {len(bad)} hip-on-nvidia rows not passing "
                   + ", ".join(f"{r['case_id']}={r['verdict']}" for r in bad[:10]) + "\n")
-    section("a", "(a) elementwise bandwidth, f32 at 2^26 (hip-on-nvidia, bundled suite)", lambda: part_a(rows1),
-            ["op", "hip_us", "GB/s", "copy_GB/s", "vs_copy", "bar>=85%", "transposed_us", "t/c", "bar<=2x",
-             "cupy_us", "cupy_t_us", "note"])
-    section("b", "(b) parity cold median vs Nsight Compute gpu__time_duration.sum", lambda: part_b(out),
-            ["kernel", "shape", "layout", "parity_us", "p10-p90_us", "n", "ncu_us", "diff_%", "bar<=5%",
-             "launch_floor_us", "note"])
-    section("c", "(c) stability: two back-to-back `parity bench` runs (hip-on-nvidia)", lambda: part_c(rows1, rows2),
-            ["case", "run1_us", "run2_us", "diff_%", "bar<=3%", "noise1_%", "n1"])
+    if "a" in parts:
+        section("a", "(a) elementwise bandwidth, f32 at 2^26 (hip-on-nvidia, bundled suite)", lambda: part_a(rows1),
+                ["op", "hip_us", "GB/s", "copy_GB/s", "vs_copy", "bar>=85%", "transposed_us", "t/c", "bar<=2x",
+                 "cupy_us", "cupy_t_us", "note"])
+    if "b" in parts:
+        section("b", "(b) parity cold median vs Nsight Compute gpu__time_duration.sum", lambda: part_b(out),
+                ["kernel", "shape", "layout", "parity_us", "p10-p90_us", "n", "ncu_us", "diff_%", "bar<=5%",
+                 "memset_unheld_us", "memset_unheld_diff_%", "launch_floor_us", "note"])
+    if "c" in parts:
+        section("c", "(c) stability: two back-to-back `parity bench` runs (hip-on-nvidia)", lambda: part_c(rows1, rows2),
+                ["case", "run1_us", "run2_us", "diff_%", "bar<=3%", "noise1_%", "n1"])
     if time.time() - T0 < BUDGET_S:                       # the GPU tests of the timing module, if time allows
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/test_timing.py"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)

@@ -9,8 +9,11 @@ Rules (docs/DESIGN.md "Timing", prior-art "Timing"):
 * device timestamps only (CUDA events through CuPy; hipEvents through hip-python on AMD);
 * cold mode: before every sample, outside the timed window, the output buffers are restored
   from a pristine device copy (an in-place op starts from its input again, and no output is
-  left over for a kernel to "reuse"), then a buffer of 2x the device's L2 is written, so the
-  kernel reads its inputs from DRAM; hot mode: back-to-back launches, no flush;
+  left over for a kernel to "reuse"), then a buffer of 2x the device's L2 is read, so the
+  kernel reads its inputs from DRAM and finds no dirty lines to write back (as after Nsight
+  Compute's cache flush); hot mode: back-to-back launches, no flush;
+* CUDA: each batch of samples is enqueued behind a hold kernel released by the host, so the GPU
+  runs flush, event, kernel, event without waiting for the host in between;
 * inputs are re-uploaded from the host before timing, and the output after timing is compared
   byte for byte with the output the correctness run produced (`verified`);
 * samples are taken in batches (one synchronisation per batch) until the robust relative spread
@@ -203,30 +206,94 @@ def gbps(nbytes: int | None, ms: float | None) -> float | None:
 
 
 # ------------------------------------------------------------------------------ device clocks
+# Two helper kernels of the CUDA clock (NVRTC through CuPy):
+# * parity_l2_read reads the flush buffer (zeros, so it never writes): L2 ends up full of clean lines.
+#   A memset flush leaves L2 full of dirty lines that the timed kernel then writes back (H100, uneg_f32 on
+#   2^23 elements: 63 us event-timed after a memset vs 56 us in Nsight Compute, which invalidates L2).
+# * parity_hold spins until the host sets a flag (or a time limit passes): a batch of samples is
+#   enqueued behind it, so the GPU runs event, kernel, event back to back instead of waiting for the
+#   host between them (nvbench's blocking kernel).
+_CLOCK_SRC = r"""
+extern "C" __global__ void parity_l2_read(const uint4* p, unsigned long long n, unsigned int* sink) {
+  unsigned int acc = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc != 0u) *sink = acc;
+}
+extern "C" __global__ void parity_hold(volatile int* flag, unsigned long long limit_ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (*flag == 0 && t - t0 < limit_ns);
+}
+"""
+HOLD_BATCH = 32          # samples enqueued behind one hold (well inside the launch queue)
+HOLD_LIMIT_NS = 500_000_000
+
+
 class CupyClock:
-    """CUDA events on CuPy's current stream; the L2 flush is a memset of 2x the L2."""
+    """CUDA events on CuPy's current stream; the L2 flush reads a buffer of 2x the L2 (a memset
+    when NVRTC is missing); samples are enqueued behind a hold kernel (not without NVRTC)."""
     api = "cuda"
 
-    def __init__(self, flush_factor: float = 2.0):
+    def __init__(self, flush_factor: float = 2.0, read_flush: bool = True, hold: bool = True):
+        """read_flush/hold False: the memset flush and unheld samples (bench/gpu_validate.py compares)."""
         import cupy
         self.cp = cupy
         self.dev = cupy.cuda.Device()
         props = cupy.cuda.runtime.getDeviceProperties(self.dev.id)
         self.name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         self.l2_bytes = int(props.get("l2CacheSize", 0)) or (50 << 20)
+        self.sms = int(props.get("multiProcessorCount", 0)) or 100
         self._flush_buf = None
         self._flush_n = 0
         self.flush_factor = flush_factor
+        try:
+            mod = cupy.RawModule(code=_CLOCK_SRC)
+            self._reader, self._holder = mod.get_function("parity_l2_read"), mod.get_function("parity_hold")
+            import ctypes
+            rt = cupy.cuda.runtime             # mapped pinned memory: under UVA its host pointer is
+            self._flag_ptr = rt.hostAlloc(4, rt.hostAllocMapped | rt.hostAllocPortable)   # the device's too
+            self._flag = np.ctypeslib.as_array((ctypes.c_int32 * 1).from_address(self._flag_ptr))
+            self.method = "read kernel over 2x L2, samples queued behind a hold kernel"
+        except Exception as e:                 # no NVRTC: memset flush, no hold
+            self._reader = self._holder = None
+            self.method = f"memset of 2x L2, no hold kernel ({type(e).__name__})"
+        if not read_flush:
+            self._reader = None
+        if not hold:
+            self._holder = None
+        if not (read_flush and hold):
+            self.method = f"{'read kernel' if self._reader else 'memset'} flush, {'hold' if self._holder else 'no hold'}"
 
     def stream_ptr(self) -> int:
         return int(self.cp.cuda.get_current_stream().ptr)
 
     def flush(self) -> None:
         if self._flush_buf is None:
-            self._flush_buf = self.cp.empty(int(self.l2_bytes * self.flush_factor), dtype=self.cp.uint8)
+            self._flush_buf = self.cp.zeros(int(self.l2_bytes * self.flush_factor) // 16 * 16, dtype=self.cp.uint8)
+            self._sink = self.cp.zeros(1, dtype=self.cp.uint32)
+        if self._reader is not None:
+            self._reader((4 * self.sms,), (512,), (self._flush_buf, np.uint64(self._flush_buf.nbytes // 16), self._sink))
+            return
         self._flush_n = (self._flush_n + 1) & 0xFF
         self.cp.cuda.runtime.memsetAsync(self._flush_buf.data.ptr, self._flush_n, self._flush_buf.nbytes,
                                          self.stream_ptr())
+
+    def _hold(self) -> Callable[[], None] | None:
+        """Stall the stream until the returned release() is called (None: no hold kernel)."""
+        if self._holder is None:
+            return None
+        self._flag[0] = 0
+        self._holder((1,), (1,), (np.uint64(self._flag_ptr), np.uint64(HOLD_LIMIT_NS)))
+
+        def release() -> None:
+            self._flag[0] = 1
+        return release
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         self.cp.cuda.runtime.memcpyAsync(dst, src, nbytes, 3, self.stream_ptr())   # 3 = D2D
@@ -235,12 +302,18 @@ class CupyClock:
         """k samples: [before()] start-event enqueue() end-event, one synchronisation at the end."""
         Event = self.cp.cuda.Event
         pairs = [(Event(), Event()) for _ in range(k)]
-        for s, e in pairs:
-            if before is not None:
-                before()
-            s.record()
-            enqueue()
-            e.record()
+        for b in range(0, k, HOLD_BATCH):
+            release = self._hold()
+            try:
+                for s, e in pairs[b:b + HOLD_BATCH]:
+                    if before is not None:
+                        before()
+                    s.record()
+                    enqueue()
+                    e.record()
+            finally:
+                if release is not None:
+                    release()
         pairs[-1][1].synchronize()
         return [float(self.cp.cuda.get_elapsed_time(s, e)) for s, e in pairs]
 
@@ -267,7 +340,7 @@ class CupyClock:
             return (lambda: self.cp.cuda.runtime.memsetAsync(buf.data.ptr, 0, 4, self.stream_ptr())), "4-byte memset"
 
     def environment(self) -> dict:
-        return gpu_environment()
+        return {**gpu_environment(), "timing_method": self.method}
 
 
 class HipClock:
@@ -432,10 +505,23 @@ def prepared_for(executor, launch):
     raise TypeError(f"level {getattr(executor, 'level', '?')} cannot be timed")
 
 
+_CLOCKS: dict = {}
+
+
 def clock_for(executor, flush_factor: float = 2.0):
-    if getattr(executor, "level", "") == "amd":
-        return HipClock(flush_factor)
-    return CupyClock(flush_factor)
+    """The process's clock for this executor's API (one per device: its flush buffer is 2x L2)."""
+    api = "hip" if getattr(executor, "level", "") == "amd" else "cuda"
+    key = (api, _current_device(api), flush_factor)
+    if key not in _CLOCKS:
+        _CLOCKS[key] = (HipClock if api == "hip" else CupyClock)(flush_factor)
+    return _CLOCKS[key]
+
+
+def _current_device(api: str) -> int:
+    if api == "cuda":
+        import cupy
+        return int(cupy.cuda.Device().id)
+    return 0
 
 
 def time_prepared(prep, clock, opts: TimingOptions,
