@@ -43,13 +43,10 @@ template <class T> struct AffineFn {
 
 template <class T>
 PK_DEV void affine_impl(usize numel, usize num_dims, const usize* info, const T* inp, T* out, T mul, T add) {
+  if (idle_block()) return;
   AffineFn<T> g;
   g.mul = Num<T>::to_c(mul);
   g.add = Num<T>::to_c(add);
-  {
-    const T* src = inp ? inp : out;
-    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
-  }
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp ? inp : out, out, g);
   } else {

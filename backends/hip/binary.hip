@@ -103,10 +103,7 @@ template <class T, class Op> struct CmpFn {
 template <class T, class O, class G>
 PK_DEV void map_binary(usize numel, usize num_dims, const usize* info, const T* lhs, const T* rhs, O* out,
                        const G& g) {
-  {
-    constexpr int V = PackWidth<T, O>::v;
-    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<V>(lhs) && pack_aligned<V>(rhs) && pack_aligned<V>(out))) return;
-  }
+  if (idle_block()) return;
   if (info == nullptr || (is_contiguous(num_dims, info, info + num_dims) &&
                           is_contiguous(num_dims, info, info + 2 * num_dims))) {
     contiguous_map2(numel, lhs, rhs, out, g);

@@ -69,10 +69,7 @@ template <class S, class D> PK_DEV D convert(S x) {
 
 template <class S, class D>
 PK_DEV void cast_impl(usize numel, usize num_dims, const usize* info, const S* inp, D* out) {
-  {
-    constexpr int V = PackWidth<S, D>::v;
-    if (info != nullptr && idle_block<StridedK<S, D>::v>(pack_aligned<V>(inp) && pack_aligned<V>(out))) return;
-  }
+  if (idle_block()) return;
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp, out, [](S x) { return convert<S, D>(x); });
   } else {

@@ -26,7 +26,7 @@ PK_DEV void copy2d_impl(const T* src, T* dst, u32 d1, u32 d2, u32 src_s, u32 dst
 
 template <class T>
 PK_DEV void const_set_impl(usize numel, usize num_dims, const usize* info, T value, T* out) {
-  if (info != nullptr && idle_block<kStridedK>(pack_aligned<PackWidth<T>::v>(out))) return;
+  if (idle_block()) return;
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_fill(numel, out, value);
   } else {
@@ -47,6 +47,7 @@ PK_DEV void const_set_impl(usize numel, usize num_dims, const usize* info, T val
 
 #define PK_FILL_ALL(T, SFX)                                                                                   \
   extern "C" __global__ PK_BOUNDS void fill_##SFX(T* buf, T value, pk::usize numel) {                                \
+    if (pk::idle_block()) return;                                                                           \
     pk::contiguous_fill(numel, buf, value);                                                                 \
   }                                                                                                         \
   extern "C" __global__ PK_BOUNDS void copy2d_##SFX(const T* src, T* dst, pk::u32 d1, pk::u32 d2, pk::u32 src_s,     \

@@ -10,10 +10,7 @@ namespace pk {
 template <class I, class T>
 PK_DEV void where_impl(usize numel, usize num_dims, const usize* info, const I* ids, const T* t, const T* f,
                        T* out) {
-  {
-    constexpr int V = PackWidth<I, T>::v;
-    if (idle_block<StridedK<I, T>::v>(pack_aligned<V>(ids) && pack_aligned<V>(t) && pack_aligned<V>(f) && pack_aligned<V>(out))) return;
-  }
+  if (idle_block()) return;
   const usize* dims = info;
   const usize* s = info + num_dims;
   if (is_contiguous(num_dims, dims, s) && is_contiguous(num_dims, dims, s + num_dims) &&

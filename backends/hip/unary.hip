@@ -122,10 +122,7 @@ struct OpPowf {
 // when inp is null, from out[i] (in place). Output dense.
 template <class T, class G>
 PK_DEV void map_unary(usize numel, usize num_dims, const usize* info, const T* inp, T* out, const G& g) {
-  {
-    const T* src = inp ? inp : out;
-    if (info != nullptr && idle_block<StridedK<T>::v>(pack_aligned<PackWidth<T>::v>(src) && pack_aligned<PackWidth<T>::v>(out))) return;
-  }
+  if (idle_block()) return;
   if (info == nullptr || is_contiguous(num_dims, info, info + num_dims)) {
     contiguous_map1(numel, inp ? inp : out, out, g);
   } else {
