@@ -5,7 +5,9 @@
 * fast_sum f32 over the last dim of 4096x16384 vs copy bandwidth (bar: >= 80%);
 * softmax / rmsnorm f16 and f32 at 4096x4096;
 each beside the CuPy equivalent. Launches use Candle's geometry and argument packing.
-CUDA events, 5 warm-ups, median of 30 launches, L2 flushed (2x L2 written) before every launch.
+Timed with parity's CUDA clock (parity.timing.CupyClock) on device events for the kernels and the
+copy alike (CUPTI cannot time a memcpy): L2 flushed by reading 2x L2 before every sample, samples
+queued behind a hold kernel, sampled until the spread is under 1% (median reported).
 
     python3 bench/kernel_speed.py [OUT_DIR]
 """
@@ -20,26 +22,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from parity.backends.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
+from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 N = 1 << 26
-L2 = cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
-FLUSH = cp.empty(2 * L2 // 4, dtype=cp.float32)
+CLOCK = CupyClock(cupti=False)
+OPTS = TimingOptions(mode="cold", max_noise=0.01, min_samples=20, time_cap_s=2.0)
 
 
-def timed(fn, reps: int = 30, warm: int = 5) -> float:
-    """Median milliseconds of fn() with the L2 flushed before each launch (outside the events)."""
-    for _ in range(warm):
-        fn()
-    s, e = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(reps):
-        FLUSH.fill(1.0)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        out.append(cp.cuda.get_elapsed_time(s, e))
-    return float(np.median(out))
+def timed(fn) -> float:
+    """Median milliseconds of fn() with the L2 flushed before each sample."""
+    return sample(lambda k: CLOCK.measure(fn, k, CLOCK.flush), OPTS).median_ms
 
 
 def main(out_dir: str | None) -> None:
@@ -68,7 +60,7 @@ def main(out_dir: str | None) -> None:
     def copy_ms(nbytes):
         a = cp.empty(nbytes // 2, dtype=cp.uint8)
         b = cp.empty_like(a)
-        return timed(lambda: cp.cuda.runtime.memcpyAsync(b.data.ptr, a.data.ptr, a.nbytes, 3, 0))
+        return timed(lambda: CLOCK.copy(b.data.ptr, a.data.ptr, a.nbytes))
 
     grid, block = ((N + 1023) // 1024,), (1024,)
     x = cp.random.uniform(-4, 4, N, dtype=cp.float32)

@@ -305,6 +305,12 @@ def test_gpu_timer_times_a_real_kernel():
     t = time_launch(ex, p.launch, TimingOptions(mode="cold", time_cap_s=1.0), res.outputs)
     assert isinstance(t, Timing) and t.n >= 10 and 0 < t.p10_ms <= t.median_ms <= t.p90_ms
     assert t.verified is True and t.launch_bound in (True, False) and t.peak_gbps > 100
+    from parity.cupti import KernelRecorder
+    if KernelRecorder.load() is not None:           # the events' launch overhead, calibrated by CUPTI, is taken off
+        assert t.source == "events-overhead" and 0.0005 < t.overhead_ms < 0.02, t.overhead_ms
+        assert t.median_ms == pytest.approx(t.event_ms - t.overhead_ms)
+    else:
+        assert t.source == "events" and t.median_ms == t.event_ms
 
 
 @pytest.mark.gpu
