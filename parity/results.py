@@ -27,6 +27,7 @@ ORDER = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-er
 class Results:
     table: pd.DataFrame
     meta: dict = field(default_factory=dict)      # run info: sweep, filters, levels, environment, golden
+    _records: list | None = field(default=None, init=False, repr=False, compare=False)
 
     @staticmethod
     def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":
@@ -35,6 +36,22 @@ class Results:
             if c not in df.columns:
                 df[c] = None
         return Results(df[COLUMNS + [c for c in df.columns if c not in COLUMNS]], meta or {})
+
+    def records(self) -> list[dict]:
+        """The rows as plain dicts, NaN cells as None; built once (a nightly sweep has 60,000 rows:
+        DataFrame.to_dict(orient="records") takes seconds, column lists a fraction of that).
+        Treat the table as frozen once this was called."""
+        if self._records is None:
+            cols = list(self.table.columns)
+            values = []
+            for c in cols:
+                col = self.table[c]
+                vals = col.tolist()
+                if col.dtype.kind in "fO":
+                    vals = [None if isinstance(v, float) and v != v else v for v in vals]
+                values.append(vals)
+            self._records = [dict(zip(cols, row)) for row in zip(*values)]
+        return self._records
 
     def counts(self) -> dict[str, int]:
         vc = self.table["verdict"].value_counts()
@@ -50,8 +67,7 @@ class Results:
     def to_json(self, path: Path) -> None:
         """One row per line (compact rows: the C encoder; a nightly sweep has 60,000 of them)."""
         head = json.dumps({"schema": SCHEMA, "meta": self.meta}, indent=1, default=_json_default, allow_nan=False)
-        cells = self.table.astype(object).where(self.table.notna(), None)    # NaN cells -> null
-        rows = ",\n".join(row_json(r) for r in cells.to_dict(orient="records"))
+        rows = ",\n".join(row_json(r) for r in self.records())
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")

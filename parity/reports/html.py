@@ -90,7 +90,8 @@ def _grid(t: pd.DataFrame):
     rows: dict[str, dict[str, list[str]]] = {}
     cols: list[str] = []
     per_level: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for op, dt, lv, v in zip(t["op"], t["dtype"], t["level"], t["verdict"]):
+    # column lists, not Series iteration: a nightly sweep has 60,000 rows
+    for op, dt, lv, v in zip(*(t[c].tolist() for c in ("op", "dtype", "level", "verdict"))):
         r, c = grid_key(str(op), str(dt))
         rows.setdefault(r, {}).setdefault(c, []).append(v)
         per_level.setdefault((r, c), {}).setdefault(str(lv), []).append(v)
@@ -217,12 +218,12 @@ def _timing(t: pd.DataFrame) -> dict | None:
 def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
     index = {k: i for i, k in enumerate(keys)}
     rows = []
-    for r in t[["case_id", "op", "dtype", "level", "verdict", "layout", "values", "max_ulp", "message"]].itertuples(index=False):
-        rk, ck = grid_key(str(r.op), str(r.dtype))
-        mu = r.max_ulp
+    cols = ("case_id", "op", "dtype", "level", "verdict", "layout", "values", "max_ulp", "message")
+    for case_id, op, dtype, level, verdict, layout, values, mu, message in zip(*(t[c].tolist() for c in cols)):
+        rk, ck = grid_key(str(op), str(dtype))
         mu = None if mu is None or (isinstance(mu, float) and math.isnan(mu)) else _fmt(float(mu))
-        msg = _first_line(r.message) if r.verdict != "pass" else ""
-        rows.append([r.case_id, r.level, r.verdict, r.layout, r.values, mu, msg, index.get(f"{rk}|{ck}", -1)])
+        msg = _first_line(message) if verdict != "pass" else ""
+        rows.append([case_id, level, verdict, layout, values, mu, msg, index.get(f"{rk}|{ck}", -1)])
     return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
 
 
