@@ -40,7 +40,7 @@ def _cupy() -> list[Check]:
     try:
         import cupy
     except Exception as e:
-        return [Check("cupy", False, f"not importable: {e}", "pip install cupy-cuda12x")]
+        return [Check("cupy", False, f"not importable: {e}", "pip install cupy-cuda13x  # or cupy-cuda12x for a CUDA 12 driver")]
     rows = []
     try:
         n = cupy.cuda.runtime.getDeviceCount() if cupy.cuda.is_available() else 0

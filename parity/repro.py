@@ -173,7 +173,7 @@ def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
         opts.append(f"-I{CUDA_RTC_STUBS}")
     opts = repr(tuple(opts))
     return f'''\
-# replay {kernel} from {npz} with CuPy (needs a CUDA GPU and cupy-cuda12x)
+# replay {kernel} from {npz} with CuPy (needs a CUDA GPU and CuPy: cupy-cuda13x or cupy-cuda12x)
 import json, numpy as np, cupy as cp
 z = np.load("{npz}")
 meta = json.loads(str(z["meta"]))

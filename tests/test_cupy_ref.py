@@ -4,6 +4,7 @@ generated source) and their bodies run on the host against the CPU reference whe
 PATH; the level on the smoke sweep's elementwise cases on a GPU (`pytest -m gpu`)."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import struct
@@ -24,7 +25,9 @@ from parity.engine import prepare_case, run_case, run_cases
 from parity.numerics import scalar_to_dtype
 from parity.ops import CATALOG
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+needs_cupy = pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="CuPy not installed")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or importlib.util.find_spec("cupy") is None,
+                                reason="nvcc not on PATH or CuPy not installed (the kernels are CuPy's)")
 ELEMENTWISE = [name for name, op in CATALOG.items() if op.custom is None]
 REFERENCE = [(op, key) for op in CATALOG.values() if op.custom is None for key in op.dtypes if not supported(op, key)]
 C_OF = {NP_NAMES[k]: CT[k] for k in NP_NAMES}            # storage dtype name -> C type
@@ -105,6 +108,7 @@ def test_install_ftz_rewrite_wraps_the_entry_point_once():
         install_ftz_rewrite(types.SimpleNamespace())
 
 
+@needs_cupy
 def test_cupys_own_compile_path_reaches_the_rewrite(monkeypatch):
     """CuPy's _compile_with_cache_cuda (which appends -ftz=true) with only NVRTC itself faked."""
     from cupy.cuda import compiler

@@ -91,10 +91,11 @@ def test_golden_every_launch_within_budget():
 
 
 def test_golden_counts():
-    """Non-transcendental launches are bit-exact; the count is pinned so regressions show."""
+    """Non-transcendental launches are bit-exact; the count has a floor so regressions show (a
+    transcendental launch or two more may be bit-exact with another NumPy/libm: 322 with NumPy 2.4)."""
     s = summary()
     assert s["entries"] == 356 and s["ok"] == 356
-    assert s["bit_exact"] == 321
+    assert s["bit_exact"] >= 321
     for r in check():
         if r.exact_required:
             assert r.bit_exact == r.n, r.entry

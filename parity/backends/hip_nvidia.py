@@ -193,7 +193,7 @@ def cuda_device() -> tuple[Availability | None, str, str]:
     try:
         import cupy
     except Exception as e:
-        return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda12x"), "", ""
+        return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda13x (cupy-cuda12x for CUDA 12)"), "", ""
     try:
         if not cupy.cuda.is_available():
             return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)"), "", ""
