@@ -27,7 +27,6 @@ from pathlib import Path
 KIND_KERNEL = 3
 KIND_CONCURRENT_KERNEL = 10
 _SUCCESS = 0
-_MAX_LIMIT_REACHED = 12             # cuptiActivityGetNextRecord: no more records in the buffer
 _FLUSH_FORCED = 1
 _BUFFER_BYTES = 4 << 20
 # packed CUpti_ActivityKernelN: kind u32 @0, start u64 @16, end u64 @24, deviceId u32 @40,

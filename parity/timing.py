@@ -327,10 +327,6 @@ class CupyClock:
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         self.cp.cuda.runtime.memcpyAsync(dst, src, nbytes, 3, self.stream_ptr())   # 3 = D2D
 
-    def measure(self, enqueue: Callable[[], None], k: int, before: Callable[[], None] | None = None) -> list[float]:
-        """k samples (ms): [before()] start-event enqueue() end-event, one synchronisation at the end."""
-        return self._measure_events(enqueue, k, before)
-
     def kernel_times(self, enqueue: Callable[[], None], k: int) -> list[float] | None:
         """k back-to-back enqueues timed by CUPTI's kernel records (None without CUPTI)."""
         rec = self.recorder
@@ -339,12 +335,13 @@ class CupyClock:
         with rec.window:
             rec.start()
             try:
-                self._measure_events(enqueue, k, None)
+                self.measure(enqueue, k)
             finally:
                 kernels = rec.stop()
         return kernel_sample_times(kernels, k, self.dev.id)
 
-    def _measure_events(self, enqueue, k, before) -> list[float]:
+    def measure(self, enqueue: Callable[[], None], k: int, before: Callable[[], None] | None = None) -> list[float]:
+        """k samples (ms): [before()] start-event enqueue() end-event, one synchronisation at the end."""
         Event = self.cp.cuda.Event
         pairs = [(Event(), Event()) for _ in range(k)]
         for b in range(0, k, HOLD_BATCH):
@@ -457,6 +454,15 @@ class HipClock:
         return {"name": self.name, "api": "hip"}
 
 
+def _warm_empty_kernel(clock) -> tuple[Callable[[], None], str]:
+    """The clock's empty launch, launched ten times (module load, first-launch costs) first."""
+    enqueue, method = clock.empty_kernel()
+    for _ in range(10):
+        enqueue()
+    clock.synchronize()
+    return enqueue, method
+
+
 _OVERHEADS: dict[str, tuple[float, str]] = {}
 
 
@@ -469,10 +475,7 @@ def event_overhead(clock) -> tuple[float, str]:
         if getattr(clock, "kernel_times", None) is None or getattr(clock, "recorder", None) is None:
             _OVERHEADS[key] = (0.0, "not calibrated (no CUPTI): raw event times")
         else:
-            enqueue, method = clock.empty_kernel()
-            for _ in range(10):
-                enqueue()
-            clock.synchronize()
+            enqueue, method = _warm_empty_kernel(clock)
             ev = float(np.median(clock.measure(enqueue, 200)))
             kt = clock.kernel_times(enqueue, 200)
             if not kt:
@@ -491,10 +494,7 @@ def launch_floor(clock) -> tuple[float, str]:
     of its event-timed device time and the period of 200 back-to-back launches. Cached per process."""
     key = f"{clock.api}:{clock.name}"
     if key not in _FLOORS:
-        enqueue, method = clock.empty_kernel()
-        for _ in range(10):
-            enqueue()
-        clock.synchronize()
+        enqueue, method = _warm_empty_kernel(clock)
         dev = float(np.median(clock.measure(enqueue, 50)))
         per = float(np.median([clock.period(enqueue, 200) for _ in range(3)]))
         _FLOORS[key] = (max(dev, per), f"{method}: device {dev * 1e3:.2f} us, back-to-back period {per * 1e3:.2f} us")

@@ -141,3 +141,16 @@ def test_time_prepared_subtracts_the_overhead_and_keeps_the_raw_median(monkeypat
     plain.name, plain.recorder = "fake-b", None
     t = time_prepared(Prep(), plain, TimingOptions(min_samples=10))
     assert t.source == "events" and t.median_ms == pytest.approx(0.5) and t.overhead_ms is None
+
+
+def test_timing_report_shows_the_raw_event_median_beside_the_corrected_one():
+    from parity.reports import timing as timing_report
+    from parity.results import Results
+    row = {"case_id": "unary.neg/f32/contiguous/normal/s0", "level": "hip-on-nvidia", "verdict": "pass",
+           "kernel_ms": 0.0064, "time_p10": 0.006, "time_p90": 0.007, "samples": 50, "time_noise": 0.01,
+           "event_ms": 0.0091, "event_overhead_ms": 0.0027, "time_source": "events-overhead"}
+    md = timing_report.markdown(Results.from_rows([row, {**row, "level": "cupy", "time_source": "events"}]))
+    assert "device events minus the CUPTI-calibrated event overhead" in md
+    lines = [l for l in md.splitlines() if "unary.neg" in l]
+    assert "| 6.4 |" in lines[0] and "| 9.1 |" in lines[0]        # corrected median, raw events beside
+    assert "| 9.1 |" not in lines[1]                               # raw event rows have nothing to put beside

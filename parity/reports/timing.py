@@ -28,7 +28,8 @@ def rows(res: Results) -> list[dict]:
             "n": str(int(r["samples"])), "noise": _f(r.get("time_noise", float("nan")) * 100, "{:.1f}%"),
             "GB/s": _f(r.get("gbps"), "{:.0f}"), "% peak": _f(r.get("pct_peak"), "{:.0f}%"),
             "launch-bound": "yes" if r.get("launch_bound") is True else "",
-            "events_us": _f((r.get("event_ms") or float("nan")) * 1e3, "{:.1f}") if r.get("time_source") == "cupti" else "",
+            "events_us": _f((r.get("event_ms") or float("nan")) * 1e3, "{:.1f}")
+            if r.get("time_source") == "events-overhead" else "",
             "ratio": (_f(r.get("ratio"), "{:.2f}x") + f" vs {r.get('ratio_vs')}") if _f(r.get("ratio")) else "",
             "note": str(r.get("timing_note") or "")[:80] if isinstance(r.get("timing_note"), str) else "",
         })
@@ -39,16 +40,22 @@ COLS = ["case", "level", "median_us", "p10-p90_us", "n", "noise", "GB/s", "% pea
         "ratio", "note"]
 
 
+def _method(res: Results) -> str:
+    """What the medians are: raw device events, or events minus the CUPTI-calibrated overhead."""
+    src = set(res.table["time_source"].dropna()) if "time_source" in res.table.columns else set()
+    if "events-overhead" in src:
+        return "device events minus the CUPTI-calibrated event overhead; events_us: the raw event median"
+    return "device events"
+
+
 def markdown(res: Results) -> str:
     rs = rows(res)
     if not rs:
         return ""
     peak = next((r for r in res.table.get("peak_gbps", []) if isinstance(r, (int, float)) and r == r), None)
     mode = res.meta.get("timing", {}).get("mode", "")
-    src = set(res.table["time_source"].dropna()) if "time_source" in res.table.columns else set()
-    how = "kernel timestamps (CUPTI); events_us: device events around the same launches" if "cupti" in src \
-        else "device events"
-    lines = [f"### Timing ({mode} L2{', peak copy bandwidth %.0f GB/s' % peak if peak else ''}; median of {how})", "",
+    lines = [f"### Timing ({mode} L2{', peak copy bandwidth %.0f GB/s' % peak if peak else ''}; median of "
+             f"{_method(res)})", "",
              "| " + " | ".join(COLS) + " |", "| " + " | ".join("---" for _ in COLS) + " |"]
     for r in rs:
         lines.append("| " + " | ".join(f"`{r[c]}`" if c == "case" else r[c] for c in COLS) + " |")
@@ -60,8 +67,7 @@ def show(res: Results, console) -> None:
     rs = rows(res)
     if not rs:
         return
-    src = set(res.table["time_source"].dropna()) if "time_source" in res.table.columns else set()
-    t = Table(title="timing (median of " + ("CUPTI kernel timestamps" if "cupti" in src else "device-event samples") + ")")
+    t = Table(title=f"timing (median of {_method(res)})")
     for c in COLS:
         t.add_column(c, overflow="fold", justify="right" if c not in ("case", "level", "note") else "left")
     for r in rs:
