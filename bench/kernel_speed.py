@@ -5,8 +5,8 @@
 * fast_sum f32 over the last dim of 4096x16384 vs copy bandwidth (bar: >= 80%);
 * softmax / rmsnorm f16 and f32 at 4096x4096;
 each beside the CuPy equivalent. Launches use Candle's geometry and argument packing.
-Timed with parity's CUDA clock (parity.timing.CupyClock) on device events for the kernels and the
-copy alike (CUPTI cannot time a memcpy): L2 flushed by reading 2x L2 before every sample, samples
+Timed with parity's CUDA clock (parity.timing.CupyClock) on raw device events for the kernels and
+the copy alike (ratios of like with like): L2 flushed by reading 2x L2 before every sample, samples
 queued behind a hold kernel, sampled until the spread is under 1% (median reported).
 
     python3 bench/kernel_speed.py [OUT_DIR]
@@ -25,7 +25,7 @@ from parity.backends.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
 from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 N = 1 << 26
-CLOCK = CupyClock(cupti=False)
+CLOCK = CupyClock()
 OPTS = TimingOptions(mode="cold", max_noise=0.01, min_samples=20, time_cap_s=2.0)
 
 

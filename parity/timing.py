@@ -6,13 +6,15 @@ back-to-back launches (hot), samples until the spread is small, median with p10/
     t.median_ms, t.p10_ms, t.p90_ms, t.n, t.launch_bound, t.verified
 
 Rules (docs/DESIGN.md "Timing", prior-art "Timing"):
-* device timestamps only: CUDA events through CuPy (hipEvents through hip-python on AMD). An
-  event pair adds the front end's launch processing to every sample (H200: 2.7 us, +40% on a 7 us
-  kernel). On NVIDIA that overhead is measured once per device and process (`event_overhead`):
-  the event-timed median of an empty kernel minus its duration in CUPTI's kernel activity records
-  (parity.cupti), and subtracted from every sample; the raw event median stays in the row
-  (`event_ms`). CUPTI does not time the samples themselves: on Hopper it instruments each thread
-  block (measured: +11% on a 65,536-block kernel, 238 -> 264 us), which events do not;
+* device timestamps only: CUDA events through CuPy (hipEvents through hip-python on AMD). Events
+  time the stream from one event record to the next, so every sample includes the front end's
+  processing of the end event's record (H100: 1.25 us, +22% on a 5.7 us kernel). On NVIDIA that
+  cost is measured once per device and process (`event_overhead`: the median of an event pair
+  with nothing enqueued between) and subtracted; what is left agrees with Nsight Compute's
+  `gpu__time_duration` from 5 us to 5 ms (bench/gpu_validate.py, part b). The raw event median
+  stays in the row (`event_ms`). Not CUPTI's kernel records: they start at the first block, after
+  the launch that ncu counts (an empty kernel: 0.86 us vs ncu's 2.24 us), and on Hopper their
+  instrumentation slows wide grids (+9% on a 65,536-block copy);
 * cold mode: before every sample, outside the timed window, the output buffers are restored
   from a pristine device copy (an in-place op starts from its input again, and no output is
   left over for a kernel to "reuse"), then a buffer of 2x the device's L2 is read, so the
@@ -80,7 +82,7 @@ class Timing:
     verified: bool | None = None    # output after timing == correctness run's output (None: not checked)
     note: str = ""
     peak_gbps: float | None = None  # the device's measured copy bandwidth (parity.timing.peak_bandwidth)
-    source: str = "events"          # events: raw event times; events-overhead: the calibrated overhead subtracted
+    source: str = "events"          # events: raw event times; events-overhead: an empty event pair's time subtracted
     event_ms: float | None = None   # the raw event median (before the overhead was subtracted)
     overhead_ms: float | None = None  # the event overhead subtracted (parity.timing.event_overhead)
 
@@ -243,30 +245,16 @@ extern "C" __global__ void parity_hold(volatile int* flag, unsigned long long li
 }
 """
 HOLD_BATCH = 32          # samples enqueued behind one hold (well inside the launch queue)
-_HELPERS = {"parity_l2_read", "parity_hold"}   # the clock's own kernels, not part of a sample
 HOLD_LIMIT_NS = 500_000_000
-
-
-def kernel_sample_times(kernels, k: int, device: int) -> list[float] | None:
-    """Sample times (ms) from the kernel records of k samples on `device`, in start order: the
-    clock's own kernels dropped, the rest split into k equal runs (every enqueue launches the same
-    kernels), each timed from its first kernel's start to its last kernel's end. None when no
-    kernel of the samples was recorded, or the count does not split into k runs."""
-    mine = [r for r in kernels if r.name not in _HELPERS and r.device == device]
-    if not mine or k <= 0 or len(mine) % k:
-        return None
-    m = len(mine) // k
-    return [(mine[i + m - 1].end_ns - mine[i].start_ns) * 1e-6 for i in range(0, len(mine), m)]
 
 
 class CupyClock:
     """CUDA events on CuPy's current stream; the L2 flush reads a buffer of 2x the L2 (a memset when
-    NVRTC is missing); samples are enqueued behind a hold kernel (not without NVRTC); CUPTI, where
-    it loads, calibrates the events' overhead (event_overhead)."""
+    NVRTC is missing); samples are enqueued behind a hold kernel (not without NVRTC)."""
     api = "cuda"
 
-    def __init__(self, flush_factor: float = 2.0, read_flush: bool = True, hold: bool = True, cupti: bool = True):
-        """read_flush/hold/cupti False: the memset flush, unheld samples, no overhead calibration."""
+    def __init__(self, flush_factor: float = 2.0, read_flush: bool = True, hold: bool = True):
+        """read_flush/hold False: the memset flush, unheld samples."""
         import cupy
         self.cp = cupy
         self.dev = cupy.cuda.Device()
@@ -294,11 +282,7 @@ class CupyClock:
             self._holder = None
         if not (read_flush and hold):
             self.method = f"{'read kernel' if self._reader else 'memset'} flush, {'hold' if self._holder else 'no hold'}"
-        from .cupti import KernelRecorder
-        self.recorder = KernelRecorder.load() if cupti else None
-        self.method += ("; the event overhead, calibrated by CUPTI on an empty kernel, subtracted" if self.recorder
-                        else f"; raw event times ({KernelRecorder.why_not() or 'CUPTI off'})")
-
+        self.method += "; an empty event pair's median subtracted (event_overhead)"
     def stream_ptr(self) -> int:
         return int(self.cp.cuda.get_current_stream().ptr)
 
@@ -326,19 +310,6 @@ class CupyClock:
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         self.cp.cuda.runtime.memcpyAsync(dst, src, nbytes, 3, self.stream_ptr())   # 3 = D2D
-
-    def kernel_times(self, enqueue: Callable[[], None], k: int) -> list[float] | None:
-        """k back-to-back enqueues timed by CUPTI's kernel records (None without CUPTI)."""
-        rec = self.recorder
-        if rec is None:
-            return None
-        with rec.window:
-            rec.start()
-            try:
-                self.measure(enqueue, k)
-            finally:
-                kernels = rec.stop()
-        return kernel_sample_times(kernels, k, self.dev.id)
 
     def measure(self, enqueue: Callable[[], None], k: int, before: Callable[[], None] | None = None) -> list[float]:
         """k samples (ms): [before()] start-event enqueue() end-event, one synchronisation at the end."""
@@ -467,23 +438,23 @@ _OVERHEADS: dict[str, tuple[float, str]] = {}
 
 
 def event_overhead(clock) -> tuple[float, str]:
-    """(ms, how): what an event pair adds to a kernel's time on this device: the event-timed median of
-    an empty one-block kernel minus its duration in CUPTI's kernel records (H200: 3.34 - 0.64 us).
-    0 when the clock has no CUPTI (AMD, no libcupti). Cached per process and device."""
+    """(ms, how): what an event pair adds to a kernel's time: the median of 200 event pairs with
+    nothing enqueued between them, queued as samples are (H100: 1.25 us). Measured on CUDA clocks
+    only: 0 on AMD, where no Nsight Compute-like reference was there to validate it against.
+    Cached per process and device."""
     key = f"{clock.api}:{clock.name}"
     if key not in _OVERHEADS:
-        if getattr(clock, "kernel_times", None) is None or getattr(clock, "recorder", None) is None:
-            _OVERHEADS[key] = (0.0, "not calibrated (no CUPTI): raw event times")
+        if clock.api != "cuda":
+            _OVERHEADS[key] = (0.0, f"not calibrated on {clock.api}: raw event times")
         else:
-            enqueue, method = _warm_empty_kernel(clock)
-            ev = float(np.median(clock.measure(enqueue, 200)))
-            kt = clock.kernel_times(enqueue, 200)
-            if not kt:
-                _OVERHEADS[key] = (0.0, "not calibrated (CUPTI recorded no kernel): raw event times")
-            else:
-                k = float(np.median(kt))
-                _OVERHEADS[key] = (max(0.0, ev - k), f"{method}: events {ev * 1e3:.2f} us, CUPTI {k * 1e3:.2f} us")
+            clock.measure(_nothing, 10)
+            ms = float(np.median(clock.measure(_nothing, 200)))
+            _OVERHEADS[key] = (max(0.0, ms), f"empty event pair: {ms * 1e3:.2f} us (median of 200)")
     return _OVERHEADS[key]
+
+
+def _nothing() -> None:
+    """What an empty event pair encloses."""
 
 
 _FLOORS: dict[str, tuple[float, str]] = {}

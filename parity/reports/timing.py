@@ -41,10 +41,10 @@ COLS = ["case", "level", "median_us", "p10-p90_us", "n", "noise", "GB/s", "% pea
 
 
 def _method(res: Results) -> str:
-    """What the medians are: raw device events, or events minus the CUPTI-calibrated overhead."""
+    """What the medians are: raw device events, or events minus an empty event pair's time."""
     src = set(res.table["time_source"].dropna()) if "time_source" in res.table.columns else set()
     if "events-overhead" in src:
-        return "device events minus the CUPTI-calibrated event overhead; events_us: the raw event median"
+        return "device events minus an empty event pair's median; events_us: the raw event median"
     return "device events"
 
 
