@@ -100,7 +100,8 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
               help="With --time: cold (L2 flushed, outputs restored before each sample) or hot (back to back).")
 @click.option("--max-noise", "time_max_noise", type=float, default=0.02, show_default=True,
               help="With --time: sample until IQR/(1.349*median) is below this (or the time cap).")
-@click.option("--gpus", default=None, help="GPU levels: one worker per GPU ('all' or N), pinned with CUDA_VISIBLE_DEVICES.")
+@click.option("--gpus", default=None, help="Spread GPU levels over 'all' or N GPUs: one process per GPU prepares, "
+                                          "launches (pinned with CUDA_VISIBLE_DEVICES) and compares every Nth case.")
 @click.option("--shard", default=None, help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
 def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""

@@ -56,7 +56,8 @@ def resolve_gpus(spec: str | int | None) -> list[str]:
 
 
 class GpuPool(Executor):
-    """One isolated worker per GPU; parity.engine.run_cases spreads cases over `members`."""
+    """One isolated worker per GPU (not started: each moves to its own drive process, see
+    parity.engine.run_cases, which deals every Gth case to each of the G members)."""
 
     def __init__(self, level: str, members: list):
         self.level, self.members = level, members

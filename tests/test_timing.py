@@ -4,12 +4,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from parity import session
 from parity.backends.cpu import CpuExecutor
+from parity.backends.worker import IsolatedExecutor
 from parity.cases import Case, Filters, build, load_sweep
 from parity.engine import add_ratios, run_case, run_cases
 from parity.layouts import LAYOUT_CLASSES, contiguous, transposed
@@ -233,9 +235,32 @@ def test_parallel_pool_gives_the_rows_of_a_sequential_run():
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "binary.add"], dtypes=["f32"]))
     seq = run_cases(cases, CpuExecutor())
     seen = []
-    par = run_cases(cases, GpuPool("cpu", [CpuExecutor(), CpuExecutor(), CpuExecutor()]), on_row=seen.append)
+    members = [IsolatedExecutor(CpuExecutor, env={"CUDA_VISIBLE_DEVICES": str(g)}) for g in range(3)]  # as --gpus
+    par = run_cases(cases, GpuPool("cpu", members), on_row=seen.append)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_ms"} for r in rows]
     assert strip(par) == strip(seq) and len(seen) == len(cases)
+
+
+class DiesOnExp(CpuExecutor):
+    """A tool bug that kills the process driving one GPU at its first exp case."""
+    def run(self, launch):
+        if launch.kernel.startswith("uexp"):
+            os._exit(3)
+        return super().run(launch)
+
+
+def test_a_dying_drive_process_loses_no_case():
+    from parity.levels import GpuPool
+    cases = load_sweep("smoke", Filters(ops=["unary.neg", "unary.exp"], dtypes=["f32"]))
+    seen = []
+    rows = run_cases(cases, GpuPool("cpu", [CpuExecutor(), DiesOnExp()]), on_row=seen.append)
+    assert [r["case_id"] for r in rows] == [c.id for c in cases] and len(seen) == len(cases)
+    assert all(r["verdict"] == "pass" for r in rows[0::2])
+    first_exp = next(i for i, c in enumerate(cases[1::2]) if c.op == "unary.exp")
+    died = "parity internal error: RuntimeError: the drive process of GPU worker 2/2: it died (exit code 3)"
+    mine = rows[1::2]                   # rows it finished but had not sent yet (batched) are errors too
+    assert all(r["verdict"] == "pass" or r["message"] == died for r in mine[:first_exp])
+    assert all(r["verdict"] == "error" and r["message"] == died for r in mine[first_exp:])
 
 
 # ------------------------------------------------------------------------------ bench layouts
@@ -305,12 +330,8 @@ def test_gpu_timer_times_a_real_kernel():
     t = time_launch(ex, p.launch, TimingOptions(mode="cold", time_cap_s=1.0), res.outputs)
     assert isinstance(t, Timing) and t.n >= 10 and 0 < t.p10_ms <= t.median_ms <= t.p90_ms
     assert t.verified is True and t.launch_bound in (True, False) and t.peak_gbps > 100
-    from parity.cupti import KernelRecorder
-    if KernelRecorder.load() is not None:           # the events' launch overhead, calibrated by CUPTI, is taken off
-        assert t.source == "events-overhead" and 0.0005 < t.overhead_ms < 0.02, t.overhead_ms
-        assert t.median_ms == pytest.approx(t.event_ms - t.overhead_ms)
-    else:
-        assert t.source == "events" and t.median_ms == t.event_ms
+    assert t.source == "events-overhead" and 0.0003 < t.overhead_ms < 0.005, t.overhead_ms   # an empty event pair
+    assert t.median_ms == pytest.approx(t.event_ms - t.overhead_ms) and t.median_ms > 0
 
 
 @pytest.mark.gpu

@@ -22,6 +22,13 @@ class CpuExecutor(Executor):
     def __init__(self) -> None:
         self._kernels = expected_kernels()
 
+    def __getstate__(self) -> dict:             # the kernel table holds closures: rebuilt, not pickled
+        return {k: v for k, v in self.__dict__.items() if k != "_kernels"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._kernels = expected_kernels()
+
     def availability(self) -> Availability:
         return Availability(True, device="NumPy ABI emulation")
 

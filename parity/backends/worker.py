@@ -85,8 +85,9 @@ class IsolatedExecutor(Executor):
     # --- process management ----------------------------------------------------------------
     def _start(self) -> str:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs, self.env), daemon=True)
-        self._proc.start()
+        proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs, self.env), daemon=True)
+        proc.start()
+        self._proc = proc
         child.close()
         self._conn = parent
         self._ready.clear()
@@ -243,6 +244,15 @@ class IsolatedExecutor(Executor):
             except (OSError, BrokenPipeError):
                 pass
         self._kill()
+
+    def __getstate__(self) -> dict:
+        """The executor's settings, for another process (the drive processes of
+        parity.engine.run_cases): the copy starts a worker of its own."""
+        return {**self.__dict__, "_ctx": self._ctx.get_start_method(), "_proc": None, "_conn": None,
+                "_ready": set(), "_inflight": deque(), "_done": {}, "_last_launch": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({**state, "_ctx": mp.get_context(state["_ctx"])})
 
     def __del__(self):
         try:
