@@ -282,7 +282,6 @@ class CupyClock:
             self._holder = None
         if not (read_flush and hold):
             self.method = f"{'read kernel' if self._reader else 'memset'} flush, {'hold' if self._holder else 'no hold'}"
-        self.method += "; an empty event pair's median subtracted (event_overhead)"
 
     def stream_ptr(self) -> int:
         return int(self.cp.cuda.get_current_stream().ptr)
@@ -449,6 +448,17 @@ def _nothing() -> None:
     """What an empty event pair encloses."""
 
 
+def subtract_event_overhead(t: Timing, clock) -> Timing:
+    """Take the clock's event overhead off t's median and p10/p90 (in place; the raw median stays
+    in t.event_ms)."""
+    t.event_ms = t.median_ms
+    overhead = event_overhead(clock)[0]
+    if overhead:
+        t.overhead_ms, t.source = overhead, "events-overhead"
+        t.median_ms, t.p10_ms, t.p90_ms = t.median_ms - overhead, t.p10_ms - overhead, t.p90_ms - overhead
+    return t
+
+
 _FLOORS: dict[str, tuple[float, str]] = {}
 
 
@@ -574,11 +584,7 @@ def time_prepared(prep, clock, opts: TimingOptions,
     def measure(k: int) -> list[float]:
         return clock.measure(prep.enqueue, k, before if cold else None)
     t = sample(measure, opts)
-    t.event_ms = t.median_ms
-    overhead = event_overhead(clock)[0]
-    if overhead:
-        t.overhead_ms, t.source = overhead, "events-overhead"
-        t.median_ms, t.p10_ms, t.p90_ms = t.median_ms - overhead, t.p10_ms - overhead, t.p90_ms - overhead
+    subtract_event_overhead(t, clock)
     t.launch_floor_ms, how = launch_floor(clock)
     t.launch_bound = is_launch_bound(t.event_ms, t.launch_floor_ms)    # both raw event times
     if opts.verify and reference_outputs is not None and not (prep.inplace and not cold):
