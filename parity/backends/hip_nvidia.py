@@ -320,6 +320,15 @@ class HipOnNvidiaExecutor(Executor):
                                            "install the CUDA toolkit or pip install nvidia-cuda-nvrtc-cu12")
         return Availability(True, device=f"{name} (sm_{cc}), {self.toolchain.compiler}")
 
+    def warm(self) -> None:
+        try:
+            import cupy
+            if cupy.cuda.is_available():
+                cupy.empty(1)                    # creates the context and the memory pool
+                cupy.cuda.Device().synchronize()
+        except Exception:                        # no device: availability() and run() say why
+            pass
+
     def _function(self, kernel: str):
         if kernel in self._functions:
             return self._functions[kernel], None

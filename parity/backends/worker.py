@@ -5,6 +5,10 @@ replaced; a launch that does not answer within `timeout_s` is answered `timeout`
 killed and replaced. Compiling and loading (`prepare`) get their own, longer limit, so a slow
 first compile is not mistaken for a hung kernel.
 
+A replacement costs seconds (a Python process, CuPy's import, a CUDA context), and a port whose
+in-place path faults crashes in hundreds of cases: so a warm spare worker (started, context
+created) always waits beside the current one and takes over at once after a fault.
+
     ex = IsolatedExecutor(HipOnNvidiaExecutor, suite_dir="backends/hip", timeout_s=10)
     ex.run(launch)      # ExecResult, whatever the kernel does
     ex.submit(a); ex.submit(b); ex.collect(); ex.collect()   # queued: results of a, then b
@@ -30,6 +34,7 @@ def _serve(conn, cls, kwargs, env=None) -> None:
     last = None                                  # (launch, result) of the last run, for "time"
     try:
         ex = cls(**kwargs)
+        ex.warm()                                # a spare is only worth having with its context made
     except Exception:
         conn.send(("error", traceback.format_exc()))
         return
@@ -67,8 +72,12 @@ def _serve(conn, cls, kwargs, env=None) -> None:
 
 class IsolatedExecutor(Executor):
     def __init__(self, cls: type, timeout_s: float = 30.0, prepare_timeout_s: float = 1800.0,
-                 start_method: str = "spawn", env: dict[str, str] | None = None, **kwargs):
+                 start_method: str = "spawn", env: dict[str, str] | None = None, spare: bool = True,
+                 **kwargs):
         self.cls, self.kwargs = cls, kwargs
+        self.spare = spare                         # keep a warm spare worker (see the module docstring)
+        self._spare: tuple | None = None           # (process, pipe) of the spare, once started
+        self._dying: list = []                     # killed workers not reaped yet
         self.env = dict(env or {})                 # set in the worker first (CUDA_VISIBLE_DEVICES)
         self._last_launch = None
         self.level = getattr(cls, "level", "?")
@@ -83,34 +92,56 @@ class IsolatedExecutor(Executor):
         self._done: dict[int, ExecResult] = {}     # answers not collected yet
 
     # --- process management ----------------------------------------------------------------
-    def _start(self) -> str:
+    def _spawn(self) -> tuple:
+        """A new worker process and its pipe, not waited for."""
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs, self.env), daemon=True)
         proc.start()
-        self._proc = proc
         child.close()
-        self._conn = parent
+        return proc, parent
+
+    def _start(self) -> str:
+        """Make a worker current: the warm spare when there is one, else a fresh process; then
+        start the next spare, which warms up while this one works."""
+        proc, conn = self._spare or self._spawn()
+        self._spare = None
+        self._proc, self._conn = proc, conn
         self._ready.clear()
-        if not parent.poll(self.prepare_timeout_s):
+        why = self._await_ready(conn)
+        if why:
             self._kill()
-            return "worker did not start"
-        try:
-            tag, payload = parent.recv()
-        except EOFError:
-            self._kill()
-            return "worker died while starting"
-        if tag != "ready":
-            self._kill()
-            return f"executor failed to start:\n{payload}"
+            return why
+        if self.spare:
+            self._spare = self._spawn()
         return ""
 
+    def _await_ready(self, conn) -> str:
+        if not conn.poll(self.prepare_timeout_s):
+            return "worker did not start"
+        try:
+            tag, payload = conn.recv()
+        except EOFError:
+            return "worker died while starting"
+        return "" if tag == "ready" else f"executor failed to start:\n{payload}"
+
+    def _stop(self, proc, conn) -> None:
+        """Kill a worker without waiting for it: the driver's teardown of a faulted context can
+        take a while, and the process is reaped later (_reap)."""
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            self._dying.append(proc)
+        if conn is not None:
+            conn.close()
+        self._reap()
+
+    def _reap(self, wait: float = 0.0) -> None:
+        for proc in self._dying:
+            proc.join(wait)
+        self._dying = [p for p in self._dying if p.exitcode is None]
+
     def _kill(self) -> None:
-        if self._proc is not None:
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(5)
-        if self._conn is not None:
-            self._conn.close()
+        self._stop(self._proc, self._conn)
         self._proc = self._conn = None
 
     def _restart(self) -> None:
@@ -244,12 +275,16 @@ class IsolatedExecutor(Executor):
             except (OSError, BrokenPipeError):
                 pass
         self._kill()
+        if self._spare is not None:
+            self._stop(*self._spare)
+            self._spare = None
+        self._reap(wait=5.0)
 
     def __getstate__(self) -> dict:
         """The executor's settings, for another process (the drive processes of
         parity.engine.run_cases): the copy starts a worker of its own."""
         return {**self.__dict__, "_ctx": self._ctx.get_start_method(), "_proc": None, "_conn": None,
-                "_ready": set(), "_inflight": deque(), "_done": {}, "_last_launch": None}
+                "_ready": set(), "_inflight": deque(), "_done": {}, "_last_launch": None, "_spare": None, "_dying": []}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update({**state, "_ctx": mp.get_context(state["_ctx"])})
@@ -257,5 +292,7 @@ class IsolatedExecutor(Executor):
     def __del__(self):
         try:
             self._kill()
+            if self._spare is not None:
+                self._stop(*self._spare)
         except Exception:
             pass
