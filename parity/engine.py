@@ -93,6 +93,7 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
     row["launch"] = launch.describe()
     res = executor.run(launch)
     row["kernel_ms"] = res.time_ms
+    row.update(res.detail)
     if op.custom.row_fields is not None:
         row.update(op.custom.row_fields(b, res))
     row.update(judge_structured(b, expected, res)[0])
@@ -175,6 +176,7 @@ def _finish(row: dict, p: Prepared, res, executor: Executor, timing, t0: float) 
     """Judge an elementwise case's ExecResult into its row (and time it when it passed)."""
     b, op = p.built, p.built.op
     row["kernel_ms"] = res.time_ms
+    row.update(res.detail)                       # source file, parameter lists, host-routine facts
     if res.status != "ok":
         row["verdict"], row["message"] = res.status, res.message
     else:
