@@ -311,11 +311,10 @@ def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
     if jobs <= 1 or len(todo) < POOL_MIN_CASES:
         yield from (None for _ in cases)
         return
-    import multiprocessing as mp
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
-    ctx = mp.get_context("forkserver")           # fork is unsafe next to threads and CUDA
-    ctx.set_forkserver_preload(["parity.engine", "parity.ops"])
+    from .backends.worker import context
+    ctx = context("forkserver")                  # fork is unsafe next to threads and CUDA
     chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         window: deque = deque()

@@ -104,7 +104,7 @@ def test_a_warm_spare_takes_over_after_a_fault_at_once():
         assert ex.restarts == 3 and max(times) < 0.5, times
     finally:
         ex.close()
-    assert ex._spare is None
+    assert not ex._spares
 
 
 def test_without_a_spare_a_fault_waits_for_a_fresh_worker():
@@ -117,5 +117,23 @@ def test_without_a_spare_a_fault_waits_for_a_fresh_worker():
         assert ex.run(launch("die_b", 2)).status == "crash"
         assert ex.run(launch("ok_a", 3)).status == "ok"
         assert time.perf_counter() - t0 > SlowStart.START_S
+    finally:
+        ex.close()
+
+
+def test_dense_faults_grow_the_spares():
+    """Faults faster than a worker starts: the executor keeps more spares, so a burst of faults
+    costs about one start, not one start per fault."""
+    import time
+    from fakes_worker import SlowStart
+    ex = IsolatedExecutor(SlowStart, timeout_s=5.0)
+    try:
+        t0 = time.perf_counter()
+        for i in range(8):
+            assert ex.run(launch("die_b", i)).status == "crash"
+            assert ex.run(launch("ok_a", i)).status == "ok"
+        took = time.perf_counter() - t0
+        assert ex._want_spares > 1 and ex.restarts == 8
+        assert took < 8 * SlowStart.START_S * 0.75, took       # one start per fault would be 8 x START_S
     finally:
         ex.close()
