@@ -181,9 +181,9 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     t0 = time.perf_counter()
     from .ops import CATALOG
     kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
-    for lv in runnable:
-        lv.precompile(kernels)
     with terminal.progress(console) as prog:
+        for lv in runnable:                    # only the files the selected cases need, in parallel
+            lv.precompile(kernels, prog)
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
             task = prog.add_task(lv.name, total=len(todo), status="")
