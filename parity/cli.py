@@ -184,6 +184,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     with terminal.progress(console) as prog:
         for lv in runnable:                    # only the files the selected cases need, in parallel
             lv.precompile(kernels, prog)
+        meta["compile_s"] = time.perf_counter() - t0
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
             task = prog.add_task(lv.name, total=len(todo), status="")
@@ -230,7 +231,8 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     terminal.show(res, console)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
     unavailable = [l.name for l in lvls if not l.availability.available]
-    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}"
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
+               f"({meta['compile_s']:.1f} s compiling): {counts}"
                + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
     click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
     if interrupted:
