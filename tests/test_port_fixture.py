@@ -79,6 +79,8 @@ def kernel_of(case) -> str:
 def planted_verdict(case) -> str:
     """The verdict class each case must get, from the bug list alone (fail groups -> 'fail?')."""
     k = kernel_of(case)
+    if case.op in ("reduce.min", "reduce.max") and case.layout == "empty":
+        return "pass"                             # the host refuses (EmptyTensor): nothing launched
     if k in SIGNATURE_MISMATCH:
         return "signature-mismatch"
     if k not in PRESENT:
