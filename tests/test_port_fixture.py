@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
-import subprocess
+import shutil
 import time
 from pathlib import Path
 
@@ -130,6 +130,18 @@ def test_coverage_reports_exactly_the_planted_statuses():
     for k in ("ugelu_erf_f32", "usilu_f32", "upowf_f32", "le_f32", "ge_f32", "badd_u32", "fast_argmax_f32"):
         assert rows[k].status == "missing", k
     assert port_kernels() == (frozenset(PRESENT), frozenset(SIGNATURE_MISMATCH))
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_port_compiles_with_the_cuda_mapping():
+    """The hip-on-nvidia compile of every file (no GPU needed). A failure here is a gap of
+    backends/hip/include/hip/ (the port uses HIP's public API: the legacy hip_bfloat16 struct with
+    .data, HIP_DYNAMIC_SHARED, ...), never the port's bug."""
+    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor(PORT, compiler="nvcc", arch="90")
+    results = ex.compile_all()
+    failed = {src.name: res.error.message[:600] for src, res in results.items() if not res.ok}
+    assert not failed, failed
 
 
 @pytest.fixture(scope="module")
