@@ -73,7 +73,7 @@ class PortModel(CpuExecutor):
                     r = _FLOAT[op.root](x, y)
                 elif dt.name == "f16":       # fminf/fmaxf: NaN ignored (the f32 rule)
                     r = _minmax(x, y, dtype("f32"), op.root == "bminimum")
-                else:                        # bf16 min/max propagate NaN (correct), then truncate
+                else:                        # bf16 min/max: NaN propagates, result exact (correct)
                     r = _minmax(x, y, dt, op.root == "bminimum")
             if dt.name == "bf16":
                 return truncate_to_bf16(r)
