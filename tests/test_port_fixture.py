@@ -140,8 +140,10 @@ def test_port_compiles_with_the_cuda_mapping():
     from parity.backends.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor(PORT, compiler="nvcc", arch="90")
     results = ex.compile_all()
-    failed = {src.name: res.error.message[:600] for src, res in results.items() if not res.ok}
-    assert not failed, failed
+    failed = {src.name: next((ln.strip() for ln in res.error.message.splitlines() if "error" in ln),
+                             res.error.message[:300])
+              for src, res in results.items() if not res.ok}
+    assert not failed, "\n".join(f"{k}: {v}" for k, v in sorted(failed.items()))
 
 
 @pytest.fixture(scope="module")
