@@ -220,8 +220,9 @@ def test_coverage_does_not_expect_host_routines_in_a_suite():
 def test_hip_nvidia_precompiles_what_the_host_routine_launches():
     from parity.backends.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor()
-    assert [p.name for p in ex.sources_for(["conv2d_host_bf16"])] == ["conv.hip", "unary.hip"]
-    assert [p.name for p in ex.sources_for(["gemm_f32", "conv1d_host_f64", "uneg_f32"])] == ["conv.hip", "unary.hip"]
+    assert [p.name for p in ex.sources_for(["conv2d_host_bf16"])] == ["conv.hip", "ucopy.hip"]
+    assert [p.name for p in ex.sources_for(["gemm_f32", "conv1d_host_f64", "uneg_f32"])] == \
+        ["conv.hip", "ucopy.hip", "unary_f32.hip"]
 
 
 def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():

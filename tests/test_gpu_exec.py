@@ -116,7 +116,7 @@ def test_amd_only_is_compile_error_on_nvidia():
     assert r.status == "compile-error" and "__builtin_amdgcn_readfirstlane" in r.message
 
 
-@pytest.mark.skipif(not (DEFAULT_HIP_SUITE / "unary.hip").is_file(), reason="bundled suite absent")
+@pytest.mark.skipif(not (DEFAULT_HIP_SUITE / "unary_f32.hip").is_file(), reason="bundled suite absent")
 def test_bundled_suite_uexp_f32_through_catalog_packing():
     """The bundled HIP suite, launched exactly as the catalog packs it, agrees with the reference."""
     from parity.ops import CATALOG

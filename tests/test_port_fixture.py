@@ -206,7 +206,7 @@ def test_inplace_fault_patch_applies(tmp_path):
             assert q.is_file(), q
             if q.read_bytes() != p.read_bytes():
                 changed.append(p.name)
-    assert changed == ["affine.hip", "unary.hip"]
+    assert changed == ["affine.hip", "unary.h"]
     # the same kernels are still declared, with the same parameter lists
     before, after = discover(bundled).kernels, discover(dest).kernels
     assert {k: d.params for k, d in before.items()} == {k: d.params for k, d in after.items()}
@@ -217,7 +217,7 @@ def test_inplace_fault_patch_applies(tmp_path):
 def test_inplace_fault_patch_fails_loudly_on_a_refactored_suite(tmp_path, monkeypatch):
     fake = tmp_path / "bundled"
     fake.mkdir()
-    for name in ("unary.hip", "affine.hip"):
+    for name in ("unary.h", "affine.hip"):
         (fake / name).write_text("contiguous_map1(numel, inp ? inp : out, out, g);\n")   # one site missing
     monkeypatch.setattr(make_inplace_fault, "BUNDLED", fake)
     with pytest.raises(AssertionError, match="expected 1"):
@@ -227,7 +227,7 @@ def test_inplace_fault_patch_fails_loudly_on_a_refactored_suite(tmp_path, monkey
 @needs_hipcc
 def test_inplace_fault_suite_compiles_for_amd(tmp_path):
     dest = make_inplace_fault.make(tmp_path / "suite")
-    for name in ("unary.hip", "affine.hip"):
+    for name in ("unary_f32.hip", "affine.hip"):
         rows = analyze(discover(dest / name), ("gfx90a",), jobs=1)
         assert rows and all(r.status == "ok" for r in rows), [r.message[:300] for r in rows if r.status != "ok"]
 

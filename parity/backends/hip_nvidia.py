@@ -138,8 +138,8 @@ class CudaToolchain:
     def compile(self, source: Path) -> CompileResult:
         source = Path(source)
         if self.compiler == "nvcc":
-            # --split-compile: nvcc optimizes one file on every core. The bundled unary.hip took 127 s
-            # alone and 33 s split (H100 host, 16 cores), with cubins of the same size to 0.01%.
+            # --split-compile: nvcc optimizes one file on every core. The bundled unary family (then one
+            # file) took 127 s alone and 33 s split (H100 host, 16 cores), cubins the same size to 0.01%.
             flags = ["-cubin", f"-arch={self.target()}", "--split-compile=0", *self.flags(source), "-x", "cu"]
             return compile_source(source, ["nvcc"], flags, target=self.target(),
                                   include_dirs=self.include_dirs, cache_root=self.cache_root)
