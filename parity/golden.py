@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import resources
 from .numerics import bits_of, from_bits, ulp_order
 from .ops import expected_kernels
 
@@ -28,7 +29,7 @@ class GoldenResult:
 
 
 # Measured on an H200 from Candle 2a13b0f's kernels (see data/README in the project's shared docs).
-DEFAULT = Path(__file__).resolve().parent / "data" / "cuda-golden-elementwise.json"
+DEFAULT = resources.data_dir() / "cuda-golden-elementwise.json"
 
 
 def summary(path: Path = DEFAULT) -> dict:
