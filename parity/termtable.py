@@ -45,6 +45,12 @@ def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str
         if width(keep) <= console.width:
             break
         keep.remove(i)
+    # still too wide: text columns give way (their words fold), names never do
+    for i in sorted((i for i in keep if not cols[i].name), key=lambda i: -need[i]):
+        over = width(keep) - console.width
+        if over <= 0:
+            break
+        need[i] = max(4, need[i] - over)
     widths = _share([need[i] for i in keep], [max([len(cols[i].header)] + [len(r[i]) for r in plain])
                                               for i in keep], console.width - width(keep) + sum(need[i] for i in keep))
     # Fixed widths: rich's own shrinking ignores word boundaries (and overshoots with min_width).
