@@ -78,7 +78,10 @@ def test_installed_parity_is_the_wheel(installed, tmp_path):
                                          f"{sys.version_info.minor}" / "site-packages" / "parity" / "__init__.py"),
                                      "[]"]
     r = _run([str(bin_ / "parity"), "--version"], tmp_path, env=_env())
+    meta = _run([str(bin_ / "python"), "-c", "import importlib.metadata as m; print(m.version('parity'))"],
+                tmp_path, env=_env()).stdout.strip()
     from parity import __version__
+    assert meta == __version__                                 # the wheel's metadata says what the code says
     assert r.returncode == 0 and r.stdout.strip() == f"parity, version {__version__}"
 
 
