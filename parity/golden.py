@@ -28,7 +28,7 @@ class GoldenResult:
         return self.bit_exact == self.n if self.exact_required else self.within_budget == self.n
 
 
-# Measured on an H200 from Candle 2a13b0f's kernels (see data/README in the project's shared docs).
+# Measured on an H200 from Candle 2a13b0f's kernels (format: docs/golden-data.md).
 DEFAULT = resources.data_dir() / "cuda-golden-elementwise.json"
 
 
