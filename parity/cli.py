@@ -103,6 +103,9 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--gpus", default=None, help="Spread GPU levels over 'all' or N GPUs: one process per GPU prepares, "
                                           "launches (pinned with CUDA_VISIBLE_DEVICES) and compares every Nth case.")
 @click.option("--shard", default=None, help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
+@click.option("--since", "since", metavar="REF",
+              help="Only the cases whose kernels are defined in suite files changed since this git ref "
+                   "(committed, staged, unstaged or untracked; a changed header selects the files including it).")
 def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
     from .levels import resolve_gpus
@@ -120,7 +123,7 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **
 
 
 def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
-         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume) -> None:
+         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since) -> None:
     from dataclasses import asdict
 
     from .cases import Filters, load_sweep
@@ -147,6 +150,11 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
         if not p.is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
+    if since:
+        cases = _changed_cases(cases, since, [hip_src] + ([Path(cuda_src)] if cuda_src else []))
+        if not cases:
+            click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
+            sys.exit(0)
     lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout) for n in names]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r), None)
@@ -173,9 +181,10 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     t0 = time.perf_counter()
     from .ops import CATALOG
     kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
-    for lv in runnable:
-        lv.precompile(kernels)
     with terminal.progress(console) as prog:
+        for lv in runnable:                    # only the files the selected cases need, in parallel
+            lv.precompile(kernels, prog)
+        meta["compile_s"] = time.perf_counter() - t0
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
             task = prog.add_task(lv.name, total=len(todo), status="")
@@ -222,7 +231,8 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     terminal.show(res, console)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
     unavailable = [l.name for l in lvls if not l.availability.available]
-    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}"
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
+               f"({meta['compile_s']:.1f} s compiling): {counts}"
                + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
     click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
     if interrupted:
@@ -230,6 +240,19 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
                    + resume_command(click.get_current_context(), folder))
         sys.exit(130)
     sys.exit(0 if res.ok else 1)
+
+
+def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
+    """The cases whose kernels (or a host routine's kernels) are defined in files changed since ref."""
+    from .backends.library import suite_kernels
+    from .since import SinceError, kernels_changed
+    kernels: set[str] = set()
+    try:
+        for suite in suites:
+            kernels |= kernels_changed(ref, suite)[0]
+    except SinceError as e:
+        raise SetupError(str(e))
+    return [c for c in cases if kernels & set(suite_kernels([c.op_spec.kernel_name(c.dtype)]))]
 
 
 @main.command()

@@ -86,9 +86,9 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
                         "device": l.availability.device} for l in lvls]}
     t0 = time.perf_counter()
     from .ops import CATALOG
-    for lv in runnable:
-        lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases})
     with terminal.progress(console) as prog:
+        for lv in runnable:                    # only the files these cases need, in parallel
+            lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases}, prog)
         task = prog.add_task("bench", total=len(cases) * len(runnable), status="")
         try:
             rows = run_cases_multi(cases, [(l.executor, l.availability.device) for l in runnable], opts,

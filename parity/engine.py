@@ -93,6 +93,7 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
     row["launch"] = launch.describe()
     res = executor.run(launch)
     row["kernel_ms"] = res.time_ms
+    row.update(res.detail)
     if op.custom.row_fields is not None:
         row.update(op.custom.row_fields(b, res))
     row.update(judge_structured(b, expected, res)[0])
@@ -175,6 +176,7 @@ def _finish(row: dict, p: Prepared, res, executor: Executor, timing, t0: float) 
     """Judge an elementwise case's ExecResult into its row (and time it when it passed)."""
     b, op = p.built, p.built.op
     row["kernel_ms"] = res.time_ms
+    row.update(res.detail)                       # source file, parameter lists, host-routine facts
     if res.status != "ok":
         row["verdict"], row["message"] = res.status, res.message
     else:
@@ -309,11 +311,10 @@ def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
     if jobs <= 1 or len(todo) < POOL_MIN_CASES:
         yield from (None for _ in cases)
         return
-    import multiprocessing as mp
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
-    ctx = mp.get_context("forkserver")           # fork is unsafe next to threads and CUDA
-    ctx.set_forkserver_preload(["parity.engine", "parity.ops"])
+    from .backends.worker import context
+    ctx = context("forkserver")                  # fork is unsafe next to threads and CUDA
     chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         window: deque = deque()

@@ -35,3 +35,11 @@ class Scripted(Executor):
 def launch(kernel: str, value: float) -> Launch:
     x = np.full(4, value, np.float32)
     return Launch(kernel, [Arg("ptr", ("x", 0))], {"x": x}, (), (1, 1, 1))
+
+
+class SlowStart(Scripted):
+    """Scripted, with a start-up (process, imports, context) that takes START_S seconds."""
+    START_S = 1.5
+
+    def warm(self) -> None:
+        time.sleep(self.START_S)

@@ -85,3 +85,55 @@ def test_engine_queues_launches_and_keeps_case_order():
     assert [key(r) for r in queued] == [key(r) for r in plain]
     assert queued_ex.deepest == PIPELINE_DEPTH and not queued_ex.queue
     assert all(r["verdict"] == "pass" for r in queued)
+
+
+def test_a_warm_spare_takes_over_after_a_fault_at_once():
+    import time
+    from fakes_worker import SlowStart
+    ex = IsolatedExecutor(SlowStart, timeout_s=5.0)
+    try:
+        assert ex.run(launch("ok_a", 1)).status == "ok"          # pays the first start
+        time.sleep(SlowStart.START_S + 0.5)                       # the spare warms up meanwhile
+        times = []
+        for i in range(3):                                         # each fault promotes a warm spare
+            t0 = time.perf_counter()
+            assert ex.run(launch("die_b", i)).status == "crash"
+            assert ex.run(launch("ok_a", i)).status == "ok"
+            times.append(time.perf_counter() - t0)
+            time.sleep(SlowStart.START_S + 0.5)
+        assert ex.restarts == 3 and max(times) < 0.5, times
+    finally:
+        ex.close()
+    assert not ex._spares
+
+
+def test_without_a_spare_a_fault_waits_for_a_fresh_worker():
+    import time
+    from fakes_worker import SlowStart
+    ex = IsolatedExecutor(SlowStart, timeout_s=5.0, spare=False)
+    try:
+        assert ex.run(launch("ok_a", 1)).status == "ok"
+        t0 = time.perf_counter()
+        assert ex.run(launch("die_b", 2)).status == "crash"
+        assert ex.run(launch("ok_a", 3)).status == "ok"
+        assert time.perf_counter() - t0 > SlowStart.START_S
+    finally:
+        ex.close()
+
+
+def test_dense_faults_grow_the_spares():
+    """Faults faster than a worker starts: the executor keeps more spares, so a burst of faults
+    costs about one start, not one start per fault."""
+    import time
+    from fakes_worker import SlowStart
+    ex = IsolatedExecutor(SlowStart, timeout_s=5.0)
+    try:
+        t0 = time.perf_counter()
+        for i in range(8):
+            assert ex.run(launch("die_b", i)).status == "crash"
+            assert ex.run(launch("ok_a", i)).status == "ok"
+        took = time.perf_counter() - t0
+        assert ex._want_spares > 1 and ex.restarts == 8
+        assert took < 8 * SlowStart.START_S * 0.75, took       # one start per fault would be 8 x START_S
+    finally:
+        ex.close()

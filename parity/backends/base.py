@@ -39,5 +39,9 @@ class Executor:
     def run(self, launch: Launch) -> ExecResult:
         raise NotImplementedError
 
+    def warm(self) -> None:
+        """Pay start-up costs (device context) now: a worker process calls this before it says
+        ready, so its warm spare takes over after a fault without them."""
+
     def close(self) -> None:
         """Release worker processes and devices."""

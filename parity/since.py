@@ -1,0 +1,63 @@
+"""`parity run --since REF`: only the cases whose kernels live in files changed since a git ref.
+
+The fast check before a PR (and the pre-commit hook): a changed `.hip`/`.cu` file selects the
+kernels it defines; a changed header selects every source that includes it, directly or not.
+Changes are what `git diff REF` sees (staged and unstaged) plus untracked files.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .compile_cache import header_closure
+from .suite import HEADER_SUFFIXES, SOURCE_SUFFIXES, discover
+
+
+class SinceError(ValueError):
+    """Not a git work tree, or an unknown ref: a user mistake, said in one line."""
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    try:
+        p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise SinceError("--since needs git on PATH") from None
+    if p.returncode != 0:
+        why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"
+        raise SinceError(f"--since: git {args[0]} in {cwd}: {why}")
+    return p.stdout
+
+
+def changed_files(ref: str, folder: Path) -> list[Path]:
+    """Files under `folder` changed since `ref` (committed, staged, unstaged or untracked)."""
+    folder = Path(folder).resolve()
+    top = Path(_git(["rev-parse", "--show-toplevel"], folder).strip())
+    try:
+        _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], folder)
+    except SinceError:
+        raise SinceError(f"--since {ref}: no such commit in the git repository {top}") from None
+    names = _git(["diff", "--name-only", ref, "--", "."], folder).splitlines()
+    names += _git(["ls-files", "--others", "--exclude-standard", "--full-name", "--", "."], folder).splitlines()
+    out = []
+    for n in dict.fromkeys(names):
+        p = (top / n).resolve()
+        if p.is_relative_to(folder):
+            out.append(p)
+    return out
+
+
+def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[set[str], list[Path]]:
+    """(kernel names defined by sources changed since `ref`, or including a changed header; the
+    changed kernel files). Deleted files count as changed but define nothing."""
+    changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
+    if not changed:
+        return set(), []
+    suite = discover(Path(suite_dir))
+    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
+    hit = set()
+    for src in suite.sources:
+        s = Path(src).resolve()
+        if s in changed or headers & set(header_closure(s, list(include_dirs))):
+            hit.add(s)
+    kernels = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in hit}
+    return kernels, changed

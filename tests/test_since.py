@@ -1,0 +1,82 @@
+"""`parity run --since REF`: only cases whose kernels live in files changed since a git ref."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parity.cli import main
+from parity.since import SinceError, kernels_changed
+
+GOOD = Path(__file__).parent / "fixtures" / "suites" / "good"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git work tree with a two-file suite and a shared header, all committed."""
+    suite = tmp_path / "kernels"
+    suite.mkdir()
+    (suite / "helpers.h").write_text("#pragma once\n#define NEG(x) (-(x))\n")
+    (suite / "neg.hip").write_text(
+        '#include "helpers.h"\nextern "C" __global__ void uneg_f32(size_t numel, size_t num_dims, '
+        "const size_t* info, const float* inp, float* out) { }\n")
+    (suite / "exp.hip").write_text(
+        'extern "C" __global__ void uexp_f32(size_t numel, size_t num_dims, '
+        "const size_t* info, const float* inp, float* out) { }\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "suite")
+    return suite
+
+
+def test_nothing_changed_selects_nothing(repo: Path):
+    assert kernels_changed("HEAD", repo) == (set(), [])
+
+
+def test_a_changed_source_selects_its_kernels(repo: Path):
+    (repo / "exp.hip").write_text((repo / "exp.hip").read_text() + "// edited\n")
+    kernels, files = kernels_changed("HEAD", repo)
+    assert kernels == {"uexp_f32"} and [f.name for f in files] == ["exp.hip"]
+
+
+def test_a_changed_header_selects_the_sources_including_it(repo: Path):
+    (repo / "helpers.h").write_text("#pragma once\n#define NEG(x) (0 - (x))\n")
+    assert kernels_changed("HEAD", repo)[0] == {"uneg_f32"}
+
+
+def test_an_untracked_source_counts(repo: Path):
+    (repo / "new.hip").write_text('extern "C" __global__ void usqrt_f32(size_t numel) { }\n')
+    assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32"}
+
+
+def test_bad_ref_and_no_repo_are_one_line_errors(repo: Path, tmp_path_factory):
+    with pytest.raises(SinceError, match="no-such-ref"):
+        kernels_changed("no-such-ref", repo)
+    plain = tmp_path_factory.mktemp("plain")
+    shutil.copy(GOOD / "good.hip", plain)
+    with pytest.raises(SinceError, match="not a git repository"):
+        kernels_changed("HEAD", plain)
+
+
+def test_cli_runs_only_changed_kernels(repo: Path, tmp_path: Path):
+    run = CliRunner().invoke
+    args = ["run", "--levels", "cpu", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--hip-src", str(repo),
+            "--out", str(tmp_path / "reports"), "-q", "--since", "HEAD"]
+    r = run(main, args)
+    assert r.exit_code == 0 and "nothing to run" in r.output, r.output
+    (repo / "neg.hip").write_text((repo / "neg.hip").read_text() + "// edited\n")
+    r = run(main, args)
+    assert r.exit_code == 0, r.output
+    import json
+    (res,) = (tmp_path / "reports").glob("*/results.json")
+    ops = {row["op"] for row in json.loads(res.read_text())["results"]}
+    assert ops == {"unary.neg"}
+    r = run(main, args[:-1] + ["no-such-ref"])
+    assert r.exit_code == 2 and "no-such-ref" in r.output and "Traceback" not in r.output
