@@ -187,7 +187,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
         meta["compile_s"] = time.perf_counter() - t0
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
-            task = prog.add_task(lv.name, total=len(todo), status="")
+            task = prog.add_task(lv.name, total=len(todo), status="", unit="cases")
             fails = pending = 0
             shown = time.perf_counter()
 

@@ -78,20 +78,20 @@ def test_log_progress_prints_every_tenth_and_every_5_s_and_the_end():
     console = Console(width=200, record=True, force_terminal=False)
     with console.capture() as cap:
         with LogProgress(console, every_s=5.0, clock=lambda: now[0]) as prog:
-            task = prog.add_task("hip-on-nvidia", total=24087, status="")
+            task = prog.add_task("hip-on-nvidia", total=24087, status="", unit="cases")
             prog.update(task, advance=100)                         # under 10%, under 5 s: quiet
             now[0] = 6.0
             prog.update(task, advance=100, status="[red]3 not passing[/]")   # 5 s passed
             prog.update(task, advance=2500)                        # crossed 10%
             now[0] = 12.0
             prog.update(task, advance=24087 - 2700)                # done
-            other = prog.add_task("cpu", total=10, status="")
-            prog.update(other, advance=3)
+            other = prog.add_task("compile cpu", total=10, status="")
+            prog.update(other, advance=3, status="slowest unary.hip 1.5 s")
     assert cap.get().splitlines() == [
         "hip-on-nvidia: 200/24087 cases, 3 not passing, 6.0 s",      # 5 s passed
         "hip-on-nvidia: 2700/24087 cases, 3 not passing, 6.0 s",     # 10% crossed
         "hip-on-nvidia: 24087/24087 cases, 3 not passing, 12 s",     # done
-        "cpu: 3/10 cases, 0.0 s",                                    # 30% crossed
+        "compile cpu: 3/10, slowest unary.hip 1.5 s, 0.0 s",         # 30% crossed
     ]
 
 

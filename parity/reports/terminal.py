@@ -28,7 +28,8 @@ def progress(console: Console) -> "Progress | LogProgress":
 class LogProgress:
     """The part of rich's Progress that parity uses (add_task, update, context manager), written as
     lines like `hip-on-nvidia: 1200/24087 cases, 3 not passing, 12 s`: one every `every_s` seconds
-    or every 10% of a task, whichever comes first, and one when a task completes."""
+    or every 10% of a task, whichever comes first, and one when a task completes. `unit` is a task
+    field ("cases"; rich's bar ignores it); the compile task has none (`compile LEVEL: 3/12`)."""
 
     def __init__(self, console: Console, every_s: float = 5.0, clock=time.monotonic) -> None:
         self.console, self.every_s, self.clock = console, every_s, clock
@@ -42,9 +43,11 @@ class LogProgress:
             if not task["done"] and task["completed"] != task["shown_completed"]:
                 self._line(i)
 
-    def add_task(self, description: str, total: float | None = None, status: str = "", **_) -> int:
+    def add_task(self, description: str, total: float | None = None, status: str = "", unit: str = "",
+                 **_) -> int:
         now = self.clock()
         self.tasks.append({"description": description, "total": total, "completed": 0, "status": status,
+                           "unit": unit,
                            "start": now, "shown_at": now, "shown_tenth": 0, "shown_completed": 0,
                            "done": False})
         return len(self.tasks) - 1
@@ -69,7 +72,7 @@ class LogProgress:
         total = task["total"]
         done = f"{task['completed']:.0f}/{total:.0f}" if total else f"{task['completed']:.0f}"
         status = Text.from_markup(task["status"]).plain if task["status"] else ""
-        parts = [f"{task['description']}: {done} cases"] + ([status] if status else []) \
+        parts = [f"{task['description']}: {done}" + (f" {task['unit']}" if task["unit"] else "")] + ([status] if status else []) \
             + [f"{now - task['start']:.{0 if now - task['start'] >= 10 else 1}f} s"]
         self.console.print(", ".join(parts), markup=False, highlight=False, soft_wrap=True)
         task["shown_at"], task["shown_completed"] = now, task["completed"]
