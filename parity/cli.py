@@ -58,15 +58,15 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
                                 "semantics": o.semantics, "divergences": list(o.divergences)}
                                for o in chosen], indent=1))
         return
-    from rich.table import Table
-    t = Table(show_lines=False)
-    for col in ("op", "kernels", "tolerance", "semantics"):
-        t.add_column(col, overflow="fold")
+    from .termtable import Col, fit_table
+    rows = []
     for o in chosen:
         names = [o.kernel_name(k) for k in o.dtypes]
         shown = ", ".join(names[:6]) + (f", … ({len(names)} kernels)" if len(names) > 6 else "")
-        t.add_row(o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics)
-    Console().print(t)
+        rows.append((o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics))
+    console = Console()
+    cols = (Col("op", name=True), Col("kernels"), Col("tolerance", drop=2), Col("semantics", drop=1, prose=True))
+    console.print(fit_table(console, cols, rows, show_lines=False))
     click.echo(f"{len(chosen)} ops, {sum(len(o.dtypes) for o in chosen)} kernels")
 
 
@@ -187,7 +187,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
         meta["compile_s"] = time.perf_counter() - t0
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
-            task = prog.add_task(lv.name, total=len(todo), status="")
+            task = prog.add_task(lv.name, total=len(todo), status="", unit="cases")
             fails = pending = 0
             shown = time.perf_counter()
 

@@ -89,7 +89,7 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     with terminal.progress(console) as prog:
         for lv in runnable:                    # only the files these cases need, in parallel
             lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases}, prog)
-        task = prog.add_task("bench", total=len(cases) * len(runnable), status="")
+        task = prog.add_task("bench", total=len(cases) * len(runnable), status="", unit="cases")
         try:
             rows = run_cases_multi(cases, [(l.executor, l.availability.device) for l in runnable], opts,
                                    on_row=lambda r: prog.update(task, advance=1, status=r["case_id"][:50]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import resources
 from .backends.base import Availability, Executor
 from .backends.cpu import CpuExecutor
 
@@ -11,7 +12,7 @@ LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline.
 EXTRA_LEVELS = ("cupy",)
 ALL_LEVELS = LEVELS + EXTRA_LEVELS
-DEFAULT_HIP_SRC = Path(__file__).resolve().parent.parent / "backends" / "hip"
+DEFAULT_HIP_SRC = resources.hip_suite()
 
 
 @dataclass

@@ -10,6 +10,7 @@ import pytest
 
 from fakes_matmul_conv import (ConvGemmReadsOriginalKernel, HostMemory, Im2colIgnoresDilation, MiopenOnHost,
                                NumpyMiopen, direct_conv)
+from parity import resources
 from parity.backends.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import prepare_structured, run_case
@@ -209,10 +210,9 @@ def test_suite_kernels_of_host_routines():
 
 
 def test_coverage_does_not_expect_host_routines_in_a_suite():
-    from pathlib import Path
     from parity.coverage import coverage
     from parity.suite import discover
-    names = {r.kernel: r.status for r in coverage(discover(Path(__file__).resolve().parents[1] / "backends" / "hip"))}
+    names = {r.kernel: r.status for r in coverage(discover(resources.hip_suite()))}
     assert not [n for n in names if "_host_" in n]
     assert names["im2col1d_bf16"] == names["im2col_f16"] == names["ucopy_f64"] == "present"
 

@@ -28,10 +28,10 @@ from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, ExecResult, Executor
 from .preflight import compile_failure, not_found, signature_mismatch
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_HIP_SUITE = REPO / "backends" / "hip"
-HIP_MAPPING = DEFAULT_HIP_SUITE / "include"
-CUDA_RTC_STUBS = REPO / "backends" / "cuda_rtc"
+from .. import resources
+DEFAULT_HIP_SUITE = resources.hip_suite()
+HIP_MAPPING = resources.hip_mapping()
+CUDA_RTC_STUBS = resources.cuda_rtc_stubs()
 
 GUARD_BYTES = 256
 # Guard pattern: not a constant byte, so a kernel storing one repeated value cannot match it.

@@ -1,9 +1,12 @@
 """The rich terminal view: a progress bar while running, then counts and the failures."""
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..results import FAILING, Results
 
@@ -12,10 +15,69 @@ STYLE = {"pass": "green", "fail": "bold red", "crash": "bold red", "oob-write": 
          "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow"}
 
 
-def progress(console: Console) -> Progress:
+def progress(console: Console) -> "Progress | LogProgress":
+    """A live bar on a terminal; plain periodic lines in a log (CI, `| tee`), where rich's bar
+    would print nothing until the end."""
+    if not console.is_terminal:
+        return LogProgress(console)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=console, transient=True)
+
+
+class LogProgress:
+    """The part of rich's Progress that parity uses (add_task, update, context manager), written as
+    lines like `hip-on-nvidia: 1200/24087 cases, 3 not passing, 12 s`: one every `every_s` seconds
+    or every 10% of a task, whichever comes first, and one when a task completes. `unit` is a task
+    field ("cases"; rich's bar ignores it); the compile task has none (`compile LEVEL: 3/12`)."""
+
+    def __init__(self, console: Console, every_s: float = 5.0, clock=time.monotonic) -> None:
+        self.console, self.every_s, self.clock = console, every_s, clock
+        self.tasks: list[dict] = []
+
+    def __enter__(self) -> "LogProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for i, task in enumerate(self.tasks):      # an interrupted task still gets its last line
+            if not task["done"] and task["completed"] != task["shown_completed"]:
+                self._line(i)
+
+    def add_task(self, description: str, total: float | None = None, status: str = "", unit: str = "",
+                 **_) -> int:
+        now = self.clock()
+        self.tasks.append({"description": description, "total": total, "completed": 0, "status": status,
+                           "unit": unit,
+                           "start": now, "shown_at": now, "shown_tenth": 0, "shown_completed": 0,
+                           "done": False})
+        return len(self.tasks) - 1
+
+    def update(self, task_id: int, advance: float = 0, status: str | None = None, **_) -> None:
+        task = self.tasks[task_id]
+        task["completed"] += advance
+        if status is not None:
+            task["status"] = status
+        total = task["total"]
+        if total and task["completed"] >= total:
+            if not task["done"]:
+                self._line(task_id)
+            return
+        tenth = int(10 * task["completed"] / total) if total else 0
+        if tenth > task["shown_tenth"] or self.clock() - task["shown_at"] >= self.every_s:
+            self._line(task_id)
+
+    def _line(self, task_id: int) -> None:
+        task = self.tasks[task_id]
+        now = self.clock()
+        total = task["total"]
+        done = f"{task['completed']:.0f}/{total:.0f}" if total else f"{task['completed']:.0f}"
+        status = Text.from_markup(task["status"]).plain if task["status"] else ""
+        parts = [f"{task['description']}: {done}" + (f" {task['unit']}" if task["unit"] else "")] + ([status] if status else []) \
+            + [f"{now - task['start']:.{0 if now - task['start'] >= 10 else 1}f} s"]
+        self.console.print(", ".join(parts), markup=False, highlight=False, soft_wrap=True)
+        task["shown_at"], task["shown_completed"] = now, task["completed"]
+        task["shown_tenth"] = int(10 * task["completed"] / total) if total else 0
+        task["done"] = bool(total) and task["completed"] >= total
 
 
 def show(res: Results, console: Console, max_failures: int = 30) -> None:
