@@ -61,6 +61,6 @@ def templates_dir() -> Path:
 def check() -> list[str]:
     """Problems with the bundled files (empty when all are there): what `parity doctor` and the
     packaging test look at, so a broken wheel says so instead of 'no sweep smoke'."""
-    want = {"HIP suite": hip_suite() / "unary.hip", "HIP mapping": hip_mapping() / "hip" / "hip_runtime.h",
+    want = {"HIP suite": hip_suite() / "common.h", "HIP mapping": hip_mapping() / "hip" / "hip_runtime.h",
             "sweeps": sweep_dir() / "smoke.toml", "templates": templates_dir()}
     return [f"bundled {what} missing: {p}" for what, p in want.items() if not p.exists()]
