@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_bundled_files_are_found():
     assert resources.check() == []
-    assert (resources.hip_suite() / "unary.hip").is_file()
+    assert (resources.hip_suite() / "unary_f32.hip").is_file()
     assert (resources.hip_mapping() / "hip" / "hip_runtime.h").is_file()
     assert (resources.cuda_rtc_stubs() / "stdint.h").is_file()
     assert {p.stem for p in resources.sweep_dir().glob("*.toml")} >= {"smoke", "pr", "nightly", "huge", "bench"}
