@@ -9,7 +9,8 @@ from ..results import FAILING, Results
 
 STYLE = {"pass": "green", "fail": "bold red", "crash": "bold red", "oob-write": "bold red",
          "input-clobbered": "bold red", "timeout": "red", "compile-error": "red", "missing": "yellow",
-         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow"}
+         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow",
+         "signature-mismatch": "red", "mapping-gap": "magenta"}
 
 
 def progress(console: Console) -> Progress:
