@@ -42,7 +42,8 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
              + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else ""), ""]
     if meta.get("sweep"):
         lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · {meta.get('elapsed_s', 0):.1f} s", ""]
-    lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
+    if counts:
+        lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])
     if levels:
         lines += ["| level | status | device / reason |", "| --- | --- | --- |"]
@@ -94,7 +95,7 @@ def finding_lines(i: int, x: fnd.Finding) -> list[str]:
     if x.kernels and x.cause not in ("missing",) or x.cause == "missing" and len(x.kernels) > 1:
         sub.append("kernels: " + x.kernel_list())
     sub.append(f"e.g. `{x.example}` ({x.example_level})")
-    lines.append("   " + " · ".join(sub))
+    lines.append("   - " + " · ".join(sub))             # a nested item: GitHub would join a bare indented line
     return lines
 
 
