@@ -217,7 +217,7 @@ def test_terminal_fits_80_columns_and_points_to_summary(port):
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "parity score" in out and "findings: 7 causes, worst first" in out
-    assert "  1  compile-error       `port/binary.hip` does not compile" in out
+    assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,80…" in out
     assert "see summary.md" in out
 
 
@@ -227,6 +227,7 @@ def test_html_opens_with_score_and_findings_and_collapses_cases(port):
         < page.index('id="grid"')
     assert page.count('<li class="finding"') == 7
     assert "in-place (null input) path: 55 kernels crash (165 cases)" in page
+    assert "<b><code>port/binary.hip</code> does not compile: 36 kernels, 2,808 cases</b>" in page
 
 
 def test_github_annotates_findings_not_cases(port):

@@ -231,6 +231,11 @@ def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
     return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
 
 
+def _code_spans(s: str) -> list[tuple[str, bool]]:
+    """Markdown-ish `code` spans of a finding's text as (text, is_code) parts, for the template."""
+    return [(part, i % 2 == 1) for i, part in enumerate(s.split("`")) if part] if s.count("`") % 2 == 0 else [(s, False)]
+
+
 def _root_causes(res: Results) -> dict:
     """The parity score (family rows × level columns) and the findings, for the top of the page."""
     f = analyze(res.table, res.meta.get("levels"))
@@ -238,7 +243,7 @@ def _root_causes(res: Results) -> dict:
     fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all")) + (["all"] if levels else [])
     cell = {(r.level, r.family): r for r in f.scoreboard}
     rows = [{"family": fam, "cells": [cell.get((lv, fam)) for lv in levels]} for fam in fams]
-    items = [{"i": i, "cause": x.cause, "title": x.title, "detail": x.detail, "kernels": x.kernel_list(12),
+    items = [{"i": i, "cause": x.cause, "title": _code_spans(x.title), "detail": _code_spans(x.detail), "kernels": x.kernel_list(12),
               "n_kernels": x.n_kernels, "cases": x.cases, "example": x.example, "repro": x.repro, "blame": x.blame,
               "color": COLORS.get(x.cause, "#555")} for i, x in enumerate(f.findings[:MAX_FINDINGS], 1)]
     return {"score_levels": levels, "score_rows": rows, "findings": items,

@@ -60,7 +60,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     t.add_column("cause", no_wrap=True, width=18, overflow="ellipsis")
     t.add_column("finding", no_wrap=True, overflow="ellipsis", width=max(20, console.width - 3 - 18 - 4))
     for i, x in enumerate(f.findings[:max_findings], 1):
-        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(x.title))
+        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(x.title.replace("`", "")))
     console.print(t)
     more = len(f.findings) - max_findings
     console.print(("… " + f"{more} more findings; " if more > 0 else "")
