@@ -217,7 +217,7 @@ def test_terminal_fits_80_columns_and_points_to_summary(port):
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "parity score" in out and "findings: 7 causes, worst first" in out
-    assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,80…" in out
+    assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,808 ca…" in out
     assert "see summary.md" in out
 
 
