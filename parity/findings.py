@@ -129,7 +129,7 @@ def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
     found: list[Finding] = []
     for cause, g in failing.groupby("verdict", sort=False):
         builder = _BUILDERS.get(str(cause), _generic)
-        found += builder(g, t) if builder in (_crashlike,) else builder(g)
+        found += builder(g, t) if builder is _crashlike else builder(g)     # crash-like: needs every layout run
     rank = {c: i for i, c in enumerate(SEVERITY)}
     found.sort(key=lambda f: (rank.get(f.cause, len(SEVERITY)), -len(f.kernels), -f.cases))   # stable: run order
     return Findings(_scoreboard(t, levels), found, int(t["verdict"].isin(FAILING).sum()), len(t))
@@ -320,7 +320,8 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     out = []
     for k, info in _groups(g, keys, example=worst):
         op, dt, vc = k
-        title = f"`{op}` {dt} on {vc} values: wrong results in {_plural(info['cases'], 'case')} (layouts: {_names(lays[k])})"
+        title = (f"`{op}` {dt} on {vc} values: wrong results in {_plural(info['cases'], 'case')} "
+                 f"(layouts: {_names(lays[k])})")
         w = info.get("worst")
         out.append(_make("fail", info, title, worst_text(w if isinstance(w, dict) else None, info["message"]), key=k))
     return out

@@ -30,7 +30,8 @@ RANK = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-err
         "signature-mismatch", "missing", "error", "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
 COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write": "#b5179e",
           "input-clobbered": "#9d0208", "timeout": "#e85d04", "compile-error": "#f48c06",
-          "missing": "#e9c46a", "error": "#7b2cbf", "signature-mismatch": "#c1121f", "mapping-gap": "#5a189a", "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
+          "missing": "#e9c46a", "error": "#7b2cbf", "signature-mismatch": "#c1121f", "mapping-gap": "#5a189a",
+          "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
           "xpass": "#f4a261", "unavailable": "#9e9e9e"}
 HIP_LEVELS = ("hip-on-nvidia", "amd")
 MAX_FAILURE_ROWS = 2000

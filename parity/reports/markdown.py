@@ -41,7 +41,8 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     lines = [f"## {icon} parity: {passed}/{len(t)} cases pass"
              + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else ""), ""]
     if meta.get("sweep"):
-        lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · {meta.get('elapsed_s', 0):.1f} s", ""]
+        lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · "
+                  f"{meta.get('elapsed_s', 0):.1f} s", ""]
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])
@@ -75,7 +76,8 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
         cs = []
         for lv in levels:
             r = cell.get((lv, fam))
-            cs.append("" if r is None else f"{r.kernels_ok:,}/{r.kernels:,} ({r.score:.0%}) · {r.cases_ok:,}/{r.cases:,}")
+            cs.append("" if r is None else
+                      f"{r.kernels_ok:,}/{r.kernels:,} ({r.score:.0%}) · {r.cases_ok:,}/{r.cases:,}")
         return f"| {label} | " + " | ".join(cs) + " |"
 
     lines += [row(fam, fam) for fam in fams[:max_families]]
