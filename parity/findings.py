@@ -202,11 +202,14 @@ def _groups(g: pd.DataFrame, keys: list[str], example: pd.DataFrame | None = Non
     cols = [c for c in ("case_id", "level", "message", "worst") if c in ex.columns]
     first = dict(zip(zip(*(ex[c].tolist() for c in keys)), zip(*(ex[c].tolist() for c in cols))))
     size = g.groupby(keys, sort=False).size()
-    kernels, levels = _collect(g, keys, "kernel"), _collect(g, keys, "level")
+    kernels = _collect(g, keys, "kernel")
+    one = g["level"].iloc[0] if g["level"].nunique() == 1 else None       # the usual run: one GPU level
+    levels = None if one is not None else _collect(g, keys, "level")
     out = []
     for k, n in zip(size.index.tolist(), size.tolist()):
         k = k if isinstance(k, tuple) else (k,)
-        out.append((k, {"cases": int(n), "kernels": tuple(kernels[k]), "levels": tuple(levels[k]),
+        lvs = (one,) if levels is None else tuple(levels[k])
+        out.append((k, {"cases": int(n), "kernels": tuple(kernels[k]), "levels": lvs,
                         **dict(zip(cols, first[k]))}))
     return out
 
