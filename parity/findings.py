@@ -138,7 +138,7 @@ def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
 def _prepared(table: pd.DataFrame, levels: list[dict] | None) -> pd.DataFrame:
     """The counted rows with string kernel/family (missing ones derived from the op)."""
     cols = [c for c in ("case_id", "op", "family", "kernel", "dtype", "layout", "values", "level", "verdict",
-                        "max_ulp", "worst", "message", "source", "expected_params", "found_params")
+                        "max_ulp", "worst", "message", "source", "expected_params", "found_params", "mapping_gap")
             if c in table.columns]
     t = table[cols].copy()
     for c in ("family", "kernel", "dtype", "layout", "values", "level", "message", "op", "case_id"):
@@ -241,17 +241,19 @@ def _first_error(message: str, source: str) -> str:
     return first_line(msg)
 
 
-_GAP = re.compile(r"mapping-gap:\s*`?([A-Za-z_][\w:]*)`?\s*(?:[—-]+\s*(.*))?")
+_GAP = re.compile(r"mapping-gap:\s*`?([A-Za-z_][\w:]*)")
 
 
 def _mapping_gap(g: pd.DataFrame) -> list[Finding]:
-    parsed = g["message"].str.extract(_GAP)
-    ident = g["identifier"] if "identifier" in g.columns else parsed[0]
-    g = g.assign(_id=ident.fillna(parsed[0]).fillna("(unnamed identifier)").astype(str), _where=parsed[1].fillna(""))
+    """Rows carry the identifier in `mapping_gap` (the preflight's detail) or in the message
+    ("mapping-gap: IDENT (...) — file:line: error ...")."""
+    parsed = g["message"].str.extract(_GAP, expand=False)
+    ident = g["mapping_gap"] if "mapping_gap" in g.columns else parsed
+    g = g.assign(_id=ident.fillna(parsed).fillna("(unnamed identifier)").astype(str))
     out = []
     for (ident,), info in _groups(g, ["_id"]):
-        m = _GAP.search(info["message"])
-        where = first_line(m.group(2) if m and m.group(2) else info["message"])
+        msg = info["message"]
+        where = first_line(msg.split(" — ", 1)[1] if " — " in msg else msg)
         title = (f"parity's HIP→CUDA mapping lacks `{ident}`, which ROCm declares: {_counts(info)} not verified")
         out.append(_make("mapping-gap", info, title, f"parity's gap, not the port's: {where}", "parity", (ident,)))
     return out

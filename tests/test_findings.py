@@ -81,6 +81,13 @@ def test_mapping_gap_one_finding_per_identifier_blamed_on_parity():
     assert a.detail == "parity's gap, not the port's: port/cast.hip:12: error: unknown type name 'hip_bfloat16'"
     assert a.blame == "parity" and a.kernels == ("cast_f32-bf16", "cast_bf16-f32")
     assert b.title.startswith("parity's HIP→CUDA mapping lacks `hipDeviceProp_t`")
+    # as the preflight writes it: identifier in a `mapping_gap` column, first error after " — "
+    pre = [row("reduce.sum", "f32", "row4000", "mapping-gap", source="port/reduce.hip", mapping_gap="HIP_DYNAMIC_SHARED",
+               message="mapping-gap: HIP_DYNAMIC_SHARED (ROCm declares it; parity's HIP-on-NVIDIA mapping does not: "
+                       "parity's bug, not the port's) — port/reduce.hip:9:5: error: unknown type name")]
+    (c,) = analyze(pre).findings
+    assert c.title.startswith("parity's HIP→CUDA mapping lacks `HIP_DYNAMIC_SHARED`, which ROCm declares: 1 kernel")
+    assert c.detail == "parity's gap, not the port's: port/reduce.hip:9:5: error: unknown type name"
     assert "mapping-gap" in FAILING and not Results.from_rows(rows).ok
 
 
