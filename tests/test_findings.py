@@ -213,6 +213,8 @@ def test_summary_leads_with_score_and_findings(port):
     assert "| **all** | 133/133 (100%) · 8,904/8,904 | 25/133 (19%) · 4,639/8,904 |" in head
     assert "1. **compile-error** — `port/binary.hip` does not compile: 36 kernels, 2,808 cases" in md
     assert md.count("**missing**") == 2 and md.count("**fail**") == 2
+    assert ("7. **missing** — `copy.ucopy`: no kernel for f8_e4m3, f16, bf16, f64, u8 (5 kernels, 390 cases) · "
+            "closest defined: ucopy_f32\n") in md                 # one line per op
     assert "<details><summary>First 30 of 4,265 failing cases</summary>" in md
     assert md.count("/s0` (hip-on-nvidia, ") == 30                # no full per-case listing
     assert len(md) < 20_000

@@ -90,11 +90,13 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
 def finding_lines(i: int, x: fnd.Finding) -> list[str]:
     """One finding: a numbered title line, then its detail, kernels and worst example."""
     who = " (parity's gap)" if x.blame == "parity" else ""
+    if x.cause == "missing":              # one line per op: the title names the dtypes, so no kernel list
+        return [f"{i}. **missing** — {x.title}" + (f" · {x.detail}" if x.detail else "")]
     lines = [f"{i}. **{x.cause}**{who} — {x.title}"]
     sub = []
     if x.detail:
         sub.append(x.detail if x.cause == "fail" else _md(x.detail))
-    if x.kernels and x.cause not in ("missing",) or x.cause == "missing" and len(x.kernels) > 1:
+    if x.kernels:
         sub.append("kernels: " + x.kernel_list())
     sub.append(f"e.g. `{x.example}` ({x.example_level})")
     lines.append("   - " + " · ".join(sub))             # a nested item: GitHub would join a bare indented line
