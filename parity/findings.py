@@ -273,7 +273,7 @@ def _signature(g: pd.DataFrame) -> list[Finding]:
     g = g.assign(_exp=exp, _got=got)
     out = []
     for (op, e, f), info in _groups(g, ["op", "_exp", "_got"]):
-        title = f"`{op}` is declared with a parameter list other than the ABI's: {_counts(info)}"
+        title = f"`{op}`: declared parameter list differs from the ABI ({_counts(info)})"
         detail = f"expected {e}, found {f}" if e != "?" or f != "?" else first_line(info["message"])
         out.append(_make("signature-mismatch", info, title, detail, key=(op, e, f)))
     return out
@@ -325,8 +325,7 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     out = []
     for k, info in _groups(g, keys, example=worst):
         op, dt, vc = k
-        title = (f"`{op}` {dt} on {vc} values: wrong results in {_plural(info['cases'], 'case')} "
-                 f"(layouts: {_names(lays[k])})")
+        title = f"`{op}` {dt} {vc} values: {_plural(info['cases'], 'case')} wrong (layouts: {_names(lays[k])})"
         w = info.get("worst")
         out.append(_make("fail", info, title, worst_text(w if isinstance(w, dict) else None, info["message"]), key=k))
     return out

@@ -301,8 +301,8 @@ def test_github_annotations_capped_and_escaped(failing, tmp_path):
     lines = github.annotations(failing, cap=1)          # one annotation per finding: f16 and f32 minimum
     assert len(lines) == 2 and lines[-1].startswith("::warning") and "1 more findings" in lines[-1]
     first = lines[0]
-    assert first.startswith("::error title=parity fail%3A `binary.minimum` f16 on special values%3A wrong results "
-                            "in 5 cases (layouts%3A contiguous%2C ")
+    assert first.startswith("::error title=parity fail%3A `binary.minimum` f16 special values%3A 5 cases wrong "
+                            "(layouts%3A contiguous%2C ")
     assert "%0Arepro: parity repro binary.minimum/f16/" in first and "\n" not in first
     r = invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q", "--out", tmp_path,
                env={"GITHUB_ACTIONS": "true"})

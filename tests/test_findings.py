@@ -96,7 +96,7 @@ def test_signature_mismatch_per_op_shows_expected_and_found():
     rows = [row("affine", d, lay, "signature-mismatch", expected_params=exp, found_params=got)
             for d in ("f32", "f16") for lay in ("contiguous", "transposed")]
     (s,) = by_cause(analyze(rows), "signature-mismatch")
-    assert s.title == "`affine` is declared with a parameter list other than the ABI's: 2 kernels, 4 cases"
+    assert s.title == "`affine`: declared parameter list differs from the ABI (2 kernels, 4 cases)"
     assert s.detail == "expected (size_t, size_t, ptr, ptr, ptr, f32), found (size_t, ptr, ptr, f32)"
 
 
@@ -140,8 +140,8 @@ def test_fail_groups_by_op_dtype_values_with_the_worst_example():
             row("binary.minimum", "f16", "contiguous", "fail", values="special", max_ulp=float("inf"), worst=w(float("inf")))]
     f = analyze(rows)
     assert [x.title for x in f.findings] == [
-        "`unary.exp` bf16 on normal values: wrong results in 3 cases (layouts: contiguous, transposed, len31)",
-        "`binary.minimum` f16 on special values: wrong results in 1 case (layouts: contiguous)"]
+        "`unary.exp` bf16 normal values: 3 cases wrong (layouts: contiguous, transposed, len31)",
+        "`binary.minimum` f16 special values: 1 case wrong (layouts: contiguous)"]
     exp = f.findings[0]
     assert exp.example == "unary.exp/bf16/transposed/normal/s0"
     assert exp.detail == "at (0, 3): x=1.5 → expected `4.48` got `4.5`, 7 ulp"

@@ -63,5 +63,4 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
         t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(x.title.replace("`", "")))
     console.print(t)
     more = len(f.findings) - max_findings
-    console.print(("… " + f"{more} more findings; " if more > 0 else "")
-                  + "kernels, worst elements and examples: see summary.md / index.html")
+    console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")
