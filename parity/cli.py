@@ -224,7 +224,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     res.to_json(folder / "results.json")
     from .reports import timing as timing_report
     timing_md = timing_report.markdown(res)
-    (folder / "summary.md").write_text(markdown.render(res) + ("\n" + timing_md if timing_md else ""))
+    (folder / "summary.md").write_text(markdown.render(res, appendix=timing_md))   # one 60,000-char budget
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
     journal.close(finished=not interrupted)
@@ -274,7 +274,8 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
     if fmt == "html":
         text = html.render(res)
     elif fmt == "md":
-        text = markdown.render(res)
+        from .reports import timing as timing_report
+        text = markdown.render(res, appendix=timing_report.markdown(res))
     elif fmt == "junit":
         text = junit.render(res)
     else:
