@@ -78,10 +78,21 @@
 // ------------------------------------------------------------------ warp functions
 // HIP's non-_sync intrinsics take no mask (the whole wavefront); CUDA needs the _sync
 // form. width defaults to warpSize on both (64 on CDNA, 32 here).
-#define __shfl(v, lane, ...) __shfl_sync(0xffffffffu, (v), (lane), ##__VA_ARGS__)
+#define __shfl(v, lane, ...) __hip_map_shfl(0xffffffffu, (v), (lane), ##__VA_ARGS__)
 #define __shfl_xor(v, m, ...) __shfl_xor_sync(0xffffffffu, (v), (m), ##__VA_ARGS__)
 #define __shfl_up(v, d, ...) __shfl_up_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 #define __shfl_down(v, d, ...) __shfl_down_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
+
+// HIP's __shfl reads lane src_lane + (lane & ~(width-1)) with no modulo (amd_warp_functions.h),
+// CUDA's reads src_lane % width of the segment: for src_lane >= width HIP reads a later
+// segment. Reproduce HIP's index; one beyond the 32-lane warp wraps here, where a wave64
+// would read lanes 32..63.
+template <class T>
+__device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, int width = warpSize) {
+  unsigned int lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return __shfl_sync(mask, var, src_lane + (int)(lane & ~(unsigned)(width - 1)), warpSize);
+}
 
 // ROCm's _sync variants take a 64-bit mask (static_assert'ed in amd_warp_sync_functions.h)
 // because a wavefront has up to 64 lanes. An NVIDIA warp has 32, so lanes 32..63 of the
@@ -90,7 +101,7 @@
 template <class T>
 __device__ __forceinline__ T __shfl_sync(unsigned long long mask, T var, int src_lane,
                                          int width = warpSize) {
-  return __shfl_sync(static_cast<unsigned>(mask), var, src_lane, width);
+  return __hip_map_shfl(static_cast<unsigned>(mask), var, src_lane, width);
 }
 template <class T>
 __device__ __forceinline__ T __shfl_up_sync(unsigned long long mask, T var, unsigned int delta,
