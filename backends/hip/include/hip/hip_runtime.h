@@ -96,36 +96,47 @@ __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, 
 
 // ROCm's _sync variants take a 64-bit mask (static_assert'ed in amd_warp_sync_functions.h)
 // because a wavefront has up to 64 lanes. An NVIDIA warp has 32, so lanes 32..63 of the
-// mask name no thread: pass the low 32 bits. (CUDA's own 32-bit-mask overloads remain,
-// so ports that pass 0xffffffff keep compiling; they would not on ROCm.)
-template <class T>
-__device__ __forceinline__ T __shfl_sync(unsigned long long mask, T var, int src_lane,
-                                         int width = warpSize) {
+// mask name no thread: pass the low 32 bits. CUDA's own 32-bit-mask overloads remain, so
+// ports that pass 0xffffffff keep compiling (with CUDA's __shfl_sync lane rule); ROCm would
+// reject them. Only 8-byte integer masks select these (as ROCm's static_assert demands); a 32-bit mask
+// goes straight to CUDA's overloads, so an unsupported T is a compile error, not a loop.
+template <class M, class R> struct __hip_map_m64 {};
+template <class R> struct __hip_map_m64<unsigned long long, R> { typedef R type; };
+template <class R> struct __hip_map_m64<long long, R> { typedef R type; };
+template <class R> struct __hip_map_m64<unsigned long, R> { typedef R type; };
+template <class R> struct __hip_map_m64<long, R> { typedef R type; };
+template <class M, class T>
+__device__ __forceinline__ typename __hip_map_m64<M, T>::type
+__shfl_sync(M mask, T var, int src_lane, int width = warpSize) {
   return __hip_map_shfl(static_cast<unsigned>(mask), var, src_lane, width);
 }
-template <class T>
-__device__ __forceinline__ T __shfl_up_sync(unsigned long long mask, T var, unsigned int delta,
-                                            int width = warpSize) {
+template <class M, class T>
+__device__ __forceinline__ typename __hip_map_m64<M, T>::type
+__shfl_up_sync(M mask, T var, unsigned int delta, int width = warpSize) {
   return __shfl_up_sync(static_cast<unsigned>(mask), var, delta, width);
 }
-template <class T>
-__device__ __forceinline__ T __shfl_down_sync(unsigned long long mask, T var, unsigned int delta,
-                                              int width = warpSize) {
+template <class M, class T>
+__device__ __forceinline__ typename __hip_map_m64<M, T>::type
+__shfl_down_sync(M mask, T var, unsigned int delta, int width = warpSize) {
   return __shfl_down_sync(static_cast<unsigned>(mask), var, delta, width);
 }
-template <class T>
-__device__ __forceinline__ T __shfl_xor_sync(unsigned long long mask, T var, int lane_mask,
-                                             int width = warpSize) {
+template <class M, class T>
+__device__ __forceinline__ typename __hip_map_m64<M, T>::type
+__shfl_xor_sync(M mask, T var, int lane_mask, int width = warpSize) {
   return __shfl_xor_sync(static_cast<unsigned>(mask), var, lane_mask, width);
 }
 // HIP's ballot is a 64-bit lane mask (bit i = lane i); on a 32-lane warp the high half is 0.
-__device__ __forceinline__ unsigned long long __ballot_sync(unsigned long long mask, int pred) {
+template <class M>
+__device__ __forceinline__ typename __hip_map_m64<M, unsigned long long>::type
+__ballot_sync(M mask, int pred) {
   return __ballot_sync(static_cast<unsigned>(mask), pred);
 }
-__device__ __forceinline__ int __any_sync(unsigned long long mask, int pred) {
+template <class M>
+__device__ __forceinline__ typename __hip_map_m64<M, int>::type __any_sync(M mask, int pred) {
   return __any_sync(static_cast<unsigned>(mask), pred);
 }
-__device__ __forceinline__ int __all_sync(unsigned long long mask, int pred) {
+template <class M>
+__device__ __forceinline__ typename __hip_map_m64<M, int>::type __all_sync(M mask, int pred) {
   return __all_sync(static_cast<unsigned>(mask), pred);
 }
 // Non-_sync votes: HIP counts the lanes active at the call, hence __activemask(). CUDA
