@@ -19,7 +19,7 @@
 #endif
 
 struct hip_bfloat16 {
-  uint16_t data;
+  unsigned short data;  // ROCm: uint16_t (the same type)
 
   enum truncate_t { truncate };
 
@@ -28,7 +28,7 @@ struct hip_bfloat16 {
   explicit __host__ __device__ hip_bfloat16(float f, truncate_t)
       : data(truncate_float_to_bfloat16(f)) {}
 
-  __host__ __device__ operator float() const { return bits_to_float((uint32_t)data << 16); }
+  __host__ __device__ operator float() const { return bits_to_float((unsigned int)data << 16); }
 
   static __host__ __device__ hip_bfloat16 round_to_bfloat16(float f) {
     hip_bfloat16 r;
@@ -42,29 +42,29 @@ struct hip_bfloat16 {
   }
 
  private:
-  static __host__ __device__ uint32_t float_bits(float f) {
-    union { float f; uint32_t u; } c;
+  static __host__ __device__ unsigned int float_bits(float f) {
+    union { float f; unsigned int u; } c;
     c.f = f;
     return c.u;
   }
-  static __host__ __device__ float bits_to_float(uint32_t u) {
-    union { uint32_t u; float f; } c;
+  static __host__ __device__ float bits_to_float(unsigned int u) {
+    union { unsigned int u; float f; } c;
     c.u = u;
     return c.f;
   }
-  static __host__ __device__ uint16_t float_to_bfloat16(float f) {
-    uint32_t u = float_bits(f);
+  static __host__ __device__ unsigned short float_to_bfloat16(float f) {
+    unsigned int u = float_bits(f);
     if ((u & 0x7f800000u) != 0x7f800000u) {
       u += 0x7fffu + ((u >> 16) & 1u);  // RNE; a carry out of the mantissa bumps the exponent
     } else if (u & 0xffffu) {
       u |= 0x10000u;  // NaN whose payload is all in the dropped bits: stay NaN
     }
-    return (uint16_t)(u >> 16);
+    return (unsigned short)(u >> 16);
   }
-  static __host__ __device__ uint16_t truncate_float_to_bfloat16(float f) {
-    uint32_t u = float_bits(f);
+  static __host__ __device__ unsigned short truncate_float_to_bfloat16(float f) {
+    unsigned int u = float_bits(f);
     bool nan_low = (u & 0x7f800000u) == 0x7f800000u && (u & 0xffffu);
-    return (uint16_t)((u >> 16) | (nan_low ? 1u : 0u));
+    return (unsigned short)((u >> 16) | (nan_low ? 1u : 0u));
   }
 };
 

@@ -31,7 +31,15 @@
 #if !defined(__CUDACC_RTC__)
 #include <cuda_runtime.h>
 #endif
-#include <stdint.h>  // NVRTC: backends/cuda_rtc/stdint.h
+// hipcc's hip_runtime.h brings <cstdint>; ports rely on it. NVRTC has no libc: parity adds
+// backends/cuda_rtc (stdint.h stub) to its include path; without one, skip it.
+#if !defined(__CUDACC_RTC__)
+#include <stdint.h>
+#elif defined(__has_include)
+#if __has_include(<stdint.h>)
+#include <stdint.h>
+#endif
+#endif
 // Pull in the fp16/bf16 headers before the shuffle macros below: they declare
 // __shfl_* overloads of their own.
 #include <cuda_fp16.h>
