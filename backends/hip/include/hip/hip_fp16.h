@@ -10,3 +10,9 @@
 typedef __half half;
 typedef __half2 half2;
 #endif
+
+// ROCm's __hisinf2: 1.0 in each half that is +-inf, else 0.0 (CUDA has no half2 form).
+__host__ __device__ inline __half2 __hisinf2(const __half2 x) {
+  return __halves2half2(__float2half(__hisinf(__low2half(x)) ? 1.0f : 0.0f),
+                        __float2half(__hisinf(__high2half(x)) ? 1.0f : 0.0f));
+}

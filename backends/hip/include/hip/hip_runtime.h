@@ -223,5 +223,151 @@ __HIP_MAP_ATOMIC_ALIAS(safeAtomicMax, atomicMax)
 __HIP_MAP_ATOMIC_ALIAS(safeAtomicMin, atomicMin)
 #undef __HIP_MAP_ATOMIC_ALIAS
 
+// __hip_atomic_* are clang builtins that ROCm's headers and some ports call directly. Here:
+// CUDA's device-scope atomics; any order but relaxed adds __threadfence() on both sides. The
+// scope argument is accepted and not narrowed (device scope is at least as strong, except
+// __HIP_MEMORY_SCOPE_SYSTEM, which gets no host-visible ordering here).
+#define __HIP_MEMORY_SCOPE_SINGLETHREAD 1
+#define __HIP_MEMORY_SCOPE_WAVEFRONT 2
+#define __HIP_MEMORY_SCOPE_WORKGROUP 3
+#define __HIP_MEMORY_SCOPE_AGENT 4
+#define __HIP_MEMORY_SCOPE_SYSTEM 5
+#ifndef __ATOMIC_RELAXED  // predefined by GCC/clang; not under NVRTC
+#define __ATOMIC_RELAXED 0
+#define __ATOMIC_CONSUME 1
+#define __ATOMIC_ACQUIRE 2
+#define __ATOMIC_RELEASE 3
+#define __ATOMIC_ACQ_REL 4
+#define __ATOMIC_SEQ_CST 5
+#endif
+__device__ __forceinline__ void __hip_map_fence(int order) {
+  if (order != __ATOMIC_RELAXED) __threadfence();
+}
+#define __HIP_MAP_RMW(name, cuda)                                              \
+  template <class T>                                                           \
+  __device__ __forceinline__ T name(T* p, T v, int order, int /*scope*/) {     \
+    __hip_map_fence(order);                                                    \
+    T old = cuda(p, v);                                                        \
+    __hip_map_fence(order);                                                    \
+    return old;                                                                \
+  }
+__HIP_MAP_RMW(__hip_atomic_fetch_add, atomicAdd)
+__HIP_MAP_RMW(__hip_atomic_fetch_and, atomicAnd)
+__HIP_MAP_RMW(__hip_atomic_fetch_or, atomicOr)
+__HIP_MAP_RMW(__hip_atomic_fetch_xor, atomicXor)
+__HIP_MAP_RMW(__hip_atomic_fetch_max, atomicMax)
+__HIP_MAP_RMW(__hip_atomic_fetch_min, atomicMin)
+__HIP_MAP_RMW(__hip_atomic_exchange, atomicExch)
+#undef __HIP_MAP_RMW
+template <class T>
+__device__ __forceinline__ T __hip_atomic_load(T* p, int order, int /*scope*/) {
+  T v = *const_cast<volatile T*>(p);
+  __hip_map_fence(order);
+  return v;
+}
+template <class T>
+__device__ __forceinline__ void __hip_atomic_store(T* p, T v, int order, int /*scope*/) {
+  __hip_map_fence(order);
+  *const_cast<volatile T*>(p) = v;
+}
+template <class T>
+__device__ __forceinline__ bool __hip_atomic_compare_exchange_strong(T* p, T* expected, T desired,
+                                                                     int order, int, int) {
+  __hip_map_fence(order);
+  T seen = atomicCAS(p, *expected, desired);
+  __hip_map_fence(order);
+  bool ok = seen == *expected;
+  *expected = seen;
+  return ok;
+}
+// ROCm's deprecated no-return add.
+__device__ __forceinline__ void atomicAddNoRet(float* p, float v) { atomicAdd(p, v); }
+
+// ------------------------------------------------------------- other HIP device functions
+#ifdef __CUDA_ARCH__  // feature flags, as HIP's NVIDIA platform sets them
+#define __HIP_ARCH_HAS_GLOBAL_INT32_ATOMICS__ 1
+#define __HIP_ARCH_HAS_GLOBAL_FLOAT_ATOMIC_EXCH__ 1
+#define __HIP_ARCH_HAS_SHARED_INT32_ATOMICS__ 1
+#define __HIP_ARCH_HAS_SHARED_FLOAT_ATOMIC_EXCH__ 1
+#define __HIP_ARCH_HAS_FLOAT_ATOMIC_ADD__ 1
+#define __HIP_ARCH_HAS_GLOBAL_INT64_ATOMICS__ 1
+#define __HIP_ARCH_HAS_SHARED_INT64_ATOMICS__ 1
+#define __HIP_ARCH_HAS_DOUBLES__ 1
+#define __HIP_ARCH_HAS_WARP_VOTE__ 1
+#define __HIP_ARCH_HAS_WARP_BALLOT__ 1
+#define __HIP_ARCH_HAS_WARP_SHUFFLE__ 1
+#define __HIP_ARCH_HAS_WARP_FUNNEL_SHIFT__ 1
+#define __HIP_ARCH_HAS_THREAD_FENCE_SYSTEM__ 1
+#define __HIP_ARCH_HAS_SYNC_THREAD_EXT__ 1
+#define __HIP_ARCH_HAS_SURFACE_FUNCS__ 1
+#define __HIP_ARCH_HAS_3DGRID__ 1
+#define __HIP_ARCH_HAS_DYNAMIC_PARALLEL__ 1
+#endif
+typedef int hipLaunchParm;
+
+// Bit-field extract/insert: offset and width taken mod 32 (64), width 0 extracts 0 (ROCm).
+__device__ __forceinline__ unsigned int __bitextract_u32(unsigned int src, unsigned int off, unsigned int width) {
+  off &= 31;
+  width &= 31;
+  return width == 0 ? 0u : (src << (32 - off - width)) >> (32 - width);
+}
+__device__ __forceinline__ unsigned long long __bitextract_u64(unsigned long long src, unsigned int off, unsigned int width) {
+  off &= 63;
+  width &= 63;
+  return width == 0 ? 0ull : (src << (64 - off - width)) >> (64 - width);
+}
+__device__ __forceinline__ unsigned int __bitinsert_u32(unsigned int dst, unsigned int src, unsigned int off, unsigned int width) {
+  off &= 31;
+  width &= 31;
+  unsigned int m = (1u << width) - 1u;
+  return (dst & ~(m << off)) | ((src & m) << off);
+}
+__device__ __forceinline__ unsigned long long __bitinsert_u64(unsigned long long dst, unsigned long long src, unsigned int off, unsigned int width) {
+  off &= 63;
+  width &= 63;
+  unsigned long long m = (1ull << width) - 1ull;
+  return (dst & ~(m << off)) | ((src & m) << off);
+}
+// Lane masks over the active lanes (ROCm: ballot(1) & mask); 64-bit, high half 0 here.
+#define __HIP_MAP_LANEMASK(name, reg)                                      \
+  __device__ __forceinline__ unsigned long long name() {                   \
+    unsigned int m;                                                        \
+    asm("mov.u32 %0, %%" reg ";" : "=r"(m));                              \
+    return (unsigned long long)(m & __activemask());                       \
+  }
+__HIP_MAP_LANEMASK(__lanemask_lt, "lanemask_lt")
+__HIP_MAP_LANEMASK(__lanemask_gt, "lanemask_gt")
+__HIP_MAP_LANEMASK(__lanemask_eq, "lanemask_eq")
+#undef __HIP_MAP_LANEMASK
+// mbcnt: popcount of the mask bits below this lane (low / high 32 lanes) plus y; ports use
+// __mbcnt_hi(~0u, __mbcnt_lo(~0u, 0)) as the lane id.
+__device__ __forceinline__ unsigned int __mbcnt_lo(unsigned int x, unsigned int y) {
+  unsigned int lt;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  return __popc(x & lt) + y;
+}
+__device__ __forceinline__ unsigned int __mbcnt_hi(unsigned int, unsigned int y) { return y; }
+// Hardware ids and clocks. __smid: the SM here (ROCm packs CU and SE ids). wall_clock64:
+// nanoseconds (%globaltimer) here, ROCm counts at a device-specific constant rate.
+__device__ __forceinline__ unsigned int __smid(void) {
+  unsigned int r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ long long int __clock64() { return (long long int)clock64(); }
+__device__ __forceinline__ long long int __clock() { return (long long int)clock64(); }
+__device__ __forceinline__ long long int wall_clock64() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return (long long int)t;
+}
+__device__ __forceinline__ void __named_sync(int, int) { __syncthreads(); }
+// The dynamic shared memory base (ROCm: __get_dynamicgroupbaseptr / HIP_DYNAMIC_SHARED).
+__device__ __forceinline__ void* __get_dynamicgroupbaseptr() {
+  extern __shared__ unsigned char __hip_map_dyn_smem[];
+  return __hip_map_dyn_smem;
+}
+__device__ __forceinline__ void* __amdgcn_get_dynamicgroupbaseptr() { return __get_dynamicgroupbaseptr(); }
+
 // hipcc pulls the fp16 header in with hip_runtime.h; so do we (half, half2).
 #include "hip_fp16.h"
