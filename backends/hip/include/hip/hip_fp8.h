@@ -19,6 +19,7 @@
 #error "backends/hip/include/hip/hip_fp8.h is the CUDA mapping; on AMD use ROCm's own header"
 #endif
 #include "hip_runtime.h"
+#include "hip_fp16.h"  // as ROCm's hip_fp8.h
 #include "hip_bf16.h"
 
 enum __hip_fp8_interpretation_t {

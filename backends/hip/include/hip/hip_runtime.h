@@ -369,5 +369,4 @@ __device__ __forceinline__ void* __get_dynamicgroupbaseptr() {
 }
 __device__ __forceinline__ void* __amdgcn_get_dynamicgroupbaseptr() { return __get_dynamicgroupbaseptr(); }
 
-// hipcc pulls the fp16 header in with hip_runtime.h; so do we (half, half2).
-#include "hip_fp16.h"
+// Like ROCm's, this header does not define half/half2: include <hip/hip_fp16.h>.
