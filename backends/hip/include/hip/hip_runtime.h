@@ -21,10 +21,7 @@
 #if defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #define __HIP_DEVICE_COMPILE__ 1
 #endif
-#ifndef __HIP__
-// (__HIP__ is clang's "compiling HIP language" flag; it stays undefined here like on
-// HIP's NVIDIA platform.)
-#endif
+// __HIP__ (clang's "compiling the HIP language") stays undefined, as on HIP's NVIDIA platform.
 
 #include "hip_version.h"
 
@@ -106,7 +103,7 @@ __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, 
 // because a wavefront has up to 64 lanes. An NVIDIA warp has 32, so lanes 32..63 of the
 // mask name no thread: pass the low 32 bits. CUDA's own 32-bit-mask overloads remain, so
 // ports that pass 0xffffffff keep compiling (with CUDA's __shfl_sync lane rule); ROCm would
-// reject them. Only 8-byte integer masks select these (as ROCm's static_assert demands); a 32-bit mask
+// reject them. Only 8-byte integer masks select these (ROCm's static_assert); a 32-bit mask
 // goes straight to CUDA's overloads, so an unsupported T is a compile error, not a loop.
 template <class M, class R> struct __hip_map_m64 {};
 template <class R> struct __hip_map_m64<unsigned long long, R> { typedef R type; };
