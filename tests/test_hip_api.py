@@ -150,3 +150,18 @@ def test_first_error_without_location_and_empty():
     assert first_error("nvcc fatal   : Unknown option '-foo'\n") == "nvcc fatal   : Unknown option '-foo'"
     assert first_error("x.hip(3): warning #177-D: unused\n") == ""
     assert first_error("") == ""
+
+
+def test_committed_api_list_is_what_the_generator_writes():
+    """parity/data/hip_device_api.txt == tools/gen_hip_device_api.py on this machine's ROCm headers."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+    if not Path("/usr/include/hip/hip_runtime.h").is_file():
+        pytest.skip("no ROCm headers in /usr/include/hip")
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(repo / "tools" / "gen_hip_device_api.py")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == (repo / "parity" / "data" / "hip_device_api.txt").read_text()
