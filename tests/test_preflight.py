@@ -49,7 +49,7 @@ NVCC_OUT = ('x.hip(3): warning #177-D: variable "unused" was declared but never 
 
 def test_compile_error_shows_the_first_error_not_the_first_warning():
     r = compile_failure(Path("x.hip"), _failed(NVCC_OUT))
-    assert r.status == "compile-error" and r.message == 'x.hip(7): error: expected a ";"'
+    assert r.status == "compile-error" and r.message == 'x.hip:7: error: expected a ";"'
     assert r.detail == {"source": "x.hip"}
 
 
@@ -61,3 +61,13 @@ def test_kernels_of_a_file_that_does_not_compile_are_compile_errors_not_missing(
     r = not_found("uneg_f32", suite, str(tmp_path), [(src, _failed(NVCC_OUT))])
     assert r.status == "missing" and "failed to compile" in r.message
     assert "closest defined: uexp_f32" in r.message
+
+
+def test_a_rocm_identifier_the_mapping_lacks_is_parity_s_gap_not_the_port_s():
+    out = 'x.hip(4): error: identifier "__fns32" is undefined\n1 error detected in the compilation of "x.hip".\n'
+    r = compile_failure(Path("x.hip"), _failed(out), hip_mapping=True)
+    assert r.status == "mapping-gap" and r.detail["mapping_gap"] == "__fns32"
+    assert r.message.startswith("mapping-gap: __fns32") and "x.hip:4: error" in r.message
+    assert compile_failure(Path("x.hip"), _failed(out)).status == "compile-error"      # AMD: the port's
+    own = 'x.hip(4): error: identifier "my_helper" is undefined\n'
+    assert compile_failure(Path("x.hip"), _failed(own), hip_mapping=True).status == "compile-error"
