@@ -316,16 +316,37 @@ def _crashlike(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
     return out
 
 
+def _fault_kind(w) -> str:
+    """What a failing case's worst element says about the cause: NaN or infinity handling, or values."""
+    if not isinstance(w, dict):
+        return "values"
+    e, o = str(w.get("expected", "")).lower(), str(w.get("got", "")).lower()
+    if ("nan" in e) != ("nan" in o):
+        return "NaN handling"
+    if ("inf" in e) != ("inf" in o):
+        return "infinities"
+    return "values"
+
+
 def _fail(g: pd.DataFrame) -> list[Finding]:
-    keys = ["op", "dtype", "values"]
+    """One finding per family x dtype x kind of error (NaN handling, infinities, values), listing
+    the ops, value classes and layouts, with the worst element of all. One cause usually spans
+    several ops (a bf16 rounding helper shared by add/sub/mul/div) and both value classes; grouping
+    by op x dtype x value class would show it as eight findings."""
+    family = g["family"] if "family" in g.columns else g["op"].str.split(".").str[0]
+    g = g.assign(_family=family.fillna(g["op"].str.split(".").str[0]).astype(str),
+                 _kind=g["worst"].map(_fault_kind) if "worst" in g.columns else "values")
+    keys = ["_family", "dtype", "_kind"]
     ulp = pd.to_numeric(g["max_ulp"], errors="coerce") if "max_ulp" in g.columns else pd.Series(0.0, index=g.index)
     g = g.assign(_ulp=ulp.fillna(-1.0))
     worst = g.sort_values("_ulp", ascending=False, kind="stable").drop_duplicates(keys)   # largest max_ulp
-    lays = _collect(g, keys, "layout")
+    ops, vals, lays = (_collect(g, keys, c) for c in ("op", "values", "layout"))
     out = []
     for k, info in _groups(g, keys, example=worst):
-        op, dt, vc = k
-        title = f"`{op}` {dt} {vc} values: {_plural(info['cases'], 'case')} wrong (layouts: {_names(lays[k])})"
+        fam, dt, kind = k
+        what = f"`{ops[k][0]}`" if len(ops[k]) == 1 else f"`{fam}` ({_names(ops[k])})"
+        title = (f"{what} {dt}, {kind}: {_plural(info['cases'], 'case')} wrong "
+                 f"(values: {_names(vals[k])}; layouts: {_names(lays[k])})")
         w = info.get("worst")
         out.append(_make("fail", info, title, worst_text(w if isinstance(w, dict) else None, info["message"]), key=k))
     return out
