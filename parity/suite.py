@@ -306,7 +306,40 @@ def _line_map(text: str) -> list[tuple[str, int]]:
 
 def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
                 use_cpp: bool = True) -> tuple[list[KernelDecl], str]:
-    """Kernels declared in one source file (through macros when `cpp` is there)."""
+    """Kernels declared in one source file (through macros when `cpp` is there). Served from a
+    disk cache keyed by the file, the headers it includes, and the options: every worker process
+    discovers the suite, and cpp over a large file costs a second."""
+    import hashlib
+    import json
+
+    from .compile_cache import cache_dir, header_closure
+    h = hashlib.sha256(b"scan/1")
+    for f in [Path(source).resolve(), *header_closure(source, list(include_dirs))]:
+        h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""],
+                        sort_keys=True).encode())
+    entry = cache_dir() / "scan" / f"{h.hexdigest()}.json"
+    try:
+        data = json.loads(entry.read_text())
+        return [KernelDecl(d["name"], Path(d["file"]), d["line"], d["params"], d["raw_params"]) for d in data["decls"]], \
+            data["problem"]
+    except (OSError, ValueError, KeyError):
+        pass
+    decls, problem = _scan_source(source, include_dirs, defines, use_cpp)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"problem": problem, "decls": [
+            {"name": d.name, "file": str(d.file), "line": d.line, "params": d.params, "raw_params": d.raw_params}
+            for d in decls]}))
+        tmp.replace(entry)
+    except OSError:                  # a read-only cache only costs the scan
+        pass
+    return decls, problem
+
+
+def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
+                 use_cpp: bool = True) -> tuple[list[KernelDecl], str]:
     text, problem = (preprocess(source, include_dirs, defines) if use_cpp else (None, "cpp disabled"))
     literal = text is None
     if literal:
