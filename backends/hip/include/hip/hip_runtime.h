@@ -32,3 +32,12 @@
 #define __shfl_xor(v, m, ...) __shfl_xor_sync(0xffffffffu, (v), (m), ##__VA_ARGS__)
 #define __shfl_up(v, d, ...) __shfl_up_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 #define __shfl_down(v, d, ...) __shfl_down_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
+
+// ---- wave64 emulation (issue #16): BEGIN -----------------------------------------
+// With -DPARITY_WAVE64 (parity run --wave 64) a wavefront is 64 lanes: two NVIDIA
+// warps. parity_wave64.h (#undef'ing then) redefines every wave-wide name; keep this
+// block last so nothing above can redefine them with 32-lane semantics again.
+#if defined(PARITY_WAVE64)
+#include "parity_wave64.h"
+#endif
+// ---- wave64 emulation: END -------------------------------------------------------
