@@ -29,7 +29,7 @@ COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write":
           "input-clobbered": "#9d0208", "timeout": "#e85d04", "compile-error": "#f48c06",
           "missing": "#e9c46a", "error": "#7b2cbf", "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
           "xpass": "#f4a261", "unavailable": "#9e9e9e"}
-HIP_LEVELS = ("hip-on-nvidia", "amd")
+HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000
 
 
