@@ -387,7 +387,7 @@ class HipOnNvidiaExecutor(Executor):
 
     def _fault(self, e: Exception, what: str) -> ExecResult:
         text = f"{what}: {type(e).__name__}: {e}"
-        if self.wave == 64 and any(k in text.lower() for k in ("launch fail", "illegal instruction")):
+        if self.wave == 64 and any(k in text.lower() for k in ("launch fail", "illegal instruction", "trap")):
             # __trap() of parity_wave64.h: CUDA says "unspecified launch failure" or "illegal instruction"
             text += WAVE64_CRASH_HINT
         self._dead = f"CUDA context lost by an earlier crash ({text})"
