@@ -227,10 +227,15 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
         meta["gpus"] = session.gpus
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
 
+    from .wave_link import evidence as wave_evidence, markdown as wave_md
+    waves = wave_evidence(rows, hip_src)
+    if waves:
+        res.meta["wave_evidence"] = waves
     res.to_json(folder / "results.json")
     from .reports import timing as timing_report
     timing_md = timing_report.markdown(res)
-    (folder / "summary.md").write_text(markdown.render(res) + ("\n" + timing_md if timing_md else ""))
+    (folder / "summary.md").write_text(markdown.render(res) + ("\n" + timing_md if timing_md else "")
+                                       + ("\n" + wave_md(waves) if waves else ""))
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
     journal.close(finished=not interrupted)

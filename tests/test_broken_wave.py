@@ -97,3 +97,20 @@ def test_broken_wave_kernel_on_gpu(name, wave):
         assert (row["n_bad"], row["worst"]) == (want["n_bad"], want["worst"])
     else:
         assert "wave64 mode" in row["message"]     # the trap hint names the wave-wide operation
+
+
+def test_wave64_failures_link_to_amd_static_lines():
+    """A kernel failing at wave 64 and passing at wave 32 is listed with the lines amd-static
+    flagged in its source (rows as a --wave 32,64 run writes them)."""
+    from parity.wave_link import evidence, markdown
+    rows = []
+    for name, (case_id, verdict) in FIXTURES.items():
+        kernel = {"sum": "fast_sum_u32", "max": "fast_max_f32", "min": "fast_min_f32"}[case_id.split("/")[0].split(".")[1]]
+        rows += [{"case_id": case_id, "kernel": kernel, "level": "hip-on-nvidia", "verdict": verdict},
+                 {"case_id": case_id, "kernel": kernel, "level": "hip-on-nvidia/w32", "verdict": "pass"}]
+        ev = evidence(rows[-2:], BROKEN / name)
+        assert len(ev) == 1 and ev[0]["wave32"] == "pass" and ev[0]["verdicts64"] == [verdict]
+        if name in ("lane_mod_32", "warp_div_32", "shfl_offset_16", "ballot_in_u32", "popc_ballot"):
+            assert any("kernel.hip" in n for n in ev[0]["static"]), (name, ev[0]["static"])
+        assert "wave64 evidence" in markdown(ev)
+    assert evidence([{"case_id": "c", "kernel": "k", "level": "hip-on-nvidia", "verdict": "pass"}], BROKEN) == []
