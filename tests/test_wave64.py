@@ -203,6 +203,15 @@ def expected_votes(pred: np.ndarray, wave: int, block: int, active: np.ndarray |
     return ballot, (ballot != 0).astype(np.uint64), (ballot == act).astype(np.uint64), act
 
 
+def popcount(x: np.ndarray) -> np.ndarray:
+    return np.array([bin(int(v)).count("1") for v in x], dtype=np.uint64)
+
+
+def ffs(x: np.ndarray) -> np.ndarray:
+    """1 + index of the lowest set bit, 0 for 0 (__ffsll)."""
+    return np.array([(int(v) & -int(v)).bit_length() for v in x], dtype=np.uint64)
+
+
 def test_documented_examples():
     """The model reproduces what the docs say: a ballot of the odd lanes is 0xAAAAAAAAAAAAAAAA on
     a 64-lane wavefront and 0xAAAAAAAA on 32 lanes; xor 32 crosses the halves only at wave 64."""
@@ -214,6 +223,8 @@ def test_documented_examples():
     assert src_lane(2, lanes, 1, 64, 64)[63] == 63 and src_lane(2, lanes, 1, 64, 64)[31] == 32
     assert src_lane(1, lanes, 5, 16, 64)[20] == 20 and src_lane(1, lanes, 5, 16, 64)[21] == 16
     assert src_lane(0, lanes, 3, 16, 64)[40] == 35                # lane 3 of the segment 32..47
+    assert ffs(np.array([0, 1, 0x8000000000000000], np.uint64)).tolist() == [0, 1, 64]
+    assert popcount(np.array([0xAAAAAAAAAAAAAAAA], np.uint64)).tolist() == [32]
 
 
 # ====================================================================== GPU
@@ -309,19 +320,20 @@ def test_votes(levels, wave):
         for name, f in PREDS.items():
             pred = f(np.arange(n)).astype(np.int32)
             got = run_ok(levels, wave, launch("votes", [Arg("ptr", ("pred", 0)), Arg("ptr", ("out", 0))],
-                                              {"pred": pred, "out": np.zeros(5 * n, np.uint64)}, ("out",),
-                                              block))["out"].reshape(n, 5)
+                                              {"pred": pred, "out": np.zeros(7 * n, np.uint64)}, ("out",),
+                                              block))["out"].reshape(n, 7)
             ballot, anyv, allv, _ = expected_votes(pred, wave, block)
             lane = (np.arange(n) % block) % wave
             for col, exp, what in ((0, ballot, "__ballot"), (1, anyv, "__any"), (2, allv, "__all"),
-                                   (3, lane.astype(np.uint64), "__lane_id"), (4, np.full(n, wave, np.uint64), "warpSize")):
+                                   (3, lane.astype(np.uint64), "__lane_id"), (4, np.full(n, wave, np.uint64), "warpSize"),
+                                   (5, popcount(ballot), "__popcll"), (6, ffs(ballot), "__ffsll")):
                 wrong = np.flatnonzero(got[:, col] != exp)
                 assert not wrong.size, (f"{what} block {block} pred {name} wave {wave}: g={wrong[0]} "
                                         f"expected {int(exp[wrong[0]]):#x} got {int(got[wrong[0], col]):#x}")
     if wave == 64:                                   # the issue's example, literally
         pred = (np.arange(128) & 1).astype(np.int32)
         got = run_ok(levels, 64, launch("votes", [Arg("ptr", ("pred", 0)), Arg("ptr", ("out", 0))],
-                                        {"pred": pred, "out": np.zeros(5 * 128, np.uint64)}, ("out",), 64))["out"]
+                                        {"pred": pred, "out": np.zeros(7 * 128, np.uint64)}, ("out",), 64))["out"]
         assert int(got[0]) == 0xAAAAAAAAAAAAAAAA
 
 
