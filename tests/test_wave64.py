@@ -374,19 +374,21 @@ def test_sync_forms_activemask_syncwarp(levels, wave):
 
 
 @pytest.mark.gpu
-def test_divergent_halves_end_in_crash_not_hang(levels):
-    """Only the first warp of each wavefront reaches a shuffle: wave 64 traps after ~1 s (crash,
-    message naming divergent wave-wide operations); wave 32 has no partner and passes."""
+def test_divergent_halves(levels):
+    """Only the first warp of each wavefront reaches a shuffle. xor 1 stays in that warp: both
+    wave sizes give lane ^ 1 (AMD runs it with the upper lanes masked off). xor 32 reads the
+    masked-off half: wave 64 cannot emulate it and traps after ~1 s (crash, message naming
+    divergent wave-wide operations), never hangs; the level keeps working afterwards."""
     import time
-    x = np.arange(256, dtype=np.float32)
+    x = np.arange(1, 257, dtype=np.float32)
+    g = np.arange(256)
     args = [Arg("ptr", ("in", 0)), Arg("ptr", ("out", 0))]
-    got = run_ok(levels, 32, launch("divergent_halves", args, {"in": x, "out": np.zeros_like(x)}, ("out",), 128))["out"]
-    exp = np.where(np.arange(256) % 64 < 32, x[np.arange(256) ^ 1], x)
-    np.testing.assert_array_equal(got, exp)
+    for wave in (32, 64):
+        got = run_ok(levels, wave, launch("divergent_halves", args, {"in": x, "out": np.zeros_like(x)}, ("out",), 128))["out"]
+        np.testing.assert_array_equal(got, np.where(g % 64 < 32, x[g ^ 1], x))
     t0 = time.perf_counter()
-    r = levels[64].executor.run(launch("divergent_halves", args, {"in": x, "out": np.zeros_like(x)}, ("out",), 128))
+    r = levels[64].executor.run(launch("divergent_halves_cross", args, {"in": x, "out": np.zeros_like(x)}, ("out",), 128))
     assert r.status == "crash", (r.status, r.message)
     assert "divergent wave-wide operation" in r.message
     assert time.perf_counter() - t0 < 30
-    # the level keeps working after the trap (a fresh worker)
     run_ok(levels, 64, launch("wave_size", [Arg("ptr", ("out", 0))], {"out": np.zeros(64, np.int32)}, ("out",), 64, 1))

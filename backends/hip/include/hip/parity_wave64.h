@@ -166,24 +166,50 @@ __device__ __noinline__ __pw64_result __pw64_round(unsigned v, int pred, int src
   return r;
 }
 
-// The value of lane `src` (ds_bpermute: inactive source lane -> 0), any type of 1..8 bytes.
-template <class T> __device__ __forceinline__ T __pw64_fetch(T var, int src) {
+// One 4-byte word of lane `src` of this warp (src in 0..31) without leaving the warp:
+// a source lane that is inactive reads 0, as ds_bpermute does.
+__device__ __forceinline__ unsigned __pw64_local_word(unsigned m, unsigned u, int src) {
+  const unsigned r = __shfl_sync(m, u, src & 31);
+  return ((m >> (src & 31)) & 1u) ? r : 0u;
+}
+
+// The value of lane `src` (0..63; ds_bpermute: an inactive source lane reads 0), any type of
+// 1..8 bytes. `local`: the operation's arguments keep every lane of the wavefront inside its
+// own 32-lane half (each warp decides from the same wave-uniform arguments, so both warps
+// agree), so no exchange between the two warps is needed: a native warp shuffle does it.
+template <class T> __device__ __forceinline__ T __pw64_fetch(T var, int src, bool local) {
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
                 "wave64 shuffles move 1-, 2-, 4- or 8-byte values");
   T out;
+  const unsigned m = __activemask();
+  const bool fast = __all_sync(m, local);
   if constexpr (sizeof(T) <= 4) {
     unsigned u = 0;
     __builtin_memcpy(&u, &var, sizeof(T));
-    const unsigned r = __pw64_round(u, 0, src).val;
+    const unsigned r = fast ? __pw64_local_word(m, u, src) : __pw64_round(u, 0, src).val;
     __builtin_memcpy(&out, &r, sizeof(T));
   } else {
     unsigned u[2];
     __builtin_memcpy(u, &var, 8);
-    u[0] = __pw64_round(u[0], 0, src).val;
-    u[1] = __pw64_round(u[1], 0, src).val;
+    if (fast) {
+      u[0] = __pw64_local_word(m, u[0], src);
+      u[1] = __pw64_local_word(m, u[1], src);
+    } else {
+      u[0] = __pw64_round(u[0], 0, src).val;
+      u[1] = __pw64_round(u[1], 0, src).val;
+    }
     __builtin_memcpy(&out, u, 8);
   }
   return out;
+}
+
+// Whether the arguments keep every lane of the wavefront in its own 32-lane half (width a
+// power of two <= 32; xor masks below 32 or at least 64; a delta of 0). Depends on the
+// arguments only, never on the lane, so the two warps of a wavefront decide alike as long as
+// the arguments are wave-uniform (a port that passes different widths/masks/deltas to the two
+// halves of one wavefront is outside what the fast path assumes).
+__device__ __forceinline__ bool __pw64_narrow(int width) {
+  return width > 0 && width <= 32 && (width & (width - 1)) == 0;
 }
 
 // ROCm's index formulas (amd_warp_functions.h); the source lane is index mod 64
@@ -197,25 +223,31 @@ template <class T> __device__ __forceinline__ T __pw64_shfl(T var, int src_lane,
 #else
   const int index = (src_lane & (width - 1)) + (self & ~(width - 1));
 #endif
-  return __pw64_fetch(var, index & 63);
+#ifdef PARITY_W64_ROCM52_SHFL
+  const bool local = __pw64_narrow(width) && src_lane >= 0 && src_lane < width;
+#else
+  const bool local = __pw64_narrow(width);
+#endif
+  return __pw64_fetch(var, index & 63, local);
 }
 template <class T> __device__ __forceinline__ T __pw64_shfl_up(T var, unsigned int lane_delta, int width = 64) {
   const int self = (int)__pw64_lane_id();
   int index = self - lane_delta;
   index = (index < (self & ~(width - 1))) ? self : index;
-  return __pw64_fetch(var, index & 63);
+  return __pw64_fetch(var, index & 63, __pw64_narrow(width) || lane_delta == 0);
 }
 template <class T> __device__ __forceinline__ T __pw64_shfl_down(T var, unsigned int lane_delta, int width = 64) {
   const int self = (int)__pw64_lane_id();
   int index = self + lane_delta;
   index = (int)((self & (width - 1)) + lane_delta) >= width ? self : index;
-  return __pw64_fetch(var, index & 63);
+  return __pw64_fetch(var, index & 63, (__pw64_narrow(width) && lane_delta < 64) || lane_delta == 0);
 }
 template <class T> __device__ __forceinline__ T __pw64_shfl_xor(T var, int lane_mask, int width = 64) {
   const int self = (int)__pw64_lane_id();
   int index = self ^ lane_mask;
   index = index >= ((self + width) & ~(width - 1)) ? self : index;
-  return __pw64_fetch(var, index & 63);
+  const bool pow2 = width > 0 && width <= 64 && (width & (width - 1)) == 0;
+  return __pw64_fetch(var, index & 63, pow2 && ((lane_mask >= 0 && lane_mask < 32) || lane_mask >= 64));
 }
 
 __device__ __forceinline__ unsigned long long __pw64_ballot(int pred) { return __pw64_round(0u, pred, -1).bal; }
