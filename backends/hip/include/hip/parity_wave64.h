@@ -31,11 +31,14 @@
 // reaches the same episode. Shared memory is not initialised at block start, so each
 // counter carries a tag naming the block instance (%gridid, blockIdx): a counter whose
 // tag is not this block's is stale and restarts at 0. One barrier per 4-byte word moved
-// (8-byte types move in two rounds, as ROCm's own __shfl does).
+// (8-byte types move in two rounds, as ROCm's own __shfl does). A shuffle whose (wave-uniform)
+// arguments keep every lane inside its own 32-lane half (width <= 32, xor mask < 32, delta 0)
+// skips the exchange: a native warp shuffle, inactive source lanes read 0.
 //
 // Inactive lanes: lanes beyond the block (a block size that is not a multiple of 64)
 // are inactive, as in AMD's partial wavefronts; a wavefront whose second warp does not
-// exist never waits for it. A wave-wide operation reached by only one of the two warps
+// exist never waits for it. A wave-wide operation that needs the other half and is reached
+// by only one of the two warps
 // (divergence across the 32-lane halves, which AMD executes with those lanes masked off)
 // cannot be emulated: the waiting warp gives up after PARITY_W64_TIMEOUT_NS (1 s) of
 // spinning and executes __trap() without writing anything, so the launch is a `crash`
