@@ -392,3 +392,10 @@ def test_divergent_halves(levels):
     assert "divergent wave-wide operation" in r.message
     assert time.perf_counter() - t0 < 30
     run_ok(levels, 64, launch("wave_size", [Arg("ptr", ("out", 0))], {"out": np.zeros(64, np.int32)}, ("out",), 64, 1))
+
+
+def test_repro_snippet_compiles_at_the_levels_wave(tmp_path):
+    from parity.repro import snippet
+    assert "-DPARITY_WAVE64=1" in snippet(tmp_path / "c.npz", None, "hip-on-nvidia", "k")
+    assert "PARITY_WAVE64" not in snippet(tmp_path / "c.npz", None, "hip-on-nvidia/w32", "k")
+    assert "PARITY_WAVE64" not in snippet(tmp_path / "c.npz", None, "cuda", "k")
