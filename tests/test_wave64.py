@@ -35,7 +35,7 @@ needs_hipcc = pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc no
 # Names each unit file needs from the 32-lane mapping (wave 32 mode); wave 64 has them all
 # (parity_wave64.h). The 32-lane mapping of main defines only the shuffles so far: files whose
 # names it lacks are skipped at wave 32, saying which, until that mapping grows them.
-NEEDS32 = {"shuffles.hip": [], "votes.hip": ["__lane_id", "__ballot", "__any", "__all"],
+NEEDS32 = {"shuffles.hip": [], "votes.hip": ["__lane_id", "__ballot", "__any", "__all", "__mbcnt_lo"],
            "sync.hip": ["__activemask", "__ballot_sync", "__any_sync", "__all_sync", "__shfl_xor_sync", "__syncwarp"]}
 
 
@@ -320,20 +320,21 @@ def test_votes(levels, wave):
         for name, f in PREDS.items():
             pred = f(np.arange(n)).astype(np.int32)
             got = run_ok(levels, wave, launch("votes", [Arg("ptr", ("pred", 0)), Arg("ptr", ("out", 0))],
-                                              {"pred": pred, "out": np.zeros(7 * n, np.uint64)}, ("out",),
-                                              block))["out"].reshape(n, 7)
+                                              {"pred": pred, "out": np.zeros(8 * n, np.uint64)}, ("out",),
+                                              block))["out"].reshape(n, 8)
             ballot, anyv, allv, _ = expected_votes(pred, wave, block)
             lane = (np.arange(n) % block) % wave
             for col, exp, what in ((0, ballot, "__ballot"), (1, anyv, "__any"), (2, allv, "__all"),
                                    (3, lane.astype(np.uint64), "__lane_id"), (4, np.full(n, wave, np.uint64), "warpSize"),
-                                   (5, popcount(ballot), "__popcll"), (6, ffs(ballot), "__ffsll")):
+                                   (5, popcount(ballot), "__popcll"), (6, ffs(ballot), "__ffsll"),
+                                   (7, lane.astype(np.uint64), "__mbcnt_hi(~0u, __mbcnt_lo(~0u, 0))")):
                 wrong = np.flatnonzero(got[:, col] != exp)
                 assert not wrong.size, (f"{what} block {block} pred {name} wave {wave}: g={wrong[0]} "
                                         f"expected {int(exp[wrong[0]]):#x} got {int(got[wrong[0], col]):#x}")
     if wave == 64:                                   # the issue's example, literally
         pred = (np.arange(128) & 1).astype(np.int32)
         got = run_ok(levels, 64, launch("votes", [Arg("ptr", ("pred", 0)), Arg("ptr", ("out", 0))],
-                                        {"pred": pred, "out": np.zeros(7 * 128, np.uint64)}, ("out",), 64))["out"]
+                                        {"pred": pred, "out": np.zeros(8 * 128, np.uint64)}, ("out",), 64))["out"]
         assert int(got[0]) == 0xAAAAAAAAAAAAAAAA
 
 

@@ -48,7 +48,7 @@
 // never win overload resolution): warpSize __AMDGCN_WAVEFRONT_SIZE __lane_id __shfl
 // __shfl_up __shfl_down __shfl_xor __shfl_sync __shfl_up_sync __shfl_down_sync
 // __shfl_xor_sync __ballot __ballot64 __ballot_sync __any __all __any_sync __all_sync
-// __activemask __syncwarp __lanemask_lt __lanemask_gt __lanemask_eq; plus
+// __activemask __syncwarp __lanemask_lt __lanemask_gt __lanemask_eq __mbcnt_lo __mbcnt_hi; plus
 // PARITY_WAVE_SIZE (64).
 #pragma once
 #ifndef __CUDACC__
@@ -322,6 +322,16 @@ __device__ __forceinline__ unsigned long long __pw64_lanemask_gt() {
   return lane == 63 ? 0ull : act & (~0ull << (lane + 1));
 }
 __device__ __forceinline__ unsigned long long __pw64_lanemask_eq() { return 1ull << __pw64_lane_id(); }
+// mbcnt: popcount of the mask bits of the lanes below this one, low / high 32 lanes (ports
+// use __mbcnt_hi(~0u, __mbcnt_lo(~0u, 0)) as the lane id).
+__device__ __forceinline__ unsigned __pw64_mbcnt_lo(unsigned x, unsigned y) {
+  const unsigned l = __pw64_lane_id();
+  return __popc(x & (l >= 32 ? 0xffffffffu : ((1u << l) - 1u))) + y;
+}
+__device__ __forceinline__ unsigned __pw64_mbcnt_hi(unsigned x, unsigned y) {
+  const unsigned l = __pw64_lane_id();
+  return __popc(x & (l <= 32 ? 0u : ((1u << (l - 32)) - 1u))) + y;
+}
 
 // ------------------------------------------------------------------ HIP spellings
 // A 32-lane mapping included before this header may have defined these as macros.
@@ -346,6 +356,8 @@ __device__ __forceinline__ unsigned long long __pw64_lanemask_eq() { return 1ull
 #undef __lanemask_lt
 #undef __lanemask_gt
 #undef __lanemask_eq
+#undef __mbcnt_lo
+#undef __mbcnt_hi
 #undef warpSize
 #define warpSize 64
 #undef __AMDGCN_WAVEFRONT_SIZE
@@ -371,3 +383,5 @@ __device__ __forceinline__ unsigned long long __pw64_lanemask_eq() { return 1ull
 #define __lanemask_lt() __pw64_lanemask_lt()
 #define __lanemask_gt() __pw64_lanemask_gt()
 #define __lanemask_eq() __pw64_lanemask_eq()
+#define __mbcnt_lo(x, y) __pw64_mbcnt_lo((x), (y))
+#define __mbcnt_hi(x, y) __pw64_mbcnt_hi((x), (y))
