@@ -3,8 +3,8 @@
 One `hipcc --genco --offload-arch=ARCH -Rpass-analysis=kernel-resource-usage` per (source,
 arch): the remarks do not name the arch, so one arch per invocation. Compiles go through the
 compile cache (the remarks are kept in the entry's log) and run in a thread pool. Beside the
-numbers, a static scan flags wavefront-size assumptions (DESIGN.md, "Wavefront size is the
-trap"): literal 32/64 lane counts in shuffle code, `__ballot` results stored in 32- or 64-bit
+numbers, a static scan flags wavefront-size assumptions (docs/DESIGN.md, "Wavefront size is
+the trap"): literal 32/64 lane counts in shuffle code, `__ballot` results stored in 32- or 64-bit
 integers, lane arithmetic with `% 32` / `& 31`, `warpSize` used as a compile-time constant.
 """
 from __future__ import annotations

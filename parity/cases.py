@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import resources
 from .dtypes import ALIASES, DTYPES, DType
 from .layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                       materialize, operand_layouts)
@@ -20,7 +21,7 @@ from .ops.base import Op, Operands
 from .ops.fill import copy2d_geometry
 from .values import VALUE_CLASSES, generate
 
-SWEEP_DIR = Path(__file__).resolve().parent.parent / "cases"
+SWEEP_DIR = resources.sweep_dir()
 
 
 @dataclass(frozen=True)

@@ -58,15 +58,15 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
                                 "semantics": o.semantics, "divergences": list(o.divergences)}
                                for o in chosen], indent=1))
         return
-    from rich.table import Table
-    t = Table(show_lines=False)
-    for col in ("op", "kernels", "tolerance", "semantics"):
-        t.add_column(col, overflow="fold")
+    from .termtable import Col, fit_table
+    rows = []
     for o in chosen:
         names = [o.kernel_name(k) for k in o.dtypes]
         shown = ", ".join(names[:6]) + (f", … ({len(names)} kernels)" if len(names) > 6 else "")
-        t.add_row(o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics)
-    Console().print(t)
+        rows.append((o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics))
+    console = Console()
+    cols = (Col("op", name=True), Col("kernels"), Col("tolerance", drop=2), Col("semantics", drop=1, prose=True))
+    console.print(fit_table(console, cols, rows, show_lines=False))
     click.echo(f"{len(chosen)} ops, {sum(len(o.dtypes) for o in chosen)} kernels")
 
 
@@ -188,12 +188,13 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     t0 = time.perf_counter()
     from .ops import CATALOG
     kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
-    for lv in runnable:
-        lv.precompile(kernels)
     with terminal.progress(console) as prog:
+        for lv in runnable:                    # only the files the selected cases need, in parallel
+            lv.precompile(kernels, prog)
+        meta["compile_s"] = time.perf_counter() - t0
         for lv in runnable:
             todo = journal.todo(cases, lv.name)
-            task = prog.add_task(lv.name, total=len(todo), status="")
+            task = prog.add_task(lv.name, total=len(todo), status="", unit="cases")
             fails = pending = 0
             shown = time.perf_counter()
 
@@ -234,15 +235,16 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     res.to_json(folder / "results.json")
     from .reports import timing as timing_report
     timing_md = timing_report.markdown(res)
-    (folder / "summary.md").write_text(markdown.render(res) + ("\n" + timing_md if timing_md else "")
-                                       + ("\n" + wave_md(waves) if waves else ""))
+    appendix = (wave_md(waves) + "\n" if waves else "") + (timing_md or "")
+    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
     journal.close(finished=not interrupted)
     terminal.show(res, console)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
     unavailable = [l.name for l in lvls if not l.availability.available]
-    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}"
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
+               f"({meta['compile_s']:.1f} s compiling): {counts}"
                + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
     click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
     if interrupted:
@@ -284,7 +286,8 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
     if fmt == "html":
         text = html.render(res)
     elif fmt == "md":
-        text = markdown.render(res)
+        from .reports import timing as timing_report
+        text = markdown.render(res, appendix=timing_report.markdown(res))
     elif fmt == "junit":
         text = junit.render(res)
     else:

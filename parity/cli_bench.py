@@ -37,7 +37,8 @@ GPU_LEVELS = ("hip-on-nvidia", "amd", "cuda", "cupy")
 @click.option("--dtypes", help="Dtypes, comma separated.")
 @click.option("--layouts", help="Layout classes, comma separated (bench-contiguous, bench-transposed).")
 @click.option("--levels", default="auto", show_default=True,
-              help="GPU levels: auto (hip-on-nvidia, amd, cuda with --cuda-src, and cupy when available) or a list.")
+              help="GPU levels: auto (hip-on-nvidia and amd where available, plus cuda with --cuda-src, else the "
+                   "cupy reference, for the HIP/CUDA ratio) or a list.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite (the HIP-vs-CUDA ratio).")
 @click.option("--mode", type=MODE, default="cold", show_default=True, help="cold: L2 flushed between samples; hot: back to back.")
@@ -74,8 +75,9 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     if not cases:
         raise SetupError("the filters select no case")
     hip = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
-    lvls = [make(n, hip, Path(cuda_src) if cuda_src else None, case_timeout)
-            for n in names if not (n == "cuda" and cuda_src is None and levels == "auto")]
+    if levels == "auto":                # the CUDA suite is the comparison when given, else the CuPy reference
+        names = [n for n in names if n != ("cupy" if cuda_src else "cuda")]
+    lvls = [make(n, hip, Path(cuda_src) if cuda_src else None, case_timeout) for n in names]
     runnable = [l for l in lvls if l.availability.available]
     if not runnable:
         why = "; ".join(f"{l.name}: {l.availability.reason}" for l in lvls)
@@ -86,10 +88,10 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
                         "device": l.availability.device} for l in lvls]}
     t0 = time.perf_counter()
     from .ops import CATALOG
-    for lv in runnable:
-        lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases})
     with terminal.progress(console) as prog:
-        task = prog.add_task("bench", total=len(cases) * len(runnable), status="")
+        for lv in runnable:                    # only the files these cases need, in parallel
+            lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases}, prog)
+        task = prog.add_task("bench", total=len(cases) * len(runnable), status="", unit="cases")
         try:
             rows = run_cases_multi(cases, [(l.executor, l.availability.device) for l in runnable], opts,
                                    on_row=lambda r: prog.update(task, advance=1, status=r["case_id"][:50]))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from .cli import SetupError, _csv, main
+from .termtable import Col, fit_table
 
 
 def _suite_dir(path: Path | None, default: Path) -> Path:
@@ -56,13 +56,17 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
         if as_json:
             continue
         shown = [r for r in rows if show_all or r.status != "present"]
-        t = Table(title=f"{label} suite {folder}: " + ", ".join(f"{n} {k}" for k, n in s.items()))
-        for col in ("kernel", "op", "dtype", "status", "suggestion / note", "where"):
-            t.add_column(col, overflow="fold")
+        # the header is a line of its own: as a table title rich would wrap it to the table's width
+        console.print(f"[bold]{label} suite[/] {folder}: " + ", ".join(f"{n} {k}" for k, n in s.items()),
+                      soft_wrap=True, highlight=False)
+        if not shown:
+            continue
         style = {"missing": "red", "signature-mismatch": "red", "extra": "yellow", "present": "green"}
-        for r in shown:
-            t.add_row(r.kernel, r.op, r.dtype, f"[{style.get(r.status, '')}]{r.status}[/]", r.suggestion, r.where)
-        console.print(t)
+        cols = (Col("kernel", name=True), Col("op", drop=4), Col("dtype", drop=3), Col("status", name=True),
+                Col("suggestion / note"), Col("where", drop=2))
+        console.print(fit_table(console, cols, [
+            (r.kernel, r.op, r.dtype, f"[{style.get(r.status, '')}]{r.status}[/]", r.suggestion,
+             _relative(r.where, folder)) for r in shown]))
     if as_json:
         click.echo(json.dumps(out, indent=1))
     sys.exit(1 if bad else 0)
@@ -99,12 +103,24 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file) -> None:
     sys.exit(1 if errors or spills else 0)
 
 
+def _relative(where: str, folder: Path) -> str:
+    """`file:line` without the suite folder the header already names."""
+    prefix = f"{folder}/"
+    return where[len(prefix):] if where.startswith(prefix) else where
+
+
+class _Rows(list):
+    def add_row(self, *cells: str) -> None:
+        self.append(cells)
+
+
 def _print_static(rows, per_file: bool) -> None:
-    t = Table()
-    cols = ("file" if per_file else "kernel", "arch", "status", "wave", "VGPRs", "SGPRs", "spills", "LDS",
-            "scratch", "occupancy", "notes")
-    for c in cols:
-        t.add_column(c, overflow="fold")
+    t = _Rows()
+    # narrow terminals lose the columns a spill/occupancy review needs least
+    cols = (Col("file" if per_file else "kernel", name=True), Col("arch", name=True), Col("status", name=True),
+            Col("wave", drop=4), Col("VGPRs", justify="right"), Col("SGPRs", drop=6, justify="right"),
+            Col("spills", justify="right"), Col("LDS", drop=5, justify="right"),
+            Col("scratch", drop=7, justify="right"), Col("occupancy", drop=3, justify="right"), Col("notes"))
     if per_file:
         groups: dict[tuple, list] = {}
         for r in rows:
@@ -121,7 +137,8 @@ def _print_static(rows, per_file: bool) -> None:
             t.add_row(r.kernel, r.arch, r.status, str(r.wavefront or ""), str(r.vgprs), str(r.sgprs),
                       str((r.vgpr_spill or 0) + (r.sgpr_spill or 0)), str(r.lds_bytes), str(r.scratch_bytes),
                       str(r.occupancy), "; ".join(r.notes)[:200] or r.message[:200])
-    Console().print(t)
+    console = Console()
+    console.print(fit_table(console, cols, t))
 
 
 @main.command("doctor")

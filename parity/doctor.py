@@ -108,9 +108,18 @@ def _libs() -> list[Check]:
     return rows
 
 
+def _bundled() -> Check:
+    """The files the wheel must carry (a broken install otherwise says only `no sweep 'smoke'`)."""
+    from . import resources
+    problems = resources.check()
+    if problems:
+        return Check("bundled", False, "; ".join(problems), "reinstall parity from a wheel or a clone")
+    return Check("bundled", True, f"HIP suite {resources.hip_suite()}, sweeps {resources.sweep_dir()}", "")
+
+
 def doctor() -> list[Check]:
     """Every check, in the order of the levels: cpu always, then NVIDIA, then AMD."""
-    rows = [Check("cpu", True, "NumPy reference", "")]
+    rows = [Check("cpu", True, "NumPy reference", ""), _bundled()]
     rows.append(_gpu())
     rows += _cupy()
     rows.append(_nvcc())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import resources
 from .numerics import bits_of, from_bits, ulp_order
 from .ops import expected_kernels
 
@@ -27,8 +28,8 @@ class GoldenResult:
         return self.bit_exact == self.n if self.exact_required else self.within_budget == self.n
 
 
-# Measured on an H200 from Candle 2a13b0f's kernels (see data/README in the project's shared docs).
-DEFAULT = Path(__file__).resolve().parent / "data" / "cuda-golden-elementwise.json"
+# Measured on an H200 from Candle 2a13b0f's kernels (format: docs/golden-data.md).
+DEFAULT = resources.data_dir() / "cuda-golden-elementwise.json"
 
 
 def summary(path: Path = DEFAULT) -> dict:

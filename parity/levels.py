@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import resources
 from .backends.base import Availability, Executor
 from .backends.cpu import CpuExecutor
 
@@ -13,7 +14,7 @@ LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
 # parse_waves / expand_waves: `parity run --wave 32,64`).
 EXTRA_LEVELS = ("cupy", "hip-on-nvidia/w32")
 ALL_LEVELS = LEVELS + EXTRA_LEVELS
-DEFAULT_HIP_SRC = Path(__file__).resolve().parent.parent / "backends" / "hip"
+DEFAULT_HIP_SRC = resources.hip_suite()
 
 
 @dataclass
@@ -23,10 +24,29 @@ class Level:
     executor: Executor | None
     probe: Executor | None = None     # in-process instance that answered availability (and compiles)
 
-    def precompile(self, kernels) -> None:
-        """Compile, in parallel and before the launch worker starts, the suite files these kernels need."""
-        if self.probe is not None and hasattr(self.probe, "precompile"):
-            self.probe.precompile(self.probe.sources_for(kernels))
+    def precompile(self, kernels, progress=None) -> None:
+        """Compile, in parallel and before the launch worker starts, the suite files these kernels
+        need (and only those). progress: a rich Progress (or parity.reports.terminal's plain one)
+        that gets a task "compile LEVEL": files done/total and the slowest file so far."""
+        if self.probe is None or not hasattr(self.probe, "precompile"):
+            return
+        sources = self.probe.sources_for(kernels)
+        if not sources:
+            return
+        import time
+        task = progress.add_task(f"compile {self.name}", total=len(sources), status="") if progress else None
+        t0, slowest = time.perf_counter(), ("", 0.0)
+
+        def done(src, res) -> None:
+            nonlocal slowest
+            took = 0.0 if res.cached else res.seconds or time.perf_counter() - t0
+            if took >= slowest[1]:
+                slowest = (Path(src).name, took)
+            if progress is not None:
+                failed = "" if res.ok else f" [red]{Path(src).name} failed[/]"
+                progress.update(task, advance=1, status=f"slowest {slowest[0]} {slowest[1]:.1f} s{failed}"
+                                if slowest[1] else failed)
+        self.probe.precompile(sources, on_done=done)
 
 
 def visible_gpus() -> list[str]:

@@ -5,7 +5,7 @@ back-to-back launches (hot), samples until the spread is small, median with p10/
     t = time_launch(executor, launch, opts, reference_outputs=result.outputs)
     t.median_ms, t.p10_ms, t.p90_ms, t.n, t.launch_bound, t.verified
 
-Rules (docs/DESIGN.md "Timing", prior-art "Timing"):
+Rules (docs/DESIGN.md "Timing", docs/prior-art.md "Timing"):
 * device timestamps only: CUDA events through CuPy (hipEvents through hip-python on AMD). Events
   time the stream from one event record to the next, so every sample includes the front end's
   processing of the end event's record (H100: 1.25 us, +22% on a 5.7 us kernel). On NVIDIA that

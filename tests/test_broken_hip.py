@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import fakes
+from parity import resources
 from parity.amd_static import analyze, hipcc
 from parity.cases import Case
 from parity.coverage import coverage
@@ -84,7 +85,7 @@ def test_int32_index_overflows_past_2_31():
     finally:
         level.executor.close()
     assert row["verdict"] == verdict, row["message"]
-    good = make("hip-on-nvidia", Path(__file__).parents[1] / "backends" / "hip", None, case_timeout=120)
+    good = make("hip-on-nvidia", resources.hip_suite(), None, case_timeout=120)
     try:                                        # the bundled suite's size_t indexing passes the same case
         assert run_case(Case.parse(case_id), good.executor)["verdict"] == "pass"
     finally:

@@ -10,6 +10,7 @@ import pytest
 
 from fakes_matmul_conv import (ConvGemmReadsOriginalKernel, HostMemory, Im2colIgnoresDilation, MiopenOnHost,
                                NumpyMiopen, direct_conv)
+from parity import resources
 from parity.backends.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import prepare_structured, run_case
@@ -209,10 +210,9 @@ def test_suite_kernels_of_host_routines():
 
 
 def test_coverage_does_not_expect_host_routines_in_a_suite():
-    from pathlib import Path
     from parity.coverage import coverage
     from parity.suite import discover
-    names = {r.kernel: r.status for r in coverage(discover(Path(__file__).resolve().parents[1] / "backends" / "hip"))}
+    names = {r.kernel: r.status for r in coverage(discover(resources.hip_suite()))}
     assert not [n for n in names if "_host_" in n]
     assert names["im2col1d_bf16"] == names["im2col_f16"] == names["ucopy_f64"] == "present"
 
@@ -220,8 +220,9 @@ def test_coverage_does_not_expect_host_routines_in_a_suite():
 def test_hip_nvidia_precompiles_what_the_host_routine_launches():
     from parity.backends.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor()
-    assert [p.name for p in ex.sources_for(["conv2d_host_bf16"])] == ["conv.hip", "unary.hip"]
-    assert [p.name for p in ex.sources_for(["gemm_f32", "conv1d_host_f64", "uneg_f32"])] == ["conv.hip", "unary.hip"]
+    assert [p.name for p in ex.sources_for(["conv2d_host_bf16"])] == ["conv.hip", "ucopy.hip"]
+    assert [p.name for p in ex.sources_for(["gemm_f32", "conv1d_host_f64", "uneg_f32"])] == \
+        ["conv.hip", "ucopy.hip", "unary_f32.hip"]
 
 
 def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():

@@ -54,6 +54,13 @@ def test_failure_table_shows_worst_element(failing, page):
     assert "parity repro binary.minimum/f16/contiguous/special/s0 --level cpu" in block
 
 
+def test_score_and_findings_open_the_page(failing, page):
+    assert page.index('id="score"') < page.index('id="findings-list"') < page.index('id="levels"') \
+        < page.index('<details id="per-case">') < page.index('id="grid"') < page.index('id="failures"')
+    assert page.count('<li class="finding"') == 2               # f16 and f32 minimum on special values
+    assert 'data-family="binary"' in page and "0/2</span> (0%)" in page
+
+
 def test_levels_golden_environment_and_unavailable_never_pass(failing, page):
     assert 'data-level="hip-on-nvidia" data-status="unavailable"' in page
     assert "neither passed nor failed" in page
@@ -111,6 +118,7 @@ class TestInBrowser:
     def test_script_runs_and_grid_is_complete(self, written, tmp_path):
         dom = _chromium(written.as_uri(), tmp_path, "--dump-dom").stdout
         assert 'data-ready="1"' in dom
+        assert '<details id="per-case">' in dom                  # per-case view collapsed: root causes first
         rows = re.findall(r'<tr class="grid-row" data-op="([^"]+)"( hidden="")?>', dom)
         assert {r for r, _ in rows} == {"binary.minimum", "unary.neg"} and not any(h for _, h in rows)
         assert "op rows, 10 failure rows shown" in dom
@@ -118,6 +126,7 @@ class TestInBrowser:
     def test_hash_filter_hides_other_ops(self, written, tmp_path):
         dom = _chromium(written.as_uri() + "#filter=minimum", tmp_path, "--dump-dom").stdout
         assert 'data-filter="minimum"' in dom
+        assert '<details id="per-case" open="">' in dom          # a link into the per-case view opens it
         assert '<tr class="grid-row" data-op="binary.minimum">' in dom
         assert '<tr class="grid-row" data-op="unary.neg" hidden="">' in dom
         dom = _chromium(written.as_uri() + "#filter=unary.neg", tmp_path, "--dump-dom").stdout

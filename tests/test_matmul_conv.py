@@ -8,6 +8,7 @@ import pytest
 
 from fakes_matmul_conv import (Im2colIgnoresDilation, LdaFromWrongOperand, NeverRefuses, NoBatchStrideForBroadcast,
                                PoolIgnoresSwappedNames)
+from parity import resources
 from parity.backends.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import run_case
@@ -291,12 +292,11 @@ def test_known_divergence_is_a_baseline_entry():
 
 
 def test_library_ops_are_not_expected_suite_kernels():
-    from pathlib import Path
     from parity.backends.library import is_library_kernel
     from parity.coverage import coverage
     from parity.suite import discover
     assert is_library_kernel("gemm_f32") and not is_library_kernel("conv2d_f32")
-    rows = coverage(discover(Path(__file__).resolve().parents[1] / "backends" / "hip"))
+    rows = coverage(discover(resources.hip_suite()))
     names = {r.kernel: r.status for r in rows}
     assert "gemm_f32" not in names
     for k in ("avg_pool2d_bf16", "upsample_bilinear2d_u8", "conv_transpose2d_f16", "im2col1d_u32", "col2im1d_f64"):

@@ -138,7 +138,7 @@ def test_nvcc_compile_and_cache_hit():
 def test_nvcc_compile_error_verdict_has_file_and_line():
     src, err = _exe("compile_error").locate("uneg_f32")
     assert src is None and err.status == "compile-error"
-    assert "broken.hip(6)" in err.message or "broken.hip(7)" in err.message
+    assert "broken.hip:6" in err.message or "broken.hip:7" in err.message
     res = _exe("compile_error").compile_all()
     (r,) = res.values()
     assert r.error.locations and r.error.locations[0][0].endswith("broken.hip")

@@ -25,7 +25,8 @@ static_assert(sizeof(usize) == 8, "ABI needs a 64-bit size_t");
 #define PK_NVIDIA 1  // CUDA compiler: native arithmetic already has CUDA's NaN bits
 // Candle launches 1024-thread blocks; ask for two resident blocks per SM
 // (<= 32 registers) so that enough loads are in flight to saturate HBM.
-#define PK_BOUNDS __launch_bounds__(1024, 2)
+// (CUDA's meaning of the 2nd argument: the mapping's __launch_bounds__ keeps HIP's.)
+#define PK_BOUNDS __hip_cuda_launch_bounds__(1024, 2)
 #else
 // HIP: the second argument means something else (min waves per EU); the
 // max block size is all we promise.

@@ -21,6 +21,7 @@ from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, ExecResult, Executor
 from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
 from .miopen import Miopen
+from .preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
 
@@ -237,19 +238,19 @@ class AmdExecutor(Executor):
         src = None
         decl = self.suite.kernels.get(kernel)
         cands = [Path(decl.file)] if decl and decl.file else []
+        failed = []
         for s in cands + [s for s in self.suite.sources if s not in cands]:
             res = self.compile(s)
             if not res.ok:
                 if s in cands:
-                    return ExecResult("compile-error", message=f"{s}: {res.error.message}")
+                    return compile_failure(s, res)
+                failed.append((s, res))
                 continue
             if kernel in self._symbols.get(s, []) or (s in cands and not self._symbols.get(s)):
                 src = s
                 break
         if src is None:
-            from ..coverage import suggestion_for
-            s = suggestion_for(kernel, self.suite)
-            return ExecResult("missing", message=f"no kernel {kernel}" + (f"; closest defined: {s}" if s else ""))
+            return not_found(kernel, self.suite, str(self.suite_dir), failed)
         from hip import hip
         if src not in self._modules:
             self._modules[src] = _check(hip.hipModuleLoadData(self._compiled[src].read()))
@@ -260,7 +261,7 @@ class AmdExecutor(Executor):
         if launch.library:                         # host routine: parity/backends/library.py
             from .library import run_library
             return run_library(self, launch)
-        err = self.prepare(launch.kernel)
+        err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
         if err is not None:
             return err
         from hip import hip

@@ -1,9 +1,10 @@
-"""GitHub Actions workflow commands: one `::error` annotation per failing case (capped)."""
+"""GitHub Actions workflow commands: one `::error` annotation per finding (root cause), capped."""
 from __future__ import annotations
 
 import os
 
-from ..results import FAILING, Results
+from ..findings import analyze
+from ..results import Results
 
 CAP = 50
 
@@ -21,14 +22,15 @@ def _prop(s: str) -> str:
 
 
 def annotations(res: Results, cap: int = CAP) -> list[str]:
-    fails = res.table[res.table["verdict"].isin(FAILING)]
+    """One annotation per finding, worst first (xpass is a notice, not an error)."""
+    found = [f for f in analyze(res.table, res.meta.get("levels")).findings]
     out = []
-    for _, r in fails.head(cap).iterrows():
-        title = f"parity {r['verdict']}: {r['case_id']} [{r['level']}]"
-        msg = str(r.get("message") or r["verdict"]).splitlines()[0][:900] if r.get("message") else str(r["verdict"])
-        msg += f"\nrepro: parity repro {r['case_id']} --level {r['level']}"
-        out.append(f"::error title={_prop(title)}::{_data(msg)}")
-    if len(fails) > cap:
-        out.append(f"::warning title=parity::{len(fails) - cap} more failing cases not annotated "
+    for f in found[:cap]:
+        kind = "notice" if f.cause == "xpass" else "error"
+        title = f"parity {f.cause}: {f.title}"
+        msg = "\n".join(x for x in (f.detail, f"kernels: {f.kernel_list()}", f"repro: {f.repro}") if x)
+        out.append(f"::{kind} title={_prop(title)}::{_data(msg[:900])}")
+    if len(found) > cap:
+        out.append(f"::warning title=parity::{len(found) - cap} more findings not annotated "
                    f"(see summary.md / index.html)")
     return out

@@ -1,9 +1,11 @@
 """One self-contained HTML scoreboard (`index.html`): no network, inline CSS, JS and SVG.
 
-Sections: a summary bar per level (unavailable levels drawn hatched, never as passed), the
+Sections: the parity score (kernels at parity per family × level) and the findings grouped by
+cause (parity.findings) first; a summary bar per level (unavailable levels drawn hatched, never as passed), the
 op × dtype grid coloured by the worst verdict (click a cell: its cases by layout × value class),
 a filter box and verdict checkboxes (also driven by the URL: `index.html#filter=minimum&verdict=fail`),
-the failures with their worst element and a repro command, kernel timings with inline SVG plots,
+the failures with their worst element and a repro command (grid and failures collapsed in one
+`<details id="per-case">`, opened by a URL hash or a click), kernel timings with inline SVG plots,
 levels, golden data, baseline and environment.
 
 The grid and the failure table are rendered on the server side, so the page reads without
@@ -19,18 +21,21 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from ..findings import analyze
 from ..results import FAILING, Results
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # worst first; anything unknown sorts with the failures
-RANK = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "missing", "error",
-        "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
+RANK = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "mapping-gap",
+        "signature-mismatch", "missing", "error", "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
 COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write": "#b5179e",
           "input-clobbered": "#9d0208", "timeout": "#e85d04", "compile-error": "#f48c06",
-          "missing": "#e9c46a", "error": "#7b2cbf", "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
+          "missing": "#e9c46a", "error": "#7b2cbf", "signature-mismatch": "#c1121f", "mapping-gap": "#5a189a",
+          "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
           "xpass": "#f4a261", "unavailable": "#9e9e9e"}
 HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000
+MAX_FINDINGS = 500
 
 
 def rank(v: str) -> int:
@@ -227,6 +232,25 @@ def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
     return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
 
 
+def _code_spans(s: str) -> list[tuple[str, bool]]:
+    """Markdown-ish `code` spans of a finding's text as (text, is_code) parts, for the template."""
+    return [(part, i % 2 == 1) for i, part in enumerate(s.split("`")) if part] if s.count("`") % 2 == 0 else [(s, False)]
+
+
+def _root_causes(res: Results) -> dict:
+    """The parity score (family rows × level columns) and the findings, for the top of the page."""
+    f = analyze(res.table, res.meta.get("levels"))
+    levels = list(dict.fromkeys(r.level for r in f.scoreboard))
+    fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all")) + (["all"] if levels else [])
+    cell = {(r.level, r.family): r for r in f.scoreboard}
+    rows = [{"family": fam, "cells": [cell.get((lv, fam)) for lv in levels]} for fam in fams]
+    items = [{"i": i, "cause": x.cause, "title": _code_spans(x.title), "detail": _code_spans(x.detail), "kernels": x.kernel_list(12),
+              "n_kernels": x.n_kernels, "cases": x.cases, "example": x.example, "repro": x.repro, "blame": x.blame,
+              "color": COLORS.get(x.cause, "#555")} for i, x in enumerate(f.findings[:MAX_FINDINGS], 1)]
+    return {"score_levels": levels, "score_rows": rows, "findings": items,
+            "findings_cut": max(0, len(f.findings) - MAX_FINDINGS), "n_findings": len(f.findings)}
+
+
 def context(res: Results) -> dict:
     t = res.table
     meta = res.meta
@@ -245,7 +269,7 @@ def context(res: Results) -> dict:
         "cols": cols, "grid": grid, "verdicts": verdicts, "colors": COLORS,
         "failures": failures, "failures_cut": max(0, n_listed - len(failures)),
         "timing": _timing(t), "golden": meta.get("golden"), "environment": meta.get("environment") or {},
-        "baseline": meta.get("baseline"), "payload": payload, "fmt": _fmt,
+        "baseline": meta.get("baseline"), "payload": payload, "fmt": _fmt, **_root_causes(res),
     }
 
 

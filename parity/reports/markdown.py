@@ -1,44 +1,50 @@
-"""Markdown for a PR description or comment: headline, levels, failures first, details collapsed."""
+"""Markdown for a PR description or comment: root causes first.
+
+Headline, levels, the parity score (kernels at parity per family × level), findings grouped by
+cause with their worst example, then collapsed: an appendix (the timing table), the first failing
+case ids and the per-op table. Per-case rows live in results.json, junit.xml and index.html.
+The whole text stays under `limit` (60,000 characters; GitHub refuses comments over 65,536) for any
+run size: `render(res, appendix=...)` is given the timing table by `parity run` so the budget
+covers it; sections past the budget are cut at a line with a pointer to index.html / results.json.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import findings as fnd
 from ..results import FAILING, Results
 
-LIMIT = 65_000          # GitHub's comment limit is 65,536 characters
+LIMIT = 60_000          # GitHub's comment limit is 65,536 characters; headroom for a wrapper
+MAX_FINDINGS = 100      # past this a PR comment is no longer read; the rest are in index.html
+FIRST_CASES = 30
+MAX_FAMILIES = 40
+FINDINGS_SHARE = 0.7    # of what remains after the head and score: the rest for appendix and details
+MORE = "see index.html or results.json"
 
 
 def _worst(row: pd.Series) -> str:
     w = row.get("worst")
-    if isinstance(w, dict) and w:
-        ins = ", ".join(f"{k}={v}" for k, v in (w.get("inputs") or {}).items())
-        ulp = w.get("ulps")
-        u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
-        note = f" ({w['note']})" if w.get("note") else ""
-        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected `{w['expected']}` "
-                f"got `{w['got']}`{u}{note}")
-    msg = str(row.get("message") or "")
-    return msg.splitlines()[0][:300] if msg else ""
+    return fnd.worst_text(w if isinstance(w, dict) else None, row.get("message"))
 
 
-def render(res: Results, limit: int = LIMIT) -> str:
-    t = res.table
-    meta = res.meta
-    counts = res.counts()
-    total = len(t)
-    passed = counts.get("pass", 0)
-    n_fail = int(t["verdict"].isin(FAILING).sum())
+def _md(s: str) -> str:
+    """Inline text from a compiler or a kernel: code span (no HTML, no table breaks)."""
+    s = s.replace("\n", " ").replace("|", "\\|")
+    return f"`{s}`" if s and "`" not in s else s
+
+
+def _head(res: Results, f: fnd.Findings) -> list[str]:
+    t, meta, counts = res.table, res.meta, res.counts()
+    passed, n_fail = counts.get("pass", 0), f.failing_cases
     icon = "✅" if n_fail == 0 else "❌"
-    lines = [f"## {icon} parity: {passed}/{total} cases pass"
-             + (f", {n_fail} failing" if n_fail else ""), ""]
+    n = len(f.findings)
+    lines = [f"## {icon} parity: {passed}/{len(t)} cases pass"
+             + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else ""), ""]
     if meta.get("sweep"):
-        lines.append(f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · "
-                     f"{meta.get('elapsed_s', 0):.1f} s")
-        lines.append("")
-    lines.append("| verdict | cases |")
-    lines.append("| --- | ---: |")
-    lines += [f"| {v} | {n} |" for v, n in counts.items()]
-    lines.append("")
+        lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · "
+                  f"{meta.get('elapsed_s', 0):.1f} s", ""]
+    if counts:
+        lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])
     if levels:
         lines += ["| level | status | device / reason |", "| --- | --- | --- |"]
@@ -47,41 +53,135 @@ def render(res: Results, limit: int = LIMIT) -> str:
             lines.append(f"| {lv['level']} | {status} | {lv.get('device') or lv.get('reason', '')} |")
         lines.append("")
         if any(not lv["available"] for lv in levels):
-            lines.append("Unavailable levels were not run: they are neither passed nor failed.")
-            lines.append("")
+            lines += ["Unavailable levels were not run: they are neither passed nor failed.", ""]
     golden = meta.get("golden")
     if golden:
-        lines.append(f"Reference vs measured CUDA (H200) golden data: {golden['ok']}/{golden['entries']} launches "
-                     f"within budget, {golden['bit_exact']} bit-exact.")
-        lines.append("")
-    fails = t[t["verdict"].isin(FAILING)]
-    body = []
-    if not fails.empty:
-        body += ["### Failures", "", "| case | level | verdict | worst element |", "| --- | --- | --- | --- |"]
-        for _, r in fails.iterrows():
-            body.append(f"| `{r['case_id']}` | {r['level']} | **{r['verdict']}** | {_worst(r)} |")
-        body.append("")
-        divs = sorted({d for ds in fails["divergences"].dropna() for d in (ds or [])})
-        if divs:
-            body += ["Known CUDA vs Candle-CPU divergences of the failing ops (the reference follows CUDA):", ""]
-            body += [f"- {d}" for d in divs] + [""]
-    details = ["<details><summary>Per op</summary>", "", "| op | dtypes | cases | pass | failing |",
-               "| --- | --- | ---: | ---: | ---: |"]
-    for op, g in t.groupby("op", sort=True):
-        details.append(f"| {op} | {g['dtype'].nunique()} | {len(g)} | {(g['verdict'] == 'pass').sum()} | "
-                       f"{g['verdict'].isin(FAILING).sum()} |")
-    details += ["", "</details>", ""]
-    head = "\n".join(lines) + "\n"
-    tail = "\n".join(details)
-    out = head + "\n".join(body) + "\n" + tail
-    if len(out) > limit:                          # keep the headline and as many failures as fit
-        budget = limit - len(head) - 200
-        kept, size = [], 0
-        for line in body:
-            if size + len(line) + 1 > budget:
+        lines += [f"Reference vs measured CUDA (H200) golden data: {golden['ok']}/{golden['entries']} launches "
+                  f"within budget, {golden['bit_exact']} bit-exact.", ""]
+    return lines
+
+
+def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[str]:
+    """The parity score as a family × level table (one column per level that ran)."""
+    if not f.scoreboard:
+        return []
+    levels = list(dict.fromkeys(r.level for r in f.scoreboard))
+    fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all"))
+    cell = {(r.level, r.family): r for r in f.scoreboard}
+    lines = ["### Parity score", "",
+             "Kernels at parity (every case `pass` or `xfail`) / kernels run, and cases passing / run.", "",
+             "| family | " + " | ".join(levels) + " |", "| --- |" + " ---: |" * len(levels)]
+
+    def row(fam: str, label: str) -> str:
+        cs = []
+        for lv in levels:
+            r = cell.get((lv, fam))
+            cs.append("" if r is None else
+                      f"{r.kernels_ok:,}/{r.kernels:,} ({r.score:.0%}) · {r.cases_ok:,}/{r.cases:,}")
+        return f"| {label} | " + " | ".join(cs) + " |"
+
+    lines += [row(fam, fam) for fam in fams[:max_families]]
+    if len(fams) > max_families:
+        lines.append(f"| … {len(fams) - max_families} more families | " + " | ".join("" for _ in levels) + " |")
+    lines += [row("all", "**all**"), ""]
+    return lines
+
+
+def finding_lines(i: int, x: fnd.Finding) -> list[str]:
+    """One finding: a numbered title line, then its detail, kernels and worst example."""
+    who = " (parity's gap)" if x.blame == "parity" else ""
+    if x.cause == "missing":              # one line per op: the title names the dtypes, so no kernel list
+        return [f"{i}. **missing** — {x.title}" + (f" · {x.detail}" if x.detail else "")]
+    lines = [f"{i}. **{x.cause}**{who} — {x.title}"]
+    sub = []
+    if x.detail:
+        sub.append(x.detail if x.cause == "fail" else _md(x.detail))
+    if x.kernels:
+        sub.append("kernels: " + x.kernel_list())
+    sub.append(f"e.g. `{x.example}` ({x.example_level})")
+    lines.append("   - " + " · ".join(sub))             # a nested item: GitHub would join a bare indented line
+    return lines
+
+
+def _fit(lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The leading lines that fit `budget` characters (with newlines), and how many were left out."""
+    kept, size = [], 0
+    for line in lines:
+        if size + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return kept, len(lines) - len(kept)
+
+
+def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
+    """The summary; `appendix` (markdown, e.g. the timing table) is placed after the findings and cut
+    to what the budget leaves, so summary.md as a whole stays under `limit`."""
+    f = fnd.analyze(res.table, res.meta.get("levels"))
+    head = "\n".join(_head(res, f) + scoreboard_lines(f)) + "\n"
+    room = limit - len(head) - 400                     # 400: the pointers and closing tags below
+    out = [head]
+
+    if f.findings:
+        blocks = [finding_lines(i, x) for i, x in enumerate(f.findings[:MAX_FINDINGS], 1)]
+        title = f"### Findings: {len(f.findings)} cause{'s' if len(f.findings) != 1 else ''}, worst first"
+        # the appendix keeps at most (1 - FINDINGS_SHARE) of the room; the failing-case list 3,500
+        budget = room - min(len(appendix), int(room * (1 - FINDINGS_SHARE))) - 3500
+        kept, size = [], len(title) + 2
+        for b in blocks:
+            n = sum(len(line) + 1 for line in b)
+            if size + n > budget:
                 break
-            kept.append(line)
-            size += len(line) + 1
-        dropped = len(fails) - sum(1 for line in kept if line.startswith("| `"))
-        out = head + "\n".join(kept) + f"\n\n… {dropped} more failures: see the JSON or HTML report.\n"
-    return out
+            kept.append(b)
+            size += n
+        text = [title, ""] + [line for b in kept for line in b]
+        if len(kept) < len(f.findings):
+            text += ["", f"… {len(f.findings) - len(kept)} more findings: {MORE}."]
+        divs = _divergences(res.table)
+        text = text + [""]
+        if divs and size + sum(len(d) + 4 for d in divs) + 100 < budget:
+            text += ["Known CUDA vs Candle-CPU divergences of the failing ops (the reference follows CUDA):", ""]
+            text += [f"- {d}" for d in divs] + [""]
+        block = "\n".join(text) + "\n"
+        out.append(block)
+        room -= len(block)
+
+    if appendix:
+        lines, left = _fit(appendix.rstrip("\n").split("\n"), max(0, room - 3500))
+        block = "\n".join(lines) + (f"\n\n… {left} more lines: {MORE}.\n" if left else "\n")
+        if lines:
+            out.append("\n" + block)
+            room -= len(block) + 1
+
+    fails = res.table[res.table["verdict"].isin(FAILING)]
+    if not fails.empty and room > 600:
+        ids = [f"- `{c}` ({lv}, {v})" for c, lv, v in zip(*(fails[k].head(FIRST_CASES).tolist()
+                                                            for k in ("case_id", "level", "verdict")))]
+        lines, _ = _fit(ids, room - 300)
+        more = len(fails) - len(lines)
+        block = "\n".join([f"<details><summary>First {len(lines)} of {len(fails):,} failing cases</summary>", ""]
+                          + lines + ([f"- … {more:,} more: {MORE}"] if more else []) + ["", "</details>", ""]) + "\n"
+        out.append(block)
+        room -= len(block)
+
+    if room > 600:
+        rows = []
+        t = res.table
+        g = t.assign(_ok=t["verdict"] == "pass", _bad=t["verdict"].isin(FAILING)).groupby("op", sort=True)
+        agg = pd.DataFrame({"dtypes": g["dtype"].nunique(), "cases": g.size(), "pass": g["_ok"].sum(),
+                            "failing": g["_bad"].sum()})
+        for op, *r in zip(agg.index.tolist(), *(agg[c].tolist() for c in agg.columns)):
+            rows.append(f"| {op} | " + " | ".join(map(str, r)) + " |")
+        lines, left = _fit(rows, room - 300)
+        out.append("\n".join(["<details><summary>Per op</summary>", "", "| op | dtypes | cases | pass | failing |",
+                              "| --- | --- | ---: | ---: | ---: |"] + lines
+                             + ([f"| … {left} more ops | | | | |"] if left else []) + ["", "</details>", ""]))
+    text = "".join(o if o.endswith("\n") else o + "\n" for o in out)
+    return text[:limit]                                 # a last guard; the budget above keeps it shorter
+
+
+def _divergences(t: pd.DataFrame) -> list[str]:
+    if "divergences" not in t.columns:
+        return []
+    fails = t.loc[t["verdict"].isin(FAILING), "divergences"].dropna()
+    return sorted({d for ds in fails for d in (ds or []) if isinstance(d, str)})[:20]

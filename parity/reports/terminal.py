@@ -1,44 +1,128 @@
 """The rich terminal view: a progress bar while running, then counts and the failures."""
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from ..results import FAILING, Results
+from ..results import Results
 
 STYLE = {"pass": "green", "fail": "bold red", "crash": "bold red", "oob-write": "bold red",
          "input-clobbered": "bold red", "timeout": "red", "compile-error": "red", "missing": "yellow",
-         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow"}
+         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow",
+         "signature-mismatch": "red", "mapping-gap": "magenta"}
 
 
-def progress(console: Console) -> Progress:
+def progress(console: Console) -> "Progress | LogProgress":
+    """A live bar on a terminal; plain periodic lines in a log (CI, `| tee`), where rich's bar
+    would print nothing until the end."""
+    if not console.is_terminal:
+        return LogProgress(console)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=console, transient=True)
 
 
-def show(res: Results, console: Console, max_failures: int = 30) -> None:
-    counts = Table(title="parity results", show_header=True)
-    counts.add_column("verdict")
-    counts.add_column("cases", justify="right")
-    for v, n in res.counts().items():
-        counts.add_row(f"[{STYLE.get(v, 'bold')}]{v}[/]", str(n))
-    console.print(counts)
+class LogProgress:
+    """The part of rich's Progress that parity uses (add_task, update, context manager), written as
+    lines like `hip-on-nvidia: 1200/24087 cases, 3 not passing, 12 s`: one every `every_s` seconds
+    or every 10% of a task, whichever comes first, and one when a task completes. `unit` is a task
+    field ("cases"; rich's bar ignores it); the compile task has none (`compile LEVEL: 3/12`)."""
+
+    def __init__(self, console: Console, every_s: float = 5.0, clock=time.monotonic) -> None:
+        self.console, self.every_s, self.clock = console, every_s, clock
+        self.tasks: list[dict] = []
+
+    def __enter__(self) -> "LogProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for i, task in enumerate(self.tasks):      # an interrupted task still gets its last line
+            if not task["done"] and task["completed"] != task["shown_completed"]:
+                self._line(i)
+
+    def add_task(self, description: str, total: float | None = None, status: str = "", unit: str = "",
+                 **_) -> int:
+        now = self.clock()
+        self.tasks.append({"description": description, "total": total, "completed": 0, "status": status,
+                           "unit": unit,
+                           "start": now, "shown_at": now, "shown_tenth": 0, "shown_completed": 0,
+                           "done": False})
+        return len(self.tasks) - 1
+
+    def update(self, task_id: int, advance: float = 0, status: str | None = None, **_) -> None:
+        task = self.tasks[task_id]
+        task["completed"] += advance
+        if status is not None:
+            task["status"] = status
+        total = task["total"]
+        if total and task["completed"] >= total:
+            if not task["done"]:
+                self._line(task_id)
+            return
+        tenth = int(10 * task["completed"] / total) if total else 0
+        if tenth > task["shown_tenth"] or self.clock() - task["shown_at"] >= self.every_s:
+            self._line(task_id)
+
+    def _line(self, task_id: int) -> None:
+        task = self.tasks[task_id]
+        now = self.clock()
+        total = task["total"]
+        done = f"{task['completed']:.0f}/{total:.0f}" if total else f"{task['completed']:.0f}"
+        status = Text.from_markup(task["status"]).plain if task["status"] else ""
+        parts = [f"{task['description']}: {done}" + (f" {task['unit']}" if task["unit"] else "")] + ([status] if status else []) \
+            + [f"{now - task['start']:.{0 if now - task['start'] >= 10 else 1}f} s"]
+        self.console.print(", ".join(parts), markup=False, highlight=False, soft_wrap=True)
+        task["shown_at"], task["shown_completed"] = now, task["completed"]
+        task["shown_tenth"] = int(10 * task["completed"] / total) if total else 0
+        task["done"] = bool(total) and task["completed"] >= total
+
+
+def show(res: Results, console: Console, max_findings: int = 12) -> None:
+    """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
+    (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
+    from .. import findings as fnd
+    f = fnd.analyze(res.table, res.meta.get("levels"))
+    console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
         if lv["available"]:
-            console.print(f"  level [bold]{lv['level']}[/]: ran on {lv.get('device', '')}")
+            console.print(f"  level [bold]{lv['level']}[/]: ran on {lv.get('device', '')}", overflow="ellipsis",
+                          no_wrap=True)
         else:
-            console.print(f"  level [bold]{lv['level']}[/]: [dim]unavailable[/] — {lv.get('reason', '')}")
-    fails = res.table[res.table["verdict"].isin(FAILING)]
-    if fails.empty:
+            console.print(f"  level [bold]{lv['level']}[/]: [dim]unavailable[/] — {lv.get('reason', '')}",
+                          overflow="ellipsis", no_wrap=True)
+    if f.scoreboard:
+        levels = list(dict.fromkeys(r.level for r in f.scoreboard))
+        cell = {(r.level, r.family): r for r in f.scoreboard}
+        console.print("[bold]parity score[/]: kernels at parity (every case pass/xfail) / kernels run")
+        t = Table(box=None, pad_edge=False)
+        t.add_column("family", no_wrap=True, overflow="ellipsis", max_width=14)
+        for lv in levels:
+            t.add_column(lv, justify="right", no_wrap=True, overflow="ellipsis")
+        fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all"))
+        for fam in fams[:20] + ["all"]:
+            cs = []
+            for lv in levels:
+                r = cell.get((lv, fam))
+                style = "" if r is None else "green" if r.kernels_ok == r.kernels else "red"
+                cs.append("" if r is None else f"[{style}]{r.kernels_ok}/{r.kernels}[/] {r.score:>4.0%}")
+            t.add_row("[bold]all[/]" if fam == "all" else fam, *cs)
+        if len(fams) > 20:
+            t.caption = f"… {len(fams) - 20} more families in summary.md"
+        console.print(t)
+    if not f.findings:
         return
-    t = Table(title=f"failures ({len(fails)})", show_lines=False)
-    t.add_column("case", overflow="fold")
-    t.add_column("verdict")
-    t.add_column("worst element / message", overflow="fold")
-    for _, r in fails.head(max_failures).iterrows():
-        t.add_row(r["case_id"], f"[{STYLE.get(r['verdict'], 'bold')}]{r['verdict']}[/]", str(r.get("message") or "")[:400])
+    console.print(f"[bold]findings[/]: {len(f.findings)} causes, worst first")
+    t = Table(box=None, pad_edge=False, show_header=False)
+    t.add_column("#", justify="right", no_wrap=True, width=3)
+    t.add_column("cause", no_wrap=True, width=18, overflow="ellipsis")
+    t.add_column("finding", no_wrap=True, overflow="ellipsis", width=max(20, console.width - 3 - 18 - 4))
+    for i, x in enumerate(f.findings[:max_findings], 1):
+        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(x.title.replace("`", "")))
     console.print(t)
-    if len(fails) > max_failures:
-        console.print(f"… and {len(fails) - max_failures} more (see the markdown or JSON report)")
+    more = len(f.findings) - max_findings
+    console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")

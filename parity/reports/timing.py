@@ -63,13 +63,25 @@ def markdown(res: Results) -> str:
 
 
 def show(res: Results, console) -> None:
+    """The timing table; on a terminal too narrow for it (an 80-column CI log), one line per
+    timed case instead, so no number or name is folded over lines."""
     from rich.table import Table
     rs = rows(res)
     if not rs:
         return
-    t = Table(title=f"timing (median of {_method(res)})")
+    title = f"timing (median of {_method(res)})"
+    width = sum(max([len(c)] + [len(str(r[c])) for r in rs]) + 3 for c in COLS) + 1
+    if width > console.width:
+        console.print(title, soft_wrap=True, highlight=False)
+        for r in rs:
+            extra = [f"{r['GB/s']} GB/s ({r['% peak']} of peak)" if r["GB/s"] else "",
+                     r["ratio"], f"noise {r['noise']}" if r["noise"] else "", r["note"]]
+            console.print(" · ".join([r["case"], r["level"], f"{r['median_us']} us"] + [e for e in extra if e]),
+                          soft_wrap=True, highlight=False, markup=False)
+        return
+    t = Table(title=title)
     for c in COLS:
-        t.add_column(c, overflow="fold", justify="right" if c not in ("case", "level", "note") else "left")
+        t.add_column(c, no_wrap=True, justify="right" if c not in ("case", "level", "note") else "left")
     for r in rs:
         t.add_row(*[r[c] for c in COLS])
     console.print(t)

@@ -1,10 +1,13 @@
-// Unary family: u{neg,recip,exp,log,sin,cos,tanh,erf,ceil,floor,round,normcdf,
+// Unary family, shared by unary_<dtype>.hip and ucopy.hip (one file per dtype: each compiles in
+// parallel with the others, and a case needs only its dtype's file):
+// u{neg,recip,exp,log,sin,cos,tanh,erf,ceil,floor,round,normcdf,
 // abs,sqr,sqrt,gelu,gelu_erf,relu,silu,sign,sigmoid}_T, uelu_T, upowf_T for
 // T in f16, bf16, f32, f64, fp8_e4m3; ucopy_T for u8 u32 i64 f16 bf16 f32 f64
 // f8_e4m3.
 //   u<op>_T(size_t numel, size_t num_dims, const size_t* info, const T* inp, T* out)
 //   uelu_T / upowf_T(numel, num_dims, info, T param, const T* inp, T* out)
 // info == nullptr or a contiguous layout -> fast path; inp == nullptr -> in place.
+#pragma once
 #include "common.h"
 
 namespace pk {
@@ -199,18 +202,3 @@ struct Identity {
   PK_UNARY(usigmoid_##SFX, OpSigmoid, T)         \
   PK_UNARY_PARAM(uelu_##SFX, OpElu, T)           \
   PK_UNARY_PARAM(upowf_##SFX, OpPowf, T)
-
-PK_UNARY_ALL(pk::f16, f16)
-PK_UNARY_ALL(pk::bf16, bf16)
-PK_UNARY_ALL(pk::f32, f32)
-PK_UNARY_ALL(pk::f64, f64)
-PK_UNARY_ALL(pk::f8e4m3, fp8_e4m3)
-
-PK_UCOPY(ucopy_u8, pk::u8)
-PK_UCOPY(ucopy_u32, pk::u32)
-PK_UCOPY(ucopy_i64, pk::i64)
-PK_UCOPY(ucopy_f16, pk::f16)
-PK_UCOPY(ucopy_bf16, pk::bf16)
-PK_UCOPY(ucopy_f32, pk::f32)
-PK_UCOPY(ucopy_f64, pk::f64)
-PK_UCOPY(ucopy_f8_e4m3, pk::f8e4m3)

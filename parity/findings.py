@@ -1,0 +1,376 @@
+"""Root causes of a run: a parity score per level × family, then findings grouped by cause.
+
+Pure: a results table (and the run's level metadata) in, dataclasses out. Every report format
+(markdown, terminal, HTML, GitHub annotations) leads with these, so a port with 7,000 failing
+cases reads as its handful of causes. Grouping is done with pandas groupby on the failing rows
+only: 60,000 rows take a fraction of a second.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .results import FAILING
+
+OK = ("pass", "xfail")
+# Causes worst first: build-level causes hide everything after them, then parity's own gap (the
+# port was not verified), memory safety, wrong values, absent kernels, parity's internal errors,
+# baseline drift. Ties: more kernels, then more cases, first.
+SEVERITY = ["compile-error", "mapping-gap", "signature-mismatch", "crash", "oob-write", "input-clobbered",
+            "timeout", "fail", "missing", "error", "xpass-strict", "xpass"]
+CRASHLIKE = ("crash", "timeout", "oob-write", "input-clobbered")
+_VERB = {"crash": "crash", "timeout": "time out", "oob-write": "write out of bounds",
+         "input-clobbered": "overwrite an input"}
+_VERB1 = {"crash": "crashes", "timeout": "times out", "oob-write": "writes out of bounds",
+          "input-clobbered": "overwrites an input"}
+# short human names of layout classes; others fall back to LAYOUT_CLASSES' doc
+_LAYOUT_NAMES = {"inplace": "in-place (null input)", "empty": "empty tensor", "huge": "huge (> 2^31 elements)",
+                 "rank0": "rank-0 tensor", "contiguous": "contiguous", "transposed": "transposed (t() view)",
+                 "scalar": "expanded scalar", "unit-dims": "size-1 dims with odd strides"}
+NAMES_SHOWN = 6
+TITLE_MAX = 200
+DETAIL_MAX = 300
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One level × family: kernels with every counted case pass/xfail, and the case counts."""
+    level: str
+    family: str                       # "all" for the level's total
+    kernels_ok: int
+    kernels: int
+    cases_ok: int
+    cases: int
+    cases_failing: int
+
+    @property
+    def score(self) -> float:
+        return self.kernels_ok / self.kernels if self.kernels else 1.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    cause: str                        # a verdict: compile-error, mapping-gap, missing, crash, fail, ...
+    title: str                        # one line, no kernel names (see kernel_list)
+    detail: str                       # one line: first compiler error, expected vs found, worst element, ...
+    kernels: tuple[str, ...]          # every kernel affected, in run order
+    cases: int
+    example: str                      # one worst example case id
+    example_level: str
+    levels: tuple[str, ...]
+    blame: str = "port"               # "parity" for mapping gaps and internal errors
+    key: tuple = field(default=(), compare=False)
+
+    @property
+    def n_kernels(self) -> int:
+        return len(self.kernels)
+
+    def kernel_list(self, shown: int = NAMES_SHOWN) -> str:
+        ks = list(self.kernels)
+        return ", ".join(ks) if len(ks) <= shown else ", ".join(ks[:shown]) + f", …, {len(ks) - shown} more"
+
+    @property
+    def repro(self) -> str:
+        return f"parity repro {self.example} --level {self.example_level}"
+
+
+@dataclass(frozen=True)
+class Findings:
+    scoreboard: list[ScoreRow]
+    findings: list[Finding]
+    failing_cases: int
+    total_cases: int
+
+
+def layout_name(layout: str) -> str:
+    """A layout class as a reader says it ("in-place (null input)", "len1025 (1025 elements: ...)")."""
+    if layout in _LAYOUT_NAMES:
+        return _LAYOUT_NAMES[layout]
+    from .layouts import LAYOUT_CLASSES
+    c = LAYOUT_CLASSES.get(layout)
+    doc = re.split(r"[:;]", c.doc)[0].strip() if c is not None and c.doc else ""
+    return f"{layout} ({doc})" if doc else str(layout)
+
+
+def worst_text(w: dict | None, message: str = "") -> str:
+    """The worst element as one line (coords, inputs, expected, got, ULPs), else the message's first line."""
+    if isinstance(w, dict) and w:
+        ins = ", ".join(f"{k}={v}" for k, v in (w.get("inputs") or {}).items())
+        ulp = w.get("ulps")
+        u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
+        note = f" ({w['note']})" if w.get("note") else ""
+        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected `{w.get('expected')}` "
+                f"got `{w.get('got')}`{u}{note}")
+    return first_line(message)
+
+
+def first_line(s, n: int = 300) -> str:
+    s = "" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+    return s.strip().splitlines()[0][:n] if s.strip() else ""
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+@functools.lru_cache(maxsize=4096)
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
+    """Scoreboard and findings of a results table; `levels` is meta["levels"] (unavailable ones skipped)."""
+    t = _prepared(table, levels)
+    failing = t[t["verdict"].isin(FAILING) | t["verdict"].isin(SEVERITY)]
+    found: list[Finding] = []
+    for cause, g in failing.groupby("verdict", sort=False):
+        builder = _BUILDERS.get(str(cause), _generic)
+        found += builder(g, t) if builder is _crashlike else builder(g)     # crash-like: needs every layout run
+    rank = {c: i for i, c in enumerate(SEVERITY)}
+    found.sort(key=lambda f: (rank.get(f.cause, len(SEVERITY)), -len(f.kernels), -f.cases))   # stable: run order
+    return Findings(_scoreboard(t, levels), found, int(t["verdict"].isin(FAILING).sum()), len(t))
+
+
+def _prepared(table: pd.DataFrame, levels: list[dict] | None) -> pd.DataFrame:
+    """The counted rows with string kernel/family (missing ones derived from the op)."""
+    cols = [c for c in ("case_id", "op", "family", "kernel", "dtype", "layout", "values", "level", "verdict",
+                        "max_ulp", "worst", "message", "source", "expected_params", "found_params", "mapping_gap")
+            if c in table.columns]
+    t = table[cols].copy()
+    for c in ("family", "kernel", "dtype", "layout", "values", "level", "message", "op", "case_id"):
+        if c not in t.columns:
+            t[c] = ""
+    t["op"] = t["op"].fillna("?").astype(str)
+    if t["family"].isna().any():                     # rows built before the op was known (internal errors)
+        t.loc[t["family"].isna(), "family"] = t.loc[t["family"].isna(), "op"].str.split(".").str[0]
+    t["family"] = t["family"].astype(str)
+    t["kernel"] = t["kernel"].fillna(t["op"]).astype(str)
+    for c in ("dtype", "layout", "values", "level", "case_id"):
+        t[c] = t[c].fillna("").astype(str)
+    t["message"] = t["message"].fillna("").astype(str)
+    down = {lv["level"] for lv in (levels or []) if not lv.get("available", True)}
+    keep = (t["verdict"] != "unavailable") & ~t["level"].isin(down)
+    return t[keep]
+
+
+def _scoreboard(t: pd.DataFrame, levels: list[dict] | None) -> list[ScoreRow]:
+    if t.empty:
+        return []
+    ok = t["verdict"].isin(OK)
+    bad = t["verdict"].isin(FAILING)
+    frame = pd.DataFrame({"level": t["level"], "family": t["family"], "kernel": t["kernel"], "ok": ok, "bad": bad})
+    per_kernel = frame.groupby(["level", "family", "kernel"], sort=False)["ok"].all().rename("k_ok").reset_index()
+    kern = per_kernel.groupby(["level", "family"], sort=False)["k_ok"].agg(["sum", "size"])
+    cases = frame.groupby(["level", "family"], sort=False)[["ok", "bad"]].agg(["sum", "size"])
+    order = [lv["level"] for lv in levels or []]
+    lv_rank = {l: i for i, l in enumerate(order)}
+    out = []
+    for (lv, fam) in sorted(kern.index, key=lambda k: (lv_rank.get(k[0], len(order)), str(k[0]), str(k[1]))):
+        out.append(ScoreRow(str(lv), str(fam), int(kern.loc[(lv, fam), "sum"]), int(kern.loc[(lv, fam), "size"]),
+                            int(cases.loc[(lv, fam), ("ok", "sum")]), int(cases.loc[(lv, fam), ("ok", "size")]),
+                            int(cases.loc[(lv, fam), ("bad", "sum")])))
+    totals = []
+    for lv in dict.fromkeys(r.level for r in out):
+        rs = [r for r in out if r.level == lv]
+        totals.append(ScoreRow(lv, "all", *(sum(getattr(r, a) for r in rs)
+                                            for a in ("kernels_ok", "kernels", "cases_ok", "cases", "cases_failing"))))
+    return out + totals
+
+
+# ------------------------------------------------------------------------------ per cause
+def _collect(g: pd.DataFrame, keys: list[str], col: str) -> dict[tuple, list]:
+    """key -> the distinct values of `col` in run order (drop_duplicates, then one pass over those)."""
+    d = g.drop_duplicates(keys + [col])
+    out: dict[tuple, list] = {}
+    for k, v in zip(zip(*(d[c].tolist() for c in keys)), d[col].tolist()):
+        seen = out.get(k)
+        if seen is None:
+            out[k] = [v]
+        else:
+            seen.append(v)
+    return out
+
+
+def _groups(g: pd.DataFrame, keys: list[str], example: pd.DataFrame | None = None) -> list[tuple[tuple, dict]]:
+    """Per group (in run order): its key and a dict of cases, kernels, levels and the example row's
+    case_id, level, message, worst (the group's first row unless `example` has one row per key)."""
+    ex = g.drop_duplicates(keys) if example is None else example
+    cols = [c for c in ("case_id", "level", "message", "worst") if c in ex.columns]
+    first = dict(zip(zip(*(ex[c].tolist() for c in keys)), zip(*(ex[c].tolist() for c in cols))))
+    size = g.groupby(keys, sort=False).size()
+    kernels = _collect(g, keys, "kernel")
+    one = g["level"].iloc[0] if g["level"].nunique() == 1 else None       # the usual run: one GPU level
+    levels = None if one is not None else _collect(g, keys, "level")
+    out = []
+    for k, n in zip(size.index.tolist(), size.tolist()):
+        k = k if isinstance(k, tuple) else (k,)
+        lvs = (one,) if levels is None else tuple(levels[k])
+        out.append((k, {"cases": int(n), "kernels": tuple(kernels[k]), "levels": lvs,
+                        **dict(zip(cols, first[k]))}))
+    return out
+
+
+def _make(cause: str, info: dict, title: str, detail: str, blame: str = "port", key: tuple = ()) -> Finding:
+    return Finding(cause, _cut(title, TITLE_MAX), _cut(detail, DETAIL_MAX), info["kernels"], info["cases"],
+                   str(info["case_id"]), str(info["level"]), info["levels"], blame, key)
+
+
+def _counts(info: dict) -> str:
+    return f"{_plural(len(info['kernels']), 'kernel')}, {_plural(info['cases'], 'case')}"
+
+
+def _compile_error(g: pd.DataFrame) -> list[Finding]:
+    src = g["source"] if "source" in g.columns else pd.Series(None, index=g.index, dtype=object)
+    # "path: compiler output" when the row has no source column
+    src = src.where(src.notna(), g["message"].str.extract(r"^(\S+?\.(?:hip|cu|cuh|h|hpp|cpp)):", expand=False))
+    g = g.assign(_src=src.fillna("(unknown source)").astype(str))
+    return [_make("compile-error", info, f"`{s}` does not compile: {_counts(info)}", _first_error(info["message"], s),
+                  key=(s,)) for (s,), info in _groups(g, ["_src"])]
+
+
+def _first_error(message: str, source: str) -> str:
+    """The compiler's first error line (file:line: error ...), without the leading "source: "."""
+    msg = message[len(source) + 2:] if message.startswith(source + ": ") else message
+    for line in msg.splitlines():
+        if "error" in line.lower():
+            return line.strip()
+    return first_line(msg)
+
+
+_GAP = re.compile(r"mapping-gap:\s*`?([A-Za-z_][\w:]*)")
+
+
+def _mapping_gap(g: pd.DataFrame) -> list[Finding]:
+    """Rows carry the identifier in `mapping_gap` (the preflight's detail) or in the message
+    ("mapping-gap: IDENT (...) — file:line: error ...")."""
+    parsed = g["message"].str.extract(_GAP, expand=False)
+    ident = g["mapping_gap"] if "mapping_gap" in g.columns else parsed
+    g = g.assign(_id=ident.fillna(parsed).fillna("(unnamed identifier)").astype(str))
+    out = []
+    for (ident,), info in _groups(g, ["_id"]):
+        msg = info["message"]
+        where = first_line(msg.split(" — ", 1)[1] if " — " in msg else msg)
+        title = (f"parity's HIP→CUDA mapping lacks `{ident}`, which ROCm declares: {_counts(info)} not verified")
+        out.append(_make("mapping-gap", info, title, f"parity's gap, not the port's: {where}", "parity", (ident,)))
+    return out
+
+
+def _params(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "?"
+    if isinstance(v, str):
+        return v
+    return "(" + ", ".join(map(str, v)) + ")"
+
+
+def _signature(g: pd.DataFrame) -> list[Finding]:
+    exp = g["expected_params"].map(_params) if "expected_params" in g.columns else "?"
+    got = g["found_params"].map(_params) if "found_params" in g.columns else "?"
+    g = g.assign(_exp=exp, _got=got)
+    out = []
+    for (op, e, f), info in _groups(g, ["op", "_exp", "_got"]):
+        title = f"`{op}`: declared parameter list differs from the ABI ({_counts(info)})"
+        detail = f"expected {e}, found {f}" if e != "?" or f != "?" else first_line(info["message"])
+        out.append(_make("signature-mismatch", info, title, detail, key=(op, e, f)))
+    return out
+
+
+def _names(vs: list, shown: int = NAMES_SHOWN) -> str:
+    vs = [str(v) for v in vs]
+    return ", ".join(vs[:shown]) + (f", …, {len(vs) - shown} more" if len(vs) > shown else "")
+
+
+def _missing(g: pd.DataFrame) -> list[Finding]:
+    g = g.assign(_close=g["message"].str.extract(r"closest defined: ([^\s;,]+)", expand=False).fillna(""))
+    dts, close = _collect(g, ["op"], "dtype"), _collect(g, ["op"], "_close")
+    out = []
+    for (op,), info in _groups(g, ["op"]):
+        near = [c for c in close[(op,)] if c]
+        title = f"`{op}`: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
+        out.append(_make("missing", info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
+    return out
+
+
+def _crashlike(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
+    cause = str(g["verdict"].iloc[0])
+    # a kernel with this verdict on every layout it ran on (per level) is one group, not one per layout
+    ran = t[t["kernel"].isin(set(g["kernel"]))].groupby(["level", "kernel"], sort=False)["layout"].nunique()
+    hit = g.groupby(["level", "kernel"], sort=False)["layout"].nunique()
+    every = hit[(hit == ran.reindex(hit.index)) & (hit > 1)].index
+    on_every = pd.MultiIndex.from_frame(g[["level", "kernel"]]).isin(every)
+    verb = lambda info: _VERB1[cause] if len(info["kernels"]) == 1 else _VERB[cause]  # noqa: E731
+    out = []
+    if on_every.any():
+        for _, info in _groups(g[on_every].assign(_all="*"), ["_all"]):
+            title = (f"{_plural(len(info['kernels']), 'kernel')} {verb(info)} on every layout "
+                     f"({_plural(info['cases'], 'case')})")
+            out.append(_make(cause, info, title, first_line(info["message"]), key=("*",)))
+    for (lay,), info in _groups(g[~on_every], ["layout"]):
+        title = (f"{layout_name(str(lay))} path: {_plural(len(info['kernels']), 'kernel')} {verb(info)} "
+                 f"({_plural(info['cases'], 'case')})")
+        out.append(_make(cause, info, title, first_line(info["message"]), key=(lay,)))
+    return out
+
+
+def _fault_kind(w) -> str:
+    """What a failing case's worst element says about the cause: NaN or infinity handling, or values."""
+    if not isinstance(w, dict):
+        return "values"
+    e, o = str(w.get("expected", "")).lower(), str(w.get("got", "")).lower()
+    if ("nan" in e) != ("nan" in o):
+        return "NaN handling"
+    if ("inf" in e) != ("inf" in o):
+        return "infinities"
+    return "values"
+
+
+def _fail(g: pd.DataFrame) -> list[Finding]:
+    """One finding per family x dtype x kind of error (NaN handling, infinities, values), listing
+    the ops, value classes and layouts, with the worst element of all. One cause usually spans
+    several ops (a bf16 rounding helper shared by add/sub/mul/div) and both value classes; grouping
+    by op x dtype x value class would show it as eight findings."""
+    family = g["family"] if "family" in g.columns else g["op"].str.split(".").str[0]
+    g = g.assign(_family=family.fillna(g["op"].str.split(".").str[0]).astype(str),
+                 _kind=g["worst"].map(_fault_kind) if "worst" in g.columns else "values")
+    keys = ["_family", "dtype", "_kind"]
+    ulp = pd.to_numeric(g["max_ulp"], errors="coerce") if "max_ulp" in g.columns else pd.Series(0.0, index=g.index)
+    g = g.assign(_ulp=ulp.fillna(-1.0))
+    worst = g.sort_values("_ulp", ascending=False, kind="stable").drop_duplicates(keys)   # largest max_ulp
+    ops, vals, lays = (_collect(g, keys, c) for c in ("op", "values", "layout"))
+    out = []
+    for k, info in _groups(g, keys, example=worst):
+        fam, dt, kind = k
+        what = f"`{ops[k][0]}`" if len(ops[k]) == 1 else f"`{fam}` ({_names(ops[k])})"
+        title = (f"{what} {dt}, {kind}: {_plural(info['cases'], 'case')} wrong "
+                 f"(values: {_names(vals[k])}; layouts: {_names(lays[k])})")
+        w = info.get("worst")
+        out.append(_make("fail", info, title, worst_text(w if isinstance(w, dict) else None, info["message"]), key=k))
+    return out
+
+
+def _error(g: pd.DataFrame) -> list[Finding]:
+    g = g.assign(_first=g["message"].map(lambda m: first_line(m, 200) or "(no message)"))
+    return [_make("error", info, f"parity internal error in {_plural(info['cases'], 'case')}: {msg}", msg,
+                  "parity", (msg,)) for (msg,), info in _groups(g, ["_first"])]
+
+
+def _xpass(g: pd.DataFrame) -> list[Finding]:
+    cause = str(g["verdict"].iloc[0])
+    return [_make(cause, info, f"`{op}`: {_plural(info['cases'], 'baselined case')} now "
+                  f"pass{'es' if info['cases'] == 1 else ''}", "update the baseline (parity baseline update)",
+                  key=(op,)) for (op,), info in _groups(g, ["op"])]
+
+
+def _generic(g: pd.DataFrame) -> list[Finding]:
+    cause = str(g["verdict"].iloc[0])
+    return [_make(cause, info, f"`{op}`: {cause} in {_plural(info['cases'], 'case')}", first_line(info["message"]),
+                  key=(op,)) for (op,), info in _groups(g, ["op"])]
+
+
+_BUILDERS = {"compile-error": _compile_error, "mapping-gap": _mapping_gap, "signature-mismatch": _signature,
+             "missing": _missing, "fail": _fail, "error": _error, "xpass": _xpass, "xpass-strict": _xpass,
+             **{c: _crashlike for c in CRASHLIKE}}

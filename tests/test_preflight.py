@@ -1,0 +1,73 @@
+"""What an executor decides before a launch (parity/backends/preflight.py): signature drift is not
+launched, a file that does not compile makes its kernels `compile-error` (never `missing`)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from parity.backends.preflight import compile_failure, not_found, signature_mismatch
+from parity.cases import Case
+from parity.compile_cache import CompileError, CompileResult
+from parity.engine import prepare_case
+from parity.suite import discover
+
+ELU = "unary.elu/f32/contiguous/normal/s0@param=0.5"
+
+
+def _suite(tmp_path: Path, text: str):
+    (tmp_path / "unary.hip").write_text("#include <hip/hip_runtime.h>\n" + text)
+    return discover(tmp_path)
+
+
+def test_a_drifted_signature_is_not_launched(tmp_path: Path):
+    suite = _suite(tmp_path, 'extern "C" __global__ void uelu_f32(float alpha, size_t numel, size_t num_dims, '
+                             "const size_t* info, const float* inp, float* out) {}\n")
+    launch = prepare_case(Case.parse(ELU)).launch
+    r = signature_mismatch(suite, launch)
+    assert r.status == "signature-mismatch"
+    assert r.detail["expected_params"] == ["size_t", "size_t", "ptr", "f32", "ptr", "ptr"]
+    assert r.detail["found_params"] == ["f32", "size_t", "size_t", "ptr", "ptr", "ptr"]
+    assert "unary.hip:2" in r.message and "not launched" in r.message
+
+
+def test_an_abi_identical_spelling_is_launched(tmp_path: Path):
+    suite = _suite(tmp_path, 'extern "C" __global__ void uelu_f32(unsigned long long numel, size_t num_dims, '
+                             "const size_t* info, float alpha, const float* inp, float* out) {}\n")
+    assert signature_mismatch(suite, prepare_case(Case.parse(ELU)).launch) is None
+
+
+def _failed(message: str) -> CompileResult:
+    return CompileResult(False, "k", error=CompileError(message, [("x.hip", 7)]))
+
+
+NVCC_OUT = ('x.hip(3): warning #177-D: variable "unused" was declared but never referenced\n'
+            'x.hip(7): error: expected a ";"\n'
+            '1 error detected in the compilation of "x.hip".\n')
+
+
+def test_compile_error_shows_the_first_error_not_the_first_warning():
+    r = compile_failure(Path("x.hip"), _failed(NVCC_OUT))
+    assert r.status == "compile-error" and r.message == 'x.hip:7: error: expected a ";"'
+    assert r.detail == {"source": "x.hip"}
+
+
+def test_kernels_of_a_file_that_does_not_compile_are_compile_errors_not_missing(tmp_path: Path):
+    suite = _suite(tmp_path, 'extern "C" __global__ void uexp_f32(size_t n) { broken }\n')
+    src = tmp_path / "unary.hip"
+    r = not_found("uexp_f32", suite, str(tmp_path), [(src, _failed(NVCC_OUT))])
+    assert r.status == "compile-error" and r.detail["source"] == str(src)
+    r = not_found("uneg_f32", suite, str(tmp_path), [(src, _failed(NVCC_OUT))])
+    assert r.status == "missing" and "failed to compile" in r.message
+    assert "closest defined: uexp_f32" in r.message
+
+
+def test_a_rocm_identifier_the_mapping_lacks_is_parity_s_gap_not_the_port_s():
+    out = 'x.hip(4): error: identifier "__fns32" is undefined\n1 error detected in the compilation of "x.hip".\n'
+    r = compile_failure(Path("x.hip"), _failed(out), hip_mapping=True)
+    assert r.status == "mapping-gap" and r.detail["mapping_gap"] == "__fns32"
+    assert r.message.startswith("mapping-gap: __fns32") and "x.hip:4: error" in r.message
+    assert compile_failure(Path("x.hip"), _failed(out)).status == "compile-error"      # AMD: the port's
+    own = 'x.hip(4): error: identifier "my_helper" is undefined\n'
+    assert compile_failure(Path("x.hip"), _failed(own), hip_mapping=True).status == "compile-error"
