@@ -80,6 +80,9 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--levels", default="auto", show_default=True,
               help="Levels to run: auto (cpu + every GPU level this machine has) or a list of "
                    "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).")
+@click.option("--wave", default="64", show_default=True,
+              help="Wavefront size of the hip-on-nvidia level: 64 (AMD CDNA, emulated as two NVIDIA warps per "
+                   "wavefront), 32 (RDNA wave32 / NVIDIA warps; level hip-on-nvidia/w32) or 32,64 (both, as two levels).")
 @click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled backends/hip].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
@@ -123,14 +126,14 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **
 
 
 def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
-         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since) -> None:
+         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since, wave: str = "64") -> None:
     from dataclasses import asdict
 
     from .cases import Filters, load_sweep
     from .session import current
     from .engine import run_cases
     from .golden import summary as golden_summary
-    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, make
+    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, expand_waves, make, parse_waves
     from .reports import junit, markdown, terminal
     from .results import Results, environment
 
@@ -146,6 +149,10 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     unknown = [n for n in names if n not in ALL_LEVELS]
     if unknown:
         raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(ALL_LEVELS)}")
+    try:
+        names = expand_waves(names, parse_waves(wave))
+    except ValueError as e:
+        raise SetupError(str(e))
     hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
     for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
         if not p.is_dir():
@@ -157,7 +164,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
             sys.exit(0)
     lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout) for n in names]
     for r in _csv(require) or []:
-        lv = next((l for l in lvls if l.name == r), None)
+        lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
         if lv is None or not lv.availability.available:
             why = lv.availability.reason if lv else "not selected by --levels"
             raise SetupError(f"required level {r} is unavailable: {why}")
@@ -221,10 +228,15 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
         meta["gpus"] = session.gpus
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
 
+    from .wave_link import evidence as wave_evidence, markdown as wave_md
+    waves = wave_evidence(rows, hip_src)
+    if waves:
+        res.meta["wave_evidence"] = waves
     res.to_json(folder / "results.json")
     from .reports import timing as timing_report
     timing_md = timing_report.markdown(res)
-    (folder / "summary.md").write_text(markdown.render(res, appendix=timing_md))   # one 60,000-char budget
+    appendix = (wave_md(waves) + "\n" if waves else "") + (timing_md or "")
+    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
     journal.close(finished=not interrupted)

@@ -79,7 +79,7 @@ def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
     row = {
         "case_id": case.id, "op": op.name, "family": op.family, "kernel": op.kernel_name(case.dtype),
         "dtype": case.dtype, "layout": case.layout, "values": case.values, "seed": case.seed,
-        "params": dict(case.params), "level": executor.level, "device": device,
+        "params": dict(case.params), "level": executor.level, **_wave(executor), "device": device,
         "numel": int(np.prod(b.out_shape, dtype=np.int64)), "verdict": "", "max_ulp": None, "n_bad": 0,
         "worst": None, "message": "", "tolerance": op.custom.tolerance(case.dtype),
         "semantics": op.semantics, "divergences": list(op.divergences),
@@ -162,7 +162,7 @@ def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | Non
     row = {
         "case_id": case.id, "op": op.name, "family": op.family, "kernel": launch.kernel,
         "dtype": key, "layout": case.layout, "values": case.values, "seed": case.seed,
-        "params": dict(case.params), "level": executor.level, "device": device,
+        "params": dict(case.params), "level": executor.level, **_wave(executor), "device": device,
         "numel": int(expected.size), "verdict": "", "max_ulp": None, "n_bad": 0, "worst": None,
         "message": "", "tolerance": op.tolerance.describe(op.out_dtype(key).name),
         "semantics": op.semantics, "divergences": list(op.divergences),
@@ -247,6 +247,12 @@ def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
             "verdict": "error", "message": f"parity internal error: {type(e).__name__}: {e}"}
 
 
+def _wave(executor) -> dict:
+    """{"wave": 32|64} for a hip-on-nvidia level (its wavefront size), else {}."""
+    w = getattr(executor, "wave", None)
+    return {"wave": int(w)} if w else {}
+
+
 def add_ratios(rows: list[dict]) -> list[dict]:
     """HIP time / reference time per case on the same GPU: against `cuda` when it was timed,
     else against the CuPy reference (`cupy`). Sets `ratio` and `ratio_vs` on the HIP rows."""
@@ -257,7 +263,7 @@ def add_ratios(rows: list[dict]) -> list[dict]:
         ref = next((levels[n] for n in ("cuda", "cupy") if n in levels and _timed(levels[n])), None)
         if ref is None:
             continue
-        for name in ("hip-on-nvidia", "amd"):
+        for name in ("hip-on-nvidia", "hip-on-nvidia/w32", "amd"):
             r = levels.get(name)
             if r is not None and _timed(r):
                 r["ratio"] = float(r["kernel_ms"]) / float(ref["kernel_ms"])

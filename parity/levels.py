@@ -9,8 +9,10 @@ from .backends.base import Availability, Executor
 from .backends.cpu import CpuExecutor
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
-# Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline.
-EXTRA_LEVELS = ("cupy",)
+# Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
+# `hip-on-nvidia/w32`, hip-on-nvidia on 32-lane warps (`hip-on-nvidia` itself is wave 64, see
+# parse_waves / expand_waves: `parity run --wave 32,64`).
+EXTRA_LEVELS = ("cupy", "hip-on-nvidia/w32")
 ALL_LEVELS = LEVELS + EXTRA_LEVELS
 DEFAULT_HIP_SRC = resources.hip_suite()
 
@@ -75,12 +77,51 @@ def resolve_gpus(spec: str | int | None) -> list[str]:
     return ids[:n] if n > 1 else []
 
 
+def parse_waves(spec: str | int | None) -> list[int]:
+    """--wave 64|32|32,64 -> [64], [32], [32, 64] (each 32 or 64, no repeats)."""
+    if spec in (None, ""):
+        return [64]
+    out: list[int] = []
+    for part in str(spec).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if part not in ("32", "64"):
+            raise ValueError(f"--wave takes 32, 64 or 32,64, not {spec!r}")
+        if int(part) not in out:
+            out.append(int(part))
+    if not out:
+        raise ValueError(f"--wave takes 32, 64 or 32,64, not {spec!r}")
+    return out
+
+
+def expand_waves(names: list[str], waves: list[int]) -> list[str]:
+    """Level names with `hip-on-nvidia` replaced by one level per wavefront size."""
+    from .backends.hip_nvidia import hip_level_name
+    out: list[str] = []
+    for n in names:
+        for m in ([hip_level_name(w) for w in waves] if n == "hip-on-nvidia" else [n]):
+            if m not in out:
+                out.append(m)
+    return out
+
+
+def level_wave(name: str) -> int | None:
+    """The wavefront size of a hip-on-nvidia level name, else None."""
+    if name == "hip-on-nvidia":
+        return 64
+    if name.startswith("hip-on-nvidia/w"):
+        return int(name.rsplit("w", 1)[1])
+    return None
+
+
 class GpuPool(Executor):
     """One isolated worker per GPU (not started: each moves to its own drive process, see
     parity.engine.run_cases, which deals every Gth case to each of the G members)."""
 
     def __init__(self, level: str, members: list):
         self.level, self.members = level, members
+        self.wave = getattr(members[0], "wave", None) if members else None
 
     def availability(self) -> Availability:
         return self.members[0].availability()
@@ -105,6 +146,9 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             return Level(name, cpu.availability(), cpu)
         if name == "hip-on-nvidia":
             from .backends.hip_nvidia import HipOnNvidiaExecutor as cls
+            kwargs = {"suite_dir": hip_src}
+        elif name == "hip-on-nvidia/w32":
+            from .backends.hip_nvidia import HipOnNvidiaW32Executor as cls
             kwargs = {"suite_dir": hip_src}
         elif name == "amd":
             from .backends.amd import AmdExecutor as cls

@@ -167,6 +167,9 @@ def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
     opts = ["-std=c++17", "--expt-relaxed-constexpr", "-default-device"]
     if level != "cuda":                        # the same flags as the hip-on-nvidia level's NVRTC path
         opts += ["-D__HIPCC__", f"-I{HIP_MAPPING}"]
+        from .levels import level_wave
+        if level_wave(level) == 64:            # hip-on-nvidia runs 64-lane wavefronts (--wave 64)
+            opts.append("-DPARITY_WAVE64=1")
     if source:
         opts.append(f"-I{Path(source).parent}")
     if CUDA_RTC_STUBS.is_dir():

@@ -218,18 +218,43 @@ def _device_arch() -> str | None:
 
 
 # ---------------------------------------------------------------------------- executor
+WAVE_SIZES = (64, 32)
+WAVE64_CRASH_HINT = ("; wave64 mode: a kernel that traps here most likely reached a wave-wide operation "
+                     "(shuffle, ballot, any/all, activemask, __syncwarp) with only one of the two NVIDIA warps "
+                     "of a 64-lane wavefront (divergent wave-wide operation; the emulation gives up after 1 s)")
+
+
+def hip_level_name(wave: int) -> str:
+    """Level name of hip-on-nvidia at a wavefront size: `hip-on-nvidia` is wave 64 (CDNA, the
+    default), `hip-on-nvidia/w32` wave 32 (RDNA wave32, NVIDIA's own warps)."""
+    if int(wave) not in WAVE_SIZES:
+        raise ValueError(f"wavefront size must be 32 or 64, not {wave}")
+    return "hip-on-nvidia" if int(wave) == 64 else f"hip-on-nvidia/w{int(wave)}"
+
+
 class HipOnNvidiaExecutor(Executor):
-    """Runs launches against a HIP suite compiled for the NVIDIA GPU of this process."""
+    """Runs launches against a HIP suite compiled for the NVIDIA GPU of this process.
+
+    wave=64 (default, AMD CDNA) compiles with -DPARITY_WAVE64: the mapping header then runs each
+    64-lane wavefront as two NVIDIA warps (backends/hip/include/hip/parity_wave64.h); wave=32 uses
+    NVIDIA's 32-lane warps as they are. The flag is part of the compile-cache key."""
     level = "hip-on-nvidia"
+    wave: int | None = 64
     suffixes = (".hip",)
 
     def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
                  compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
-                 cache_root: str | os.PathLike | None = None, timing: bool = False):
+                 cache_root: str | os.PathLike | None = None, timing: bool = False,
+                 wave: int | None = None):
         self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
         if include_dirs is None:
             include_dirs = self.default_includes()
+        if wave is not None and self.wave is not None:
+            self.wave = int(wave)
+            self.level = hip_level_name(self.wave)
+        if self.wave == 64:
+            defines = {"PARITY_WAVE64": "1", **(defines or {})}
         self.toolchain = CudaToolchain(arch, compiler, self.level != "cuda", [Path(d) for d in include_dirs],
                                        defines, extra_flags, Path(cache_root) if cache_root else None)
         self.timing = timing
@@ -364,6 +389,9 @@ class HipOnNvidiaExecutor(Executor):
 
     def _fault(self, e: Exception, what: str) -> ExecResult:
         text = f"{what}: {type(e).__name__}: {e}"
+        if self.wave == 64 and any(k in text.lower() for k in ("launch fail", "illegal instruction", "trap")):
+            # __trap() of parity_wave64.h: CUDA says "unspecified launch failure" or "illegal instruction"
+            text += WAVE64_CRASH_HINT
         self._dead = f"CUDA context lost by an earlier crash ({text})"
         return ExecResult("crash", message=text)
 
@@ -436,6 +464,7 @@ class HipOnNvidiaExecutor(Executor):
 class CudaExecutor(HipOnNvidiaExecutor):
     """Level `cuda`: a `.cu` suite (Candle's own kernels) compiled as it is, no HIP mapping."""
     level = "cuda"
+    wave = None                                  # CUDA sources: NVIDIA warps, no HIP mapping
     suffixes = (".cu",)
     # CUDA Candle's conv1d/conv2d GEMM reads the original kernel buffer even after copying a
     # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/backends/conv_host.py).
@@ -446,3 +475,9 @@ class CudaExecutor(HipOnNvidiaExecutor):
 
     def default_includes(self) -> list[Path]:
         return []
+
+
+class HipOnNvidiaW32Executor(HipOnNvidiaExecutor):
+    """Level `hip-on-nvidia/w32`: the HIP suite on NVIDIA's 32-lane warps (RDNA wave32)."""
+    level = hip_level_name(32)
+    wave = 32

@@ -104,6 +104,7 @@ class IsolatedExecutor(Executor):
         self.env = dict(env or {})                 # set in the worker first (CUDA_VISIBLE_DEVICES)
         self._last_launch = None
         self.level = getattr(cls, "level", "?")
+        self.wave = getattr(cls, "wave", None)
         self.timeout_s, self.prepare_timeout_s = timeout_s, prepare_timeout_s
         self._ctx = context(start_method)
         self._proc = None

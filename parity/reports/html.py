@@ -33,7 +33,7 @@ COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write":
           "missing": "#e9c46a", "error": "#7b2cbf", "signature-mismatch": "#c1121f", "mapping-gap": "#5a189a",
           "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
           "xpass": "#f4a261", "unavailable": "#9e9e9e"}
-HIP_LEVELS = ("hip-on-nvidia", "amd")
+HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000
 MAX_FINDINGS = 500
 

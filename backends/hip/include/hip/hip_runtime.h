@@ -367,3 +367,12 @@ __device__ __forceinline__ void* __get_dynamicgroupbaseptr() {
 __device__ __forceinline__ void* __amdgcn_get_dynamicgroupbaseptr() { return __get_dynamicgroupbaseptr(); }
 
 // Like ROCm's, this header does not define half/half2: include <hip/hip_fp16.h>.
+
+// ---- wave64 emulation (issue #16): BEGIN -----------------------------------------
+// With -DPARITY_WAVE64 (parity run --wave 64) a wavefront is 64 lanes: two NVIDIA
+// warps. parity_wave64.h (#undef'ing then) redefines every wave-wide name; keep this
+// block last so nothing above can redefine them with 32-lane semantics again.
+#if defined(PARITY_WAVE64)
+#include "parity_wave64.h"
+#endif
+// ---- wave64 emulation: END -------------------------------------------------------

@@ -1,0 +1,49 @@
+"""Link amd-static's wavefront-size warnings (parity/amd_static.py) to what the wave64 mode of
+hip-on-nvidia proves: a kernel whose cases fail at wave 64 and pass at wave 32 has a warp-size
+bug, and the static scan's lines in its source (if any) are where to look. Kernels the scan did
+not flag are listed too: the run found what the scan missed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+W64, W32 = "hip-on-nvidia", "hip-on-nvidia/w32"
+PASSING = ("pass", "xfail")
+
+
+def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
+    """One entry per kernel with a non-passing case at wave 64: its verdicts at both wave sizes,
+    whether wave 32 passed the same cases, and the amd-static notes (file:line: note)."""
+    by_kernel: dict[str, dict[str, list[dict]]] = {}
+    for r in rows:
+        if r.get("level") in (W64, W32) and r.get("kernel"):
+            by_kernel.setdefault(str(r["kernel"]), {}).setdefault(r["level"], []).append(r)
+    bad = {k: v for k, v in by_kernel.items() if any(r["verdict"] not in PASSING for r in v.get(W64, []))}
+    if not bad:
+        return []
+    from .amd_static import kernel_notes
+    from .suite import discover
+    notes = kernel_notes(discover(Path(suite_dir)))
+    out = []
+    for k in sorted(bad):
+        v = bad[k]
+        failing = sorted({r["case_id"] for r in v[W64] if r["verdict"] not in PASSING})
+        at32 = {r["case_id"]: r["verdict"] for r in v.get(W32, [])}
+        out.append({"kernel": k, "cases": failing,
+                    "verdicts64": sorted({r["verdict"] for r in v[W64] if r["verdict"] not in PASSING}),
+                    "wave32": ("pass" if failing and all(at32.get(c) in PASSING for c in failing)
+                               else "not run" if not at32 else "fails too"),
+                    "static": notes.get(k, [])})
+    return out
+
+
+def markdown(entries: list[dict]) -> str:
+    if not entries:
+        return ""
+    lines = ["### Wavefront size: wave64 evidence", "",
+             "| kernel | at wave 64 | at wave 32 | amd-static flagged |", "| --- | --- | --- | --- |"]
+    for e in entries:
+        flagged = "<br>".join(f"`{n}`" for n in e["static"]) or "nothing (the run found what the scan missed)"
+        lines.append(f"| `{e['kernel']}` | {', '.join(e['verdicts64'])} ({len(e['cases'])} cases) | {e['wave32']} | {flagged} |")
+    lines += ["", "A kernel that fails at wave 64 and passes at wave 32 assumes 32-lane warps; "
+              "the amd-static lines are the likely places."]
+    return "\n".join(lines) + "\n"
