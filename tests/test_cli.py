@@ -85,7 +85,7 @@ def test_markdown_stays_under_60000_characters_for_50000_cases():
     md = markdown.render(res)
     assert len(md) < 60_000
     assert "parity: 42857/50000 cases pass, 7143 failing — 1 finding" in md       # one cause, not 7143 rows
-    assert "1. **fail** — `unary.exp` f32 special values: 7,143 cases wrong" in md
+    assert "1. **fail** — `unary.exp` f32, values: 7,143 cases wrong (values: special; layouts: transposed)" in md
     assert "- … 7,113 more: see index.html or results.json" in md
 
 
