@@ -351,7 +351,7 @@ class HipOnNvidiaExecutor(Executor):
         try:
             import cupy
             if cupy.cuda.is_available():
-                cupy.empty(1)                    # creates the context and the memory pool
+                cupy.asnumpy(cupy.asarray(np.zeros(16, np.uint8)))   # context, memory pool, copies
                 cupy.cuda.Device().synchronize()
         except Exception:                        # no device: availability() and run() say why
             pass

@@ -35,7 +35,7 @@ from .base import Availability, ExecResult, Executor
 # at import). parity.engine's preparation pool forks from the same server.
 FORKSERVER_PRELOAD = ["parity.engine", "parity.ops", "parity.backends.worker", "parity.backends.hip_nvidia",
                       "numpy", "ml_dtypes", "cupy"]
-MAX_SPARES = 4                  # each spare holds a CUDA context (~0.5 GB of device memory)
+MAX_SPARES = 6                  # each spare holds a CUDA context (~0.5 GB of device memory)
 
 
 def context(start_method: str = "forkserver"):

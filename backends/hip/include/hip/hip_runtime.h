@@ -84,7 +84,7 @@
 // HIP's non-_sync intrinsics take no mask (the whole wavefront); CUDA needs the _sync
 // form. width defaults to warpSize on both (64 on CDNA, 32 here).
 #define __shfl(v, lane, ...) __hip_map_shfl(0xffffffffu, (v), (lane), ##__VA_ARGS__)
-#define __shfl_xor(v, m, ...) __shfl_xor_sync(0xffffffffu, (v), (m), ##__VA_ARGS__)
+#define __shfl_xor(v, m, ...) __hip_map_shfl_xor(0xffffffffu, (v), (m), ##__VA_ARGS__)
 #define __shfl_up(v, d, ...) __shfl_up_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 #define __shfl_down(v, d, ...) __shfl_down_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 
@@ -97,6 +97,18 @@ __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, 
   unsigned int lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   return __shfl_sync(mask, var, src_lane + (int)(lane & ~(unsigned)(width - 1)), warpSize);
+}
+
+// HIP's __shfl_xor reads lane ^ lane_mask unless that is beyond the lane's segment, then its own
+// value (amd_warp_functions.h); CUDA's shfl.bfly keeps only 5 bits of the mask, so a mask >= 32
+// reads another lane (measured: 0 ^ 63 read lane 31 on an H100).
+template <class T>
+__device__ __forceinline__ T __hip_map_shfl_xor(unsigned mask, T var, int lane_mask, int width = warpSize) {
+  unsigned int lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  int index = (int)lane ^ lane_mask;
+  if (index >= (int)((lane + width) & ~(unsigned)(width - 1))) index = (int)lane;
+  return __shfl_sync(mask, var, index, warpSize);
 }
 
 // ROCm's _sync variants take a 64-bit mask (static_assert'ed in amd_warp_sync_functions.h)
@@ -128,7 +140,7 @@ __shfl_down_sync(M mask, T var, unsigned int delta, int width = warpSize) {
 template <class M, class T>
 __device__ __forceinline__ typename __hip_map_m64<M, T>::type
 __shfl_xor_sync(M mask, T var, int lane_mask, int width = warpSize) {
-  return __shfl_xor_sync(static_cast<unsigned>(mask), var, lane_mask, width);
+  return __hip_map_shfl_xor(static_cast<unsigned>(mask), var, lane_mask, width);
 }
 // HIP's ballot is a 64-bit lane mask (bit i = lane i); on a 32-lane warp the high half is 0.
 template <class M>
