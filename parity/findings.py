@@ -268,14 +268,23 @@ def _params(v) -> str:
 
 
 def _signature(g: pd.DataFrame) -> list[Finding]:
-    exp = g["expected_params"].map(_params) if "expected_params" in g.columns else "?"
-    got = g["found_params"].map(_params) if "found_params" in g.columns else "?"
-    g = g.assign(_exp=exp, _got=got)
+    """One finding per op: a drift is usually one edit to a macro shared by every dtype; the detail
+    shows the first (expected, found) pair, the dtype's own type written T."""
+    def generic(col: str) -> pd.Series:
+        if col not in g.columns:
+            return pd.Series("?", index=g.index)
+        return pd.Series([_params([("T" if p == dt else p) for p in v] if isinstance(v, (list, tuple)) else v)
+                          for v, dt in zip(g[col].tolist(), g["dtype"].astype(str).tolist())], index=g.index)
+    g = g.assign(_pair=[f"expected {e}, found {f}" for e, f in zip(generic("expected_params"), generic("found_params"))])
+    pairs = _collect(g, ["op"], "_pair")
     out = []
-    for (op, e, f), info in _groups(g, ["op", "_exp", "_got"]):
+    for (op,), info in _groups(g, ["op"]):
         title = f"`{op}`: declared parameter list differs from the ABI ({_counts(info)})"
-        detail = f"expected {e}, found {f}" if e != "?" or f != "?" else first_line(info["message"])
-        out.append(_make("signature-mismatch", info, title, detail, key=(op, e, f)))
+        ps = pairs[(op,)]
+        detail = ps[0] if ps[0] != "expected ?, found ?" else first_line(info["message"])
+        if len(ps) > 1:
+            detail += f" (and {_plural(len(ps) - 1, 'other parameter list')})"
+        out.append(_make("signature-mismatch", info, title, detail, key=(op,)))
     return out
 
 

@@ -114,3 +114,13 @@ def test_wave64_failures_link_to_amd_static_lines():
             assert any("kernel.hip" in n for n in ev[0]["static"]), (name, ev[0]["static"])
         assert "wave64 evidence" in markdown(ev)
     assert evidence([{"case_id": "c", "kernel": "k", "level": "hip-on-nvidia", "verdict": "pass"}], BROKEN) == []
+
+
+def test_wave64_evidence_leaves_out_what_is_no_wave_size_evidence():
+    """A missing kernel, or one that fails at both wave sizes without a static warning, is another
+    finding's business: the evidence table lists neither (a port run would list every kernel)."""
+    from parity.wave_link import evidence
+    rows = [{"case_id": "a", "kernel": "uexp_f32", "level": "hip-on-nvidia", "verdict": "missing"},
+            {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia", "verdict": "crash"},
+            {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia/w32", "verdict": "crash"}]
+    assert evidence(rows, BROKEN / "lane_mod_32") == []
