@@ -9,7 +9,7 @@ Runs, in order: the bundled suite twice (the first fills the compile cache), the
 port (tests/fixtures/ports/make_inplace_fault.py) twice, the broken port
 (tests/fixtures/ports/candle-rocm-wip) once. The comparison uses the second run of each of the first
 two: warm caches, so it measures running, not compiling. Writes OUT/<name>/ report folders,
-OUT/<name>.log and OUT/real_port.json; prints a table.
+OUT/<name>.log, OUT/<name>.summary.md and OUT/real_port.json; prints a table.
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def run(out: Path, name: str, suite: Path, args: list[str]) -> dict:
     line = r.stdout.strip().splitlines()[-2] if r.stdout.strip().count("\n") else r.stdout.strip() or r.stderr[-400:]
     print(f"[{name}] rc={r.returncode}, {wall:.1f} s wall: {line}", flush=True)
     summary = found[-1].parent / "summary.md" if found else None
+    if summary and summary.is_file():             # beside the logs: a report folder sits one level deeper
+        (out / f"{name}.summary.md").write_text(summary.read_text())
     return {"name": name, "rc": r.returncode, "wall_s": wall, "elapsed_s": meta.get("elapsed_s"),
             "compile_s": meta.get("compile_s"),
             "summary_chars": len(summary.read_text()) if summary and summary.is_file() else None,
