@@ -129,6 +129,7 @@ def main(out_dir: str | None) -> None:
     text = f"device: {dev}\n\n" + "\n".join(table)
     print(text)
     if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         Path(out_dir, "kernel_speed.md").write_text(text + "\n")
         Path(out_dir, "kernel_speed.json").write_text(json.dumps({"device": dev, "rows": rows}, indent=1))
 
