@@ -301,8 +301,8 @@ def test_github_annotations_capped_and_escaped(failing, tmp_path):
     lines = github.annotations(failing, cap=1)          # one annotation per finding: f16 and f32 minimum
     assert len(lines) == 2 and lines[-1].startswith("::warning") and "1 more findings" in lines[-1]
     first = lines[0]
-    assert first.startswith("::error title=parity fail%3A `binary.minimum` f16 special values%3A 5 cases wrong "
-                            "(layouts%3A contiguous%2C ")
+    assert first.startswith("::error title=parity fail%3A `binary.minimum` f16%2C NaN handling%3A 5 cases wrong "
+                            "(values%3A special; layouts%3A contiguous%2C ")
     assert "%0Arepro: parity repro binary.minimum/f16/" in first and "\n" not in first
     r = invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q", "--out", tmp_path,
                env={"GITHUB_ACTIONS": "true"})
@@ -318,7 +318,13 @@ def test_github_annotations_printed_for_failures(tmp_path, monkeypatch):
     r = invoke("run", "--ops", "unary.neg", "--levels", "cpu", "-q", "--out", tmp_path, env={"GITHUB_ACTIONS": "true"})
     assert r.exit_code == 1
     errors = [l for l in r.output.splitlines() if l.startswith("::error ")]
-    assert len(errors) == 10 and "::warning title=parity::" not in r.output     # 5 dtypes x 2 value classes
+    from parity import findings
+    from parity.results import Results
+    (res,) = tmp_path.glob("*/results.json")
+    causes = findings.analyze(Results.from_json(res).table).findings
+    assert len(errors) == len(causes) and {f.cause for f in causes} == {"fail"}      # one per finding
+    assert {f.key[1] for f in causes} == {"f8_e4m3", "f16", "bf16", "f32", "f64"}
+    assert "::warning title=parity::" not in r.output
 
 
 # ---------------------------------------------------------------------------- pytest plugin
