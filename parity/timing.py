@@ -38,7 +38,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -94,12 +94,6 @@ class Timing:
                 "launch_floor_ms": self.launch_floor_ms, "timing_verified": self.verified,
                 "timing_note": self.note, "time_source": self.source, "event_ms": self.event_ms,
                 "event_overhead_ms": self.overhead_ms}
-
-
-TIMING_COLUMNS = ["kernel_ms", "time_p10", "time_p90", "samples", "time_noise", "time_converged", "timing_mode",
-                  "launch_bound", "launch_floor_ms", "timing_verified", "timing_note", "time_source", "event_ms",
-                  "event_overhead_ms", "bytes_moved", "gbps",
-                  "pct_peak", "ratio", "ratio_vs"]
 
 
 # ----------------------------------------------------------------------------------- statistics
@@ -205,11 +199,6 @@ def bytes_moved_built(b) -> int:
     ins = [] if b.inplace else [(b.operands.layouts[n].shape, b.operands.layouts[n].strides,
                                  b.operands.dtypes[n].bits // 8) for n in b.operands.names]
     return bytes_moved(ins, out_numel, out_dt.bits // 8, inplace=b.inplace)
-
-
-def bytes_moved_launch(launch) -> int:
-    """Fallback for structured launches: every buffer's bytes once (inputs read, outputs written)."""
-    return int(sum(np.asarray(buf).nbytes for buf in launch.buffers.values()))
 
 
 def gbps(nbytes: int | None, ms: float | None) -> float | None:
@@ -352,9 +341,6 @@ class CupyClock:
             buf = self.cp.empty(4, dtype=self.cp.uint8)
             return (lambda: self.cp.cuda.runtime.memsetAsync(buf.data.ptr, 0, 4, self.stream_ptr())), "4-byte memset"
 
-    def environment(self) -> dict:
-        return {**gpu_environment(), "timing_method": self.method}
-
 
 class HipClock:
     """hipEvents through hip-python (AMD); same interface as CupyClock."""
@@ -420,9 +406,6 @@ class HipClock:
         n = 4
         buf = self.check(self.hip.hipMalloc(n))
         return (lambda: self.check(self.hip.hipMemsetAsync(buf, 0, n, None))), "4-byte memset"
-
-    def environment(self) -> dict:
-        return {"name": self.name, "api": "hip"}
 
 
 _OVERHEADS: dict[str, tuple[float, str]] = {}
@@ -774,6 +757,3 @@ def _toolkit() -> dict:
         pass
     return out
 
-
-def timing_summary(t: Timing) -> dict:
-    return asdict(t)

@@ -7,15 +7,11 @@ import numpy as np
 
 from ..ops.base import Launch
 
-# Verdicts an executor itself can decide (the comparator decides pass/fail).
-EXEC_OK = "ok"
-EXEC_VERDICTS = ("missing", "compile-error", "crash", "timeout", "oob-write", "input-clobbered",
-                 "unavailable")
-
-
 @dataclass
 class ExecResult:
-    status: str                                   # "ok" or one of EXEC_VERDICTS
+    status: str                                   # "ok", or a verdict the executor decides itself: missing,
+                                                  # compile-error, mapping-gap, signature-mismatch, crash,
+                                                  # timeout, oob-write, input-clobbered, unavailable, refused
     outputs: dict[str, np.ndarray] = field(default_factory=dict)   # output base buffers after the launch
     message: str = ""                             # compiler message, fault text, suggestion, ...
     time_ms: float | None = None
