@@ -78,7 +78,9 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
               help="AMD targets, comma separated.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
-def compile_cmd(hip_src, amd_arch, as_json, per_file) -> None:
+@click.option("--since", metavar="REF", help="Only the sources changed since this git ref (or including a changed "
+                                             "header): the pre-commit check on a machine without a GPU.")
+def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
@@ -86,10 +88,22 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file) -> None:
     """
     from .amd_static import analyze, hipcc
     from .levels import DEFAULT_HIP_SRC
+    from .suite import discover
     folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
     if not hipcc():
         raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
-    rows = analyze(folder, tuple(_csv(amd_arch) or ()))
+    suite = discover(folder)
+    if since:
+        from .since import SinceError, sources_changed
+        try:
+            changed = {p.resolve() for p in sources_changed(since, folder)[0]}
+        except SinceError as e:
+            raise SetupError(str(e))
+        suite.sources = [s for s in suite.sources if Path(s).resolve() in changed]
+        if not suite.sources:
+            click.echo(f"no HIP source changed since {since}: nothing to compile")
+            sys.exit(0)
+    rows = analyze(suite, tuple(_csv(amd_arch) or ()))
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:

@@ -46,18 +46,24 @@ def changed_files(ref: str, folder: Path) -> list[Path]:
     return out
 
 
+def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[Path]]:
+    """(suite sources changed since `ref` or including a changed header, the changed kernel files)."""
+    changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
+    if not changed:
+        return [], []
+    suite = discover(Path(suite_dir))
+    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
+    hit = [Path(src) for src in suite.sources
+           if Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), list(include_dirs)))]
+    return hit, changed
+
+
 def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[set[str], list[Path]]:
     """(kernel names defined by sources changed since `ref`, or including a changed header; the
     changed kernel files). Deleted files count as changed but define nothing."""
-    changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
-    if not changed:
-        return set(), []
+    hit, changed = sources_changed(ref, suite_dir, include_dirs)
+    if not hit:
+        return set(), changed
+    files = {p.resolve() for p in hit}
     suite = discover(Path(suite_dir))
-    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
-    hit = set()
-    for src in suite.sources:
-        s = Path(src).resolve()
-        if s in changed or headers & set(header_closure(s, list(include_dirs))):
-            hit.add(s)
-    kernels = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in hit}
-    return kernels, changed
+    return {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files}, changed

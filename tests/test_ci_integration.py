@@ -78,8 +78,10 @@ def test_example_workflow_runs_each_level_on_its_runner():
         assert job["steps"][0]["uses"].startswith("actions/checkout@")
 
 
-def test_pre_commit_hook():
-    (hook,) = load(HOOKS)
+def test_pre_commit_hooks():
+    hook, static = load(HOOKS)
+    assert static["id"] == "parity-amd-static" and static["entry"] == "parity compile --since HEAD --summary"
+    assert static["pass_filenames"] is False and re.compile(static["files"]).search("kernels/unary.hip")
     assert hook["id"] == "parity" and hook["language"] == "python"
     assert hook["entry"] == "parity run --since HEAD --levels auto -q"
     assert hook["pass_filenames"] is False

@@ -80,3 +80,17 @@ def test_cli_runs_only_changed_kernels(repo: Path, tmp_path: Path):
     assert ops == {"unary.neg"}
     r = run(main, args[:-1] + ["no-such-ref"])
     assert r.exit_code == 2 and "no-such-ref" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.skipif(not shutil.which("hipcc"), reason="hipcc not installed")
+def test_compile_since_builds_only_the_changed_sources_for_amd(repo: Path):
+    run = CliRunner().invoke
+    args = ["compile", "--hip-src", str(repo), "--amd-arch", "gfx90a", "--since", "HEAD", "--json"]
+    r = run(main, args)
+    assert r.exit_code == 0 and "nothing to compile" in r.output, r.output
+    (repo / "exp.hip").write_text("#include <hip/hip_runtime.h>\n" + (repo / "exp.hip").read_text())
+    r = run(main, args)
+    import json
+    rows = json.loads(r.output)
+    assert r.exit_code == 0, r.output
+    assert {row["kernel"] for row in rows} == {"uexp_f32"} and {row["status"] for row in rows} == {"ok"}
