@@ -188,6 +188,8 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     t0 = time.perf_counter()
     from .ops import CATALOG
     kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
+    for lv in runnable:                        # workers warm up while compiling
+        lv.prestart()
     with terminal.progress(console) as prog:
         for lv in runnable:                    # only the files the selected cases need, in parallel
             lv.precompile(kernels, prog)

@@ -88,6 +88,8 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
                         "device": l.availability.device} for l in lvls]}
     t0 = time.perf_counter()
     from .ops import CATALOG
+    for lv in runnable:                        # workers warm up while compiling and preparing
+        lv.prestart()
     with terminal.progress(console) as prog:
         for lv in runnable:                    # only the files these cases need, in parallel
             lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases}, prog)

@@ -24,6 +24,13 @@ class Level:
     executor: Executor | None
     probe: Executor | None = None     # in-process instance that answered availability (and compiles)
 
+    def prestart(self) -> None:
+        """Start the level's worker process (not for --gpus pools: their workers start in their
+        own drive processes) so it warms up while the run compiles and prepares."""
+        from .backends.worker import IsolatedExecutor
+        if isinstance(self.executor, IsolatedExecutor):
+            self.executor.prestart()
+
     def precompile(self, kernels, progress=None) -> None:
         """Compile, in parallel and before the launch worker starts, the suite files these kernels
         need (and only those). progress: a rich Progress (or parity.reports.terminal's plain one)

@@ -137,3 +137,19 @@ def test_dense_faults_grow_the_spares():
         assert took < 8 * SlowStart.START_S * 0.75, took       # one start per fault would be 8 x START_S
     finally:
         ex.close()
+
+
+def test_prestart_overlaps_the_first_worker_s_start():
+    import time
+    from fakes_worker import SlowStart
+    ex = IsolatedExecutor(SlowStart, timeout_s=5.0)
+    try:
+        ex.prestart()
+        ex.prestart()                                              # once: no second process
+        assert len(ex._spares) == 1
+        time.sleep(SlowStart.START_S + 0.5)                        # the caller compiles meanwhile
+        t0 = time.perf_counter()
+        assert ex.run(launch("ok_a", 1)).status == "ok"
+        assert time.perf_counter() - t0 < 0.5 and ex.restarts == 0
+    finally:
+        ex.close()

@@ -197,6 +197,12 @@ class IsolatedExecutor(Executor):
             code = self._proc.exitcode if self._proc else None
             return "died", code
 
+    def prestart(self) -> None:
+        """Start the first worker now, without waiting for it: its process, imports and CUDA
+        context then overlap whatever the caller does next (compiling, preparing cases)."""
+        if self._proc is None and not self._spares:
+            self._spares.append(self._spawn())
+
     # --- Executor ------------------------------------------------------------------------
     def availability(self) -> Availability:
         tag, value = self._call("availability", None, self.prepare_timeout_s)
