@@ -71,3 +71,17 @@ def test_a_rocm_identifier_the_mapping_lacks_is_parity_s_gap_not_the_port_s():
     assert compile_failure(Path("x.hip"), _failed(out)).status == "compile-error"      # AMD: the port's
     own = 'x.hip(4): error: identifier "my_helper" is undefined\n'
     assert compile_failure(Path("x.hip"), _failed(own), hip_mapping=True).status == "compile-error"
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
+def test_a_kernel_the_suite_cannot_serve_is_looked_up_once(tmp_path: Path, monkeypatch):
+    """A port's thousands of `missing` cases: the verdict is decided once per kernel and run."""
+    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    good = Path(__file__).parent / "fixtures" / "suites" / "good"
+    ex = HipOnNvidiaExecutor(good, arch="90", compiler="nvcc", cache_root=tmp_path)
+    calls = []
+    real = ex.locate
+    monkeypatch.setattr(ex, "locate", lambda k: calls.append(k) or real(k))
+    first, second = ex.prepare("utanh_f32"), ex.prepare("utanh_f32")
+    assert first.status == second.status == "missing" and first.message == second.message
+    assert calls == ["utanh_f32"]

@@ -153,6 +153,7 @@ class AmdExecutor(Executor):
         self._symbols: dict[Path, list[str]] = {}
         self._modules: dict[Path, object] = {}
         self._functions: dict[str, object] = {}
+        self._unusable: dict[str, ExecResult] = {}
         self._avail: tuple[bool, str, str] | None = None
         self._miopen: Miopen | None = None
 
@@ -230,6 +231,8 @@ class AmdExecutor(Executor):
             for sub in suite_kernels([kernel]):   # kernel is reported by the step that needs it
                 self.prepare(sub)                 # (MIOpen may serve the case without it)
             return None
+        if kernel in self._unusable:             # decided once per run, as on NVIDIA
+            return self._unusable[kernel]
         ok, why, _ = self._avail or detect()
         if not ok:
             return ExecResult("unavailable", message=why)
@@ -243,14 +246,16 @@ class AmdExecutor(Executor):
             res = self.compile(s)
             if not res.ok:
                 if s in cands:
-                    return compile_failure(s, res)
+                    self._unusable[kernel] = compile_failure(s, res)
+                    return self._unusable[kernel]
                 failed.append((s, res))
                 continue
             if kernel in self._symbols.get(s, []) or (s in cands and not self._symbols.get(s)):
                 src = s
                 break
         if src is None:
-            return not_found(kernel, self.suite, str(self.suite_dir), failed)
+            self._unusable[kernel] = not_found(kernel, self.suite, str(self.suite_dir), failed)
+            return self._unusable[kernel]
         from hip import hip
         if src not in self._modules:
             self._modules[src] = _check(hip.hipModuleLoadData(self._compiled[src].read()))

@@ -263,6 +263,7 @@ class HipOnNvidiaExecutor(Executor):
         self._symbols: dict[Path, list[str]] = {}
         self._modules: dict[Path, object] = {}
         self._functions: dict[str, object] = {}
+        self._unusable: dict[str, ExecResult] = {}   # missing / compile-error / mapping-gap verdicts
         self._dead = ""                          # set after a context-killing fault
 
     def default_includes(self) -> list[Path]:
@@ -359,8 +360,11 @@ class HipOnNvidiaExecutor(Executor):
     def _function(self, kernel: str):
         if kernel in self._functions:
             return self._functions[kernel], None
+        if kernel in self._unusable:
+            return None, self._unusable[kernel]
         src, err = self.locate(kernel)
-        if err:
+        if err:                                  # the suite does not change during a run: decided once
+            self._unusable[kernel] = err         # (a port's 17,000 missing cases: 8 ms of lookup each)
             return None, err
         import cupy
         if src not in self._modules:
