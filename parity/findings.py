@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .results import FAILING
+from .results import FAILING, Results
 
 OK = ("pass", "xfail")
 # Causes worst first: build-level causes hide everything after them, then parity's own gap (the
@@ -120,6 +120,14 @@ def _cut(s: str, n: int) -> str:
 @functools.lru_cache(maxsize=4096)
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def of(res: Results) -> Findings:
+    """analyze() of a run, computed once per Results: every report format leads with it (treat the
+    table as frozen once this was called, as for Results.records)."""
+    if res._findings is None:
+        res._findings = analyze(res.table, res.meta.get("levels"))
+    return res._findings
 
 
 def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:

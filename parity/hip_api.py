@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data" / "hip_device_api.txt"
+from . import resources
+
+DATA = resources.data_dir() / "hip_device_api.txt"
 
 # nvcc and NVRTC share the EDG front end's wording; clang says it its own way.
 _UNDEFINED = [

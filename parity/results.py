@@ -32,6 +32,7 @@ class Results:
     table: pd.DataFrame
     meta: dict = field(default_factory=dict)      # run info: sweep, filters, levels, environment, golden
     _records: list | None = field(default=None, init=False, repr=False, compare=False)
+    _findings: object = field(default=None, init=False, repr=False, compare=False)   # findings.of()
 
     @staticmethod
     def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":

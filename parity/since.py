@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from .compile_cache import header_closure
-from .suite import HEADER_SUFFIXES, SOURCE_SUFFIXES, discover
+from .suite import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, discover
 
 
 class SinceError(ValueError):
@@ -46,24 +46,29 @@ def changed_files(ref: str, folder: Path) -> list[Path]:
     return out
 
 
-def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[Path]]:
-    """(suite sources changed since `ref` or including a changed header, the changed kernel files)."""
+def _changed(ref: str, suite_dir: Path, include_dirs: list[Path]) -> tuple[Suite | None, list[Path], list[Path]]:
+    """(the suite, its sources changed since `ref` or including a changed header, the changed
+    kernel files); no suite is discovered when no kernel file changed."""
     changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
     if not changed:
-        return [], []
+        return None, [], []
     suite = discover(Path(suite_dir))
     headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
     hit = [Path(src) for src in suite.sources
            if Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), list(include_dirs)))]
+    return suite, hit, changed
+
+
+def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[Path]]:
+    """(suite sources changed since `ref` or including a changed header, the changed kernel files)."""
+    _, hit, changed = _changed(ref, suite_dir, include_dirs)
     return hit, changed
 
 
 def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[set[str], list[Path]]:
     """(kernel names defined by sources changed since `ref`, or including a changed header; the
     changed kernel files). Deleted files count as changed but define nothing."""
-    hit, changed = sources_changed(ref, suite_dir, include_dirs)
-    if not hit:
-        return set(), changed
+    suite, hit, changed = _changed(ref, suite_dir, include_dirs)
     files = {p.resolve() for p in hit}
-    suite = discover(Path(suite_dir))
-    return {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files}, changed
+    return {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
+        if suite else set(), changed

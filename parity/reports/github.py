@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..findings import analyze
+from ..findings import of
 from ..results import Results
 
 CAP = 50
@@ -23,7 +23,7 @@ def _prop(s: str) -> str:
 
 def annotations(res: Results, cap: int = CAP) -> list[str]:
     """One annotation per finding, worst first (xpass is a notice, not an error)."""
-    found = [f for f in analyze(res.table, res.meta.get("levels")).findings]
+    found = of(res).findings
     out = []
     for f in found[:cap]:
         kind = "notice" if f.cause == "xpass" else "error"

@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from ..findings import analyze
+from ..findings import of
 from ..results import FAILING, Results
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -239,7 +239,7 @@ def _code_spans(s: str) -> list[tuple[str, bool]]:
 
 def _root_causes(res: Results) -> dict:
     """The parity score (family rows × level columns) and the findings, for the top of the page."""
-    f = analyze(res.table, res.meta.get("levels"))
+    f = of(res)
     levels = list(dict.fromkeys(r.level for r in f.scoreboard))
     fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all")) + (["all"] if levels else [])
     cell = {(r.level, r.family): r for r in f.scoreboard}

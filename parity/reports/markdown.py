@@ -117,7 +117,7 @@ def _fit(lines: list[str], budget: int) -> tuple[list[str], int]:
 def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
     """The summary; `appendix` (markdown, e.g. the timing table) is placed after the findings and cut
     to what the budget leaves, so summary.md as a whole stays under `limit`."""
-    f = fnd.analyze(res.table, res.meta.get("levels"))
+    f = fnd.of(res)
     head = "\n".join(_head(res, f) + scoreboard_lines(f)) + "\n"
     room = limit - len(head) - 400                     # 400: the pointers and closing tags below
     out = [head]

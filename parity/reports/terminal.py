@@ -86,7 +86,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
     (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
     from .. import findings as fnd
-    f = fnd.analyze(res.table, res.meta.get("levels"))
+    f = fnd.of(res)
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
         if lv["available"]:
