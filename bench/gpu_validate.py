@@ -101,7 +101,7 @@ def spec_launch(spec: dict, ex):
 def ncu_driver(spec_path: str) -> int:
     """Driver mode (run under ncu): exactly the launches of the specs, warm-ups then repetitions."""
     import cupy
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     specs = json.loads(Path(spec_path).read_text())
     ex = HipOnNvidiaExecutor()
     for spec in specs:
@@ -202,7 +202,7 @@ def part_a(rows: list[dict]) -> tuple[list[dict], bool]:
 
 def part_b(out: Path) -> tuple[list[dict], bool]:
     import cupy
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     from parity.timing import CupyClock, TimingOptions, event_overhead, launch_floor, sample, subtract_event_overhead
     ex = HipOnNvidiaExecutor()
     clock = CupyClock()

@@ -21,7 +21,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from parity.backends.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
 from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 N = 1 << 26

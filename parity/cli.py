@@ -134,7 +134,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     from .engine import run_cases
     from .golden import summary as golden_summary
     from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, expand_waves, make, parse_waves
-    from .reports import junit, markdown, terminal
+    from .render import junit, markdown, terminal
     from .results import Results, environment
 
     console = Console(stderr=False, quiet=quiet)
@@ -235,7 +235,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     if waves:
         res.meta["wave_evidence"] = waves
     res.to_json(folder / "results.json")
-    from .reports import timing as timing_report
+    from .render import timing as timing_report
     timing_md = timing_report.markdown(res)
     appendix = (wave_md(waves) + "\n" if waves else "") + (timing_md or "")
     (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
@@ -258,7 +258,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
 
 def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
     """The cases whose kernels (or a host routine's kernels) are defined in files changed since ref."""
-    from .backends.library import suite_kernels
+    from .executors.library import suite_kernels
     from .since import SinceError, kernels_changed
     kernels: set[str] = set()
     try:
@@ -278,7 +278,7 @@ def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
 def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
     """Render a results.json as markdown, JUnit XML, JSON or the HTML scoreboard."""
     from .commands import apply_baseline, load_baseline
-    from .reports import html, junit, markdown
+    from .render import html, junit, markdown
     from .results import Results
     try:
         res = Results.from_json(results)
@@ -288,7 +288,7 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
     if fmt == "html":
         text = html.render(res)
     elif fmt == "md":
-        from .reports import timing as timing_report
+        from .render import timing as timing_report
         text = markdown.render(res, appendix=timing_report.markdown(res))
     elif fmt == "junit":
         text = junit.render(res)

@@ -56,8 +56,8 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     from .cases import Filters, load_sweep
     from .engine import add_ratios, run_cases_multi
     from .levels import DEFAULT_HIP_SRC, make
-    from .reports import terminal
-    from .reports import timing as timing_report
+    from .render import terminal
+    from .render import timing as timing_report
     from .results import Results, environment
     from dataclasses import asdict
     opts = _timing_options(mode, max_noise, time_cap)

@@ -34,7 +34,7 @@ def apply_baseline(res, known, strict: bool = False):
 
 def write_extra_reports(res, folder: Path) -> list[str]:
     """index.html beside summary.md; GitHub annotations on stdout under GitHub Actions."""
-    from .reports import github, html
+    from .render import github, html
     html.write(res, folder)
     if github.enabled():
         for line in github.annotations(res):

@@ -81,7 +81,7 @@ def _hipcc() -> list[Check]:
 
 
 def _hip_python() -> list[Check]:
-    from .backends.amd import detect
+    from .executors.amd import detect
     ok, why, arch = detect()
     try:
         import hip  # noqa: F401

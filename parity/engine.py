@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from .backends.base import Executor
+from .executors.base import Executor
 from .cases import Built, Case, build
 from .compare import compare
 from .ops.abi import extract, pack
@@ -319,7 +319,7 @@ def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
         return
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
-    from .backends.worker import context
+    from .executors.worker import context
     ctx = context("forkserver")                  # fork is unsafe next to threads and CUDA
     chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
@@ -362,7 +362,7 @@ PIPELINE_MAX_BYTES = 1 << 16    # larger launches go one at a time: a full pipe 
 def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
            emit: Callable[[int, dict], None]) -> None:
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
-    timing, an executor that can queue launches (submit/collect: backends.worker) gets up to
+    timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
     PIPELINE_DEPTH small elementwise launches ahead."""
     queue = timing is None and hasattr(executor, "submit")
     window: deque = deque()

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import resources
-from .backends.base import Availability, Executor
-from .backends.cpu import CpuExecutor
+from .executors.base import Availability, Executor
+from .executors.cpu import CpuExecutor
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
@@ -27,13 +27,13 @@ class Level:
     def prestart(self) -> None:
         """Start the level's worker process (not for --gpus pools: their workers start in their
         own drive processes) so it warms up while the run compiles and prepares."""
-        from .backends.worker import IsolatedExecutor
+        from .executors.worker import IsolatedExecutor
         if isinstance(self.executor, IsolatedExecutor):
             self.executor.prestart()
 
     def precompile(self, kernels, progress=None) -> None:
         """Compile, in parallel and before the launch worker starts, the suite files these kernels
-        need (and only those). progress: a rich Progress (or parity.reports.terminal's plain one)
+        need (and only those). progress: a rich Progress (or parity.render.terminal's plain one)
         that gets a task "compile LEVEL": files done/total and the slowest file so far."""
         if self.probe is None or not hasattr(self.probe, "precompile"):
             return
@@ -104,7 +104,7 @@ def parse_waves(spec: str | int | None) -> list[int]:
 
 def expand_waves(names: list[str], waves: list[int]) -> list[str]:
     """Level names with `hip-on-nvidia` replaced by one level per wavefront size."""
-    from .backends.hip_nvidia import hip_level_name
+    from .executors.hip_nvidia import hip_level_name
     out: list[str] = []
     for n in names:
         for m in ([hip_level_name(w) for w in waves] if n == "hip-on-nvidia" else [n]):
@@ -152,21 +152,21 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             cpu = CpuExecutor()
             return Level(name, cpu.availability(), cpu)
         if name == "hip-on-nvidia":
-            from .backends.hip_nvidia import HipOnNvidiaExecutor as cls
+            from .executors.hip_nvidia import HipOnNvidiaExecutor as cls
             kwargs = {"suite_dir": hip_src}
         elif name == "hip-on-nvidia/w32":
-            from .backends.hip_nvidia import HipOnNvidiaW32Executor as cls
+            from .executors.hip_nvidia import HipOnNvidiaW32Executor as cls
             kwargs = {"suite_dir": hip_src}
         elif name == "amd":
-            from .backends.amd import AmdExecutor as cls
+            from .executors.amd import AmdExecutor as cls
             kwargs = {"suite_dir": hip_src}
         elif name == "cupy":
-            from .backends.cupy_ref import CupyRefExecutor as cls
+            from .executors.cupy_ref import CupyRefExecutor as cls
             kwargs = {}
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
-            from .backends.hip_nvidia import CudaExecutor as cls
+            from .executors.hip_nvidia import CudaExecutor as cls
             kwargs = {"suite_dir": cuda_src}
         else:
             raise ValueError(f"unknown level {name!r}; known: {', '.join(ALL_LEVELS)}")
@@ -177,7 +177,7 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
     if not av.available:
         return Level(name, av, None)
     if isolate:
-        from .backends.worker import IsolatedExecutor
+        from .executors.worker import IsolatedExecutor
         from .session import current
         ids = resolve_gpus(gpus if gpus is not None else current().gpus)
         if ids:                                  # --gpus: one worker per GPU, pinned before CUDA starts

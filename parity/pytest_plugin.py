@@ -139,7 +139,7 @@ class _Session:
             if custom:
                 import importlib
 
-                from .backends.base import Availability
+                from .executors.base import Availability
                 from .levels import Level
                 mod, _, cls = custom.partition(":")
                 ex = getattr(importlib.import_module(mod), cls)()

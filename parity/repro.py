@@ -45,7 +45,7 @@ def _raw(a: np.ndarray, dt: str) -> np.ndarray:
 
 
 def _args(launch) -> list[dict]:
-    from .backends.hip_nvidia import scalar_arg
+    from .executors.hip_nvidia import scalar_arg
     out = []
     for a in launch.args:
         d = {"name": a.name, "kind": a.kind}
@@ -162,7 +162,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
 
 def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
     """A standalone CuPy script that replays the launch stored in `npz`."""
-    from .backends.hip_nvidia import CUDA_RTC_STUBS, HIP_MAPPING
+    from .executors.hip_nvidia import CUDA_RTC_STUBS, HIP_MAPPING
     src = str(source) if source else f"<the suite file defining {kernel}>"
     opts = ["-std=c++17", "--expt-relaxed-constexpr", "-default-device"]
     if level != "cuda":                        # the same flags as the hip-on-nvidia level's NVRTC path

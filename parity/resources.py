@@ -54,8 +54,8 @@ def data_dir() -> Path:
 
 
 def templates_dir() -> Path:
-    """Report templates (`parity/reports/templates/`)."""
-    return _path("reports", "templates")
+    """Report templates (`parity/render/templates/`)."""
+    return _path("render", "templates")
 
 
 def check() -> list[str]:

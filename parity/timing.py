@@ -348,7 +348,7 @@ class HipClock:
 
     def __init__(self, flush_factor: float = 2.0):
         from hip import hip
-        from .backends.amd import _check
+        from .executors.amd import _check
         self.hip, self.check = hip, _check
         props = hip.hipDeviceProp_t()
         _check(hip.hipGetDeviceProperties(props, 0))
@@ -467,7 +467,7 @@ class DeviceImages:
 
     def __init__(self, launch):
         import cupy
-        from .backends.hip_nvidia import guarded_image
+        from .executors.hip_nvidia import guarded_image
         self.cp, self.launch = cupy, launch
         self.hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
         self.images = {n: guarded_image(h) for n, h in self.hosts.items()}
@@ -501,7 +501,7 @@ class CupyPrepared(DeviceImages):
 
     def __init__(self, func, launch):
         super().__init__(launch)
-        from .backends.hip_nvidia import GUARD_BYTES, arg_values
+        from .executors.hip_nvidia import GUARD_BYTES, arg_values
         self.func = func
         self._infos = []
 
@@ -612,7 +612,7 @@ def time_launch(executor, launch, opts: TimingOptions | None = None,
 
 def _guarded(prep, name, arr):
     """A reference output in the prepared launch's image form (guard + bytes + guard)."""
-    from .backends.hip_nvidia import guarded_image
+    from .executors.hip_nvidia import guarded_image
     if hasattr(prep, "image_of"):
         return prep.image_of(name, arr)
     return guarded_image(np.ascontiguousarray(arr))

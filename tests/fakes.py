@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.numerics import cast, to_f64
 
 

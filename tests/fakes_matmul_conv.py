@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from parity.backends.cpu import CpuExecutor
-from parity.backends.hip_nvidia import GUARD_BYTES, guarded_image
-from parity.backends.miopen import DATATYPE, Miopen
+from parity.executors.cpu import CpuExecutor
+from parity.executors.hip_nvidia import GUARD_BYTES, guarded_image
+from parity.executors.miopen import DATATYPE, Miopen
 from parity.dtypes import dtype
 from parity.numerics import round_float, to_f64
 from parity.ops.matmul import MatMulNonContiguous, gemm_config

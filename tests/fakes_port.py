@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.backends.base import ExecResult
-from parity.backends.cpu import CpuExecutor
+from parity.executors.base import ExecResult
+from parity.executors.cpu import CpuExecutor
 from parity.dtypes import dtype
 from parity.numerics import round_float, to_f64
 from parity.ops.binary import _minmax

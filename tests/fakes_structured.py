@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.layouts import row_major
 from parity.numerics import cast
 from parity.dtypes import dtype

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.backends.base import ExecResult
-from parity.backends.cpu import CpuExecutor
+from parity.executors.base import ExecResult
+from parity.executors.cpu import CpuExecutor
 
 IDENTITY = {"sum": 0, "max": -np.inf, "min": np.inf}
 

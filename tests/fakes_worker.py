@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from parity.backends.base import Availability, ExecResult, Executor
+from parity.executors.base import Availability, ExecResult, Executor
 from parity.ops.base import Arg, Launch
 
 

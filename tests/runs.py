@@ -1,7 +1,7 @@
 """Fixture runs with failures, fixes and slowdowns, built from the deliberately broken subjects."""
 from __future__ import annotations
 
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.cases import Filters, load_sweep
 from parity.engine import run_cases
 from parity.results import Results, environment

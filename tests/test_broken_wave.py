@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fakes_wave import WaveBug
-from parity.backends.hip_nvidia import HipOnNvidiaExecutor, hip_level_name
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor, hip_level_name
 from parity.cases import Case
 from parity.engine import run_case
 

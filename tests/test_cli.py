@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from parity.cli import main
-from parity.reports import junit, markdown
+from parity.render import junit, markdown
 from parity.results import Results
 
 

@@ -1,4 +1,4 @@
-"""The `cupy` level (parity/backends/cupy_ref.py): kernel sources, the NVRTC -ftz rewrite, the
+"""The `cupy` level (parity/executors/cupy_ref.py): kernel sources, the NVRTC -ftz rewrite, the
 subnormal self-check and its gating, without a GPU; the kernels compiled by nvcc (CuPy's own
 generated source) and their bodies run on the host against the CPU reference when nvcc is on
 PATH; the level on the smoke sweep's elementwise cases on a GPU (`pytest -m gpu`)."""
@@ -15,8 +15,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from parity.backends import cupy_ref
-from parity.backends.cupy_ref import (CT, FTZ_SENSITIVE, MARKER, NP_NAMES, SUBNORMAL_PROBE, CupyRefExecutor,
+from parity.executors import cupy_ref
+from parity.executors.cupy_ref import (CT, FTZ_SENSITIVE, MARKER, NP_NAMES, SUBNORMAL_PROBE, CupyRefExecutor,
                                       install_ftz_rewrite, keep_subnormals, kernel_source, subnormal_verdict,
                                       supported, without_ftz)
 from parity.cases import Case, Filters, load_sweep

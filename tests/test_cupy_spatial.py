@@ -1,4 +1,4 @@
-"""The `cupy` level's spatial array code (parity/backends/cupy_spatial.py): every pr case of matmul,
+"""The `cupy` level's spatial array code (parity/executors/cupy_spatial.py): every pr case of matmul,
 pool/upsample and the conv family (conv.host included) computed with xp=numpy and judged by each
 op's own judge, the GEMM's reading of layouts against Candle's gemm_config, and deliberately wrong
 variants caught with exact verdicts. The GPU run (xp=cupy) of these ops is
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_cupy_structured import SPATIAL_OPS, NumpyStructured, assert_all_pass
 
-from parity.backends import cupy_spatial as sp
+from parity.executors import cupy_spatial as sp
 from parity.cases import Case, Filters, load_sweep
 from parity.engine import run_case
 from parity.ops.matmul import SHAPES, MatMulNonContiguous, gemm_config

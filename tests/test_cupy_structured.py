@@ -1,4 +1,4 @@
-"""The `cupy` level's array code (parity/backends/cupy_structured.py): the bit conversions, every
+"""The `cupy` level's array code (parity/executors/cupy_structured.py): the bit conversions, every
 pr case of reduce / softmax / rmsnorm / layernorm / rope / indexing / argsort / const_set / copy2d
 / fill computed by the same array code with xp=numpy and judged by each op's own judge,
 deliberately wrong variants caught with exact verdicts, and on a GPU (`pytest -m gpu`) the level
@@ -12,10 +12,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from parity.backends import cupy_ref
-from parity.backends import cupy_structured as cs
-from parity.backends.base import Availability, ExecResult, Executor
-from parity.backends.cupy_ref import NP_NAMES, CupyRefExecutor
+from parity.executors import cupy_ref
+from parity.executors import cupy_structured as cs
+from parity.executors.base import Availability, ExecResult, Executor
+from parity.executors.cupy_ref import NP_NAMES, CupyRefExecutor
 from parity.cases import Case, Filters, load_sweep
 from parity.engine import run_case, run_cases
 from parity.ops import CATALOG, expected_kernels

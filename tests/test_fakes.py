@@ -3,7 +3,7 @@ import pytest
 
 from fakes import (DropsStartOffset, IgnoresStrides, NanDroppingMinimum, NoInPlacePath, OneStrideArray,
                    SaturatingU8Cast, UnwrittenTail)
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import run_case
 

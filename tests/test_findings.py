@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from parity import findings as fnd
-from parity.reports import github, html, markdown, terminal
+from parity.render import github, html, markdown, terminal
 from parity.results import FAILING, Results
 
 import broken_port

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.backends.hip_nvidia import DEFAULT_HIP_SUITE, HipOnNvidiaExecutor
-from parity.backends.worker import IsolatedExecutor
+from parity.executors.hip_nvidia import DEFAULT_HIP_SUITE, HipOnNvidiaExecutor
+from parity.executors.worker import IsolatedExecutor
 from parity.ops.base import Arg, Launch
 
 pytestmark = pytest.mark.gpu

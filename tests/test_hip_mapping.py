@@ -80,7 +80,7 @@ def test_corpus_compiles_for_amd(src, tmp_path):
 
 def test_corpus_compiles_with_nvrtc(tmp_path):
     """The same headers under NVRTC (CudaToolchain's NVRTC path, backends/cuda_rtc stubs)."""
-    from parity.backends.hip_nvidia import CudaToolchain
+    from parity.executors.hip_nvidia import CudaToolchain
     try:
         from cupy_backends.cuda.libs import nvrtc
         nvrtc.getVersion()
@@ -286,7 +286,7 @@ def _cuda():
 def modules(tmp_path_factory):
     """name -> cupy Module for every corpus file (nvcc, or NVRTC through CudaToolchain)."""
     cupy = _cuda()
-    from parity.backends.hip_nvidia import CudaToolchain
+    from parity.executors.hip_nvidia import CudaToolchain
     tc = CudaToolchain(include_dirs=[MAPPING], cache_root=tmp_path_factory.mktemp("cache"))
     out = {}
     for src in CORPUS:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.reports import html
+from parity.render import html
 from parity.results import Results
 
 import runs

@@ -64,7 +64,7 @@ def test_wheel_carries_suite_mapping_and_sweeps(installed):
                  "parity/_bundled/hip/include/hip/hip_runtime.h", "parity/_bundled/hip/include/hip/hip_fp16.h",
                  "parity/_bundled/cuda_rtc/stdint.h", "parity/_bundled/cases/smoke.toml",
                  "parity/_bundled/cases/pr.toml", "parity/data/cuda-golden-elementwise.json",
-                 "parity/reports/templates/scoreboard.html.j2"):
+                 "parity/render/templates/scoreboard.html.j2"):
         assert want in names, want
     assert not [n for n in names if n.startswith(("backends/", "cases/", "tests/"))]
 

@@ -18,7 +18,7 @@ import pytest
 
 from fakes_port import PORT, PortModel, port_kernels
 from parity.amd_static import analyze, hipcc
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.cases import Filters, load_sweep
 from parity.coverage import coverage
 from parity.engine import run_case
@@ -137,7 +137,7 @@ def test_port_compiles_with_the_cuda_mapping():
     """The hip-on-nvidia compile of every file (no GPU needed). A failure here is a gap of
     backends/hip/include/hip/ (the port uses HIP's public API: the legacy hip_bfloat16 struct with
     .data, HIP_DYNAMIC_SHARED, ...), never the port's bug."""
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor(PORT, compiler="nvcc", arch="90")
     results = ex.compile_all()
     failed = {src.name: next((ln.strip() for ln in res.error.message.splitlines() if "error" in ln),

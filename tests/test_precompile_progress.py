@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from parity.backends.base import Availability
-from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+from parity.executors.base import Availability
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor
 from parity.levels import Level
-from parity.reports.terminal import progress
+from parity.render.terminal import progress
 
 GOOD = Path(__file__).parent / "fixtures" / "suites" / "good"
 

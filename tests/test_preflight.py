@@ -1,4 +1,4 @@
-"""What an executor decides before a launch (parity/backends/preflight.py): signature drift is not
+"""What an executor decides before a launch (parity/executors/preflight.py): signature drift is not
 launched, a file that does not compile makes its kernels `compile-error` (never `missing`)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.backends.preflight import compile_failure, not_found, signature_mismatch
+from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 from parity.cases import Case
 from parity.compile_cache import CompileError, CompileResult
 from parity.engine import prepare_case
@@ -76,7 +76,7 @@ def test_a_rocm_identifier_the_mapping_lacks_is_parity_s_gap_not_the_port_s():
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
 def test_a_kernel_the_suite_cannot_serve_is_looked_up_once(tmp_path: Path, monkeypatch):
     """A port's thousands of `missing` cases: the verdict is decided once per kernel and run."""
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     good = Path(__file__).parent / "fixtures" / "suites" / "good"
     ex = HipOnNvidiaExecutor(good, arch="90", compiler="nvcc", cache_root=tmp_path)
     calls = []

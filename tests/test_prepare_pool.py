@@ -1,7 +1,7 @@
 """engine.prepared_stream: cases built by worker processes give the same rows as built in-process."""
 import pickle
 
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.cases import Filters, build, load_sweep
 from parity.engine import POOL_MIN_CASES, prepare_case, prepared_stream, run_cases
 

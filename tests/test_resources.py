@@ -27,7 +27,7 @@ def test_in_a_checkout_the_links_resolve_to_the_edited_folders():
 
 
 def test_every_default_path_comes_from_resources():
-    from parity.backends import hip_nvidia
+    from parity.executors import hip_nvidia
     from parity.cases import SWEEP_DIR
     from parity.levels import DEFAULT_HIP_SRC
     assert DEFAULT_HIP_SRC == hip_nvidia.DEFAULT_HIP_SUITE == resources.hip_suite()

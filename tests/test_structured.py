@@ -6,7 +6,7 @@ import pytest
 from fakes_structured import (ArgmaxWritesF32, ReduceIgnoresPermutation, RopeIgnoresStrideB,
                               ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SumAccumulatesInFloat,
                               TieBlockSizeBug)
-from parity.backends.cpu import CpuExecutor
+from parity.executors.cpu import CpuExecutor
 from parity.cases import Case, expand, load_sweep
 from parity.dtypes import dtype
 from parity.engine import run_case

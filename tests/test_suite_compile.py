@@ -120,7 +120,7 @@ def test_missing_compiler_is_an_error_result(tmp_path):
 
 # ------------------------------------------------------------- hip-on-nvidia (compile only)
 def _exe(name, **kw):
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     return HipOnNvidiaExecutor(SUITES / name, arch="90", compiler="nvcc", **kw)
 
 
@@ -168,7 +168,7 @@ def _launch(**bufs):
 
 
 def test_arg_values_abi_order_and_types():
-    from parity.backends.hip_nvidia import arg_values
+    from parity.executors.hip_nvidia import arg_values
     lau = _launch(x=np.zeros(5, np.float32), out=np.zeros(4, np.float32))
     vals = arg_values(lau, {"x": 0x1000, "out": 0x2000}.__getitem__, lambda a: 0)
     assert [type(v) for v in vals] == [np.uint64, np.uint64, np.uint64, np.uint64, np.uint16, np.float16,
@@ -179,7 +179,7 @@ def test_arg_values_abi_order_and_types():
 
 
 def test_kernel_arg_buffer_alignment():
-    from parity.backends.amd import ctypes_args, kernel_arg_buffer
+    from parity.executors.amd import ctypes_args, kernel_arg_buffer
     vals = [np.uint64(1), np.uint16(2), np.uint64(3), np.uint8(4), np.float32(1.0)]
     buf = kernel_arg_buffer(vals)
     assert len(buf) == 32
@@ -190,7 +190,7 @@ def test_kernel_arg_buffer_alignment():
 
 
 def test_judge_detects_oob_and_clobber_without_gpu():
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor, guarded_image
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor, guarded_image
     x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
     lau = _launch(x=x, out=out)
     hosts = {"x": x, "out": out}

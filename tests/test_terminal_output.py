@@ -10,7 +10,7 @@ from rich.progress import Progress
 
 from parity.cli import main
 from parity.ops import select
-from parity.reports.terminal import LogProgress, progress
+from parity.render.terminal import LogProgress, progress
 from parity.termtable import Col, fit_table
 
 MISNAMED = Path(__file__).parent / "fixtures" / "broken_hip" / "misnamed"

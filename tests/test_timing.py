@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from parity import session
-from parity.backends.cpu import CpuExecutor
-from parity.backends.worker import IsolatedExecutor
+from parity.executors.cpu import CpuExecutor
+from parity.executors.worker import IsolatedExecutor
 from parity.cases import Case, Filters, build, load_sweep
 from parity.engine import add_ratios, run_case, run_cases
 from parity.layouts import LAYOUT_CLASSES, contiguous, transposed
@@ -302,7 +302,7 @@ def test_cli_bench_refuses_cpu_and_run_accepts_time_and_shard(tmp_path):
 
 # -------------------------------------------------------------------------- CuPy reference
 def test_cupy_reference_sources_cover_the_elementwise_catalog():
-    from parity.backends.cupy_ref import kernel_source, supported
+    from parity.executors.cupy_ref import kernel_source, supported
     from parity.ops import CATALOG
     n = 0
     for op in CATALOG.values():
@@ -320,7 +320,7 @@ def test_cupy_reference_sources_cover_the_elementwise_catalog():
 # ------------------------------------------------------------------------------------- GPU
 @pytest.mark.gpu
 def test_gpu_timer_times_a_real_kernel():
-    from parity.backends.hip_nvidia import HipOnNvidiaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     from parity.engine import prepare_case
     from parity.timing import time_launch
     p = prepare_case(Case("unary.neg", "f32", "len1025", "normal"))
@@ -336,7 +336,7 @@ def test_gpu_timer_times_a_real_kernel():
 
 @pytest.mark.gpu
 def test_gpu_cupy_reference_level_passes_and_times():
-    from parity.backends.cupy_ref import CupyRefExecutor
+    from parity.executors.cupy_ref import CupyRefExecutor
     ex = CupyRefExecutor()
     for cid in ("unary.exp/f32/transposed/normal/s0", "binary.minimum/f16/broadcast-leading/special/s0",
                 "cast/f32-u8/narrowed/out-of-range/s0", "where/u8-f32/transposed/normal/s0"):

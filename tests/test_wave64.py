@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.backends.hip_nvidia import (HIP_MAPPING, HipOnNvidiaExecutor, HipOnNvidiaW32Executor,
+from parity.executors.hip_nvidia import (HIP_MAPPING, HipOnNvidiaExecutor, HipOnNvidiaW32Executor,
                                         WAVE64_CRASH_HINT, hip_level_name)
 from parity.levels import expand_waves, level_wave, parse_waves
 from parity.ops.base import Arg, Launch
@@ -98,10 +98,10 @@ def test_rows_say_which_wave():
     from parity.engine import _wave
     assert _wave(HipOnNvidiaExecutor(FIX, wave=64)) == {"wave": 64}
     assert _wave(HipOnNvidiaExecutor(FIX, wave=32)) == {"wave": 32}
-    from parity.backends.worker import IsolatedExecutor
+    from parity.executors.worker import IsolatedExecutor
     iso = IsolatedExecutor(HipOnNvidiaW32Executor, suite_dir=FIX)
     assert (iso.level, iso.wave) == ("hip-on-nvidia/w32", 32)
-    from parity.backends.cpu import CpuExecutor
+    from parity.executors.cpu import CpuExecutor
     assert _wave(CpuExecutor()) == {}
 
 

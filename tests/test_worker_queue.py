@@ -7,8 +7,8 @@ from collections import deque
 import pytest
 
 from fakes_worker import Scripted, launch
-from parity.backends.cpu import CpuExecutor
-from parity.backends.worker import IsolatedExecutor
+from parity.executors.cpu import CpuExecutor
+from parity.executors.worker import IsolatedExecutor
 from parity.cases import Filters, load_sweep
 from parity.engine import PIPELINE_DEPTH, run_cases
 

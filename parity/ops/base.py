@@ -44,7 +44,7 @@ class Launch:
     shared_mem: int = 0
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
     library: str = ""                       # host routine run by the executor, not a suite kernel
-                                            # ("blas.gemm", "conv.host": parity/backends/library.py)
+                                            # ("blas.gemm", "conv.host": parity/executors/library.py)
 
     def describe(self) -> str:
         parts = []

@@ -27,7 +27,7 @@ c_in*k) against the kernel viewed as (c_out, c_in*k)ᵀ, then ucopy_T of the (b,
 result into N,C,L (a memcpy when that view is contiguous). CUDA Candle runs the GEMM on the
 *original* kernel buffer even when it copied it (KD cuda-conv-noncontiguous-kernel); the ROCm
 port runs it on kernel_c. On `amd`, f32/f16/bf16 with contiguous operands go through MIOpen
-first (parity/backends/conv_host.py).
+first (parity/executors/conv_host.py).
 """
 from __future__ import annotations
 
@@ -523,7 +523,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 class HostConv:
     """One call of Candle's backend conv1d/conv2d as its host code sees it: the operand layouts
     (src (b, c_in, l) or (b, c_in, h, w); kernel (c_out, c_in, k...)) and the parameters. Each
-    method builds one launch of that host code, in order; parity.backends.conv_host runs them."""
+    method builds one launch of that host code, in order; parity.executors.conv_host runs them."""
     key: str
     src: Layout
     kernel: Layout
@@ -587,7 +587,7 @@ UCOPY = next(o for o in UNARY_OPS if o.root == "ucopy")
 
 def _pack_host(b: StructuredBuilt) -> Launch:
     """The `conv.host` launch: the operands' layouts and Candle's conv parameters; the executor
-    runs the host sequence (parity.backends.conv_host) from them."""
+    runs the host sequence (parity.executors.conv_host) from them."""
     g, sl, kl = b.geo, b.layouts["src"], b.layouts["k"]
     args = [_sz("stride", g["stride"]), _sz("padding", g["padding"]), _sz("dilation", g["dilation"]),
             Arg("info", _info(sl), name="src_layout"), Arg("info", _info(kl), name="kernel_layout"),
@@ -600,7 +600,7 @@ def _pack_host(b: StructuredBuilt) -> Launch:
 
 def _emulate_host(ex, launch: Launch, bufs, op: Op, key: str):
     """CPU level: the same host sequence as the GPU levels, its launches run by the emulation."""
-    from ..backends.conv_host import run_conv_host
+    from ..executors.conv_host import run_conv_host
     return run_conv_host(ex, launch)
 
 

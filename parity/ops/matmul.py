@@ -1,6 +1,6 @@
 """Matmul: Candle's `matmul` host path, one strided-batched GEMM through BLAS (cuBLAS on NVIDIA,
 hipBLAS/rocBLAS on AMD). Not a suite kernel: launches are `library="blas.gemm"` host routines
-(parity/backends/library.py), so coverage does not expect a `gemm_T` kernel.
+(parity/executors/library.py), so coverage does not expect a `gemm_T` kernel.
 
 `gemm_config` is HEAD `candle-core/src/cuda_backend/mod.rs` gemm_config (the PR's rocBLAS copy is
 identical): row-major C(b,m,n) = A(b,m,k) @ B(b,k,n) computed as column-major Cᵀ = Bᵀ·Aᵀ, so the
@@ -313,7 +313,7 @@ def _judge(expected, got, b: StructuredBuilt):
 
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     """CPU level: the executor's gemm_config hook, then the column-major GEMM on the raw buffers."""
-    from ..backends.library import gemm_buffers
+    from ..executors.library import gemm_buffers
     bmnk, lhs, rhs = launch_layouts(launch)
     cfg = getattr(ex, "gemm_config", gemm_config)(bmnk, lhs, rhs)     # may raise MatMulNonContiguous
     a, b, c = gemm_buffers(launch, bufs, ex.pointer_offset)

@@ -1,7 +1,7 @@
 """Host routines: launches with `Launch.library` set are not suite kernels but Candle host code
 that an executor runs with its own means — `blas.gemm` (gemm_config + one strided-batched GEMM)
 and `conv.host` (conv1d/conv2d: im2col + GEMM + copy through the executor's own launches, MIOpen
-first on `amd`; parity/backends/conv_host.py).
+first on `amd`; parity/executors/conv_host.py).
 
 GPU executors call `run_library(self, launch)` from `run`; the CPU level goes through the ops'
 `emulate`, which uses the same helpers. Executor hooks (broken subjects override them):

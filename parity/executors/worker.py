@@ -33,7 +33,7 @@ from .base import Availability, ExecResult, Executor
 
 # Imported once by the forkserver, so a forked worker starts with them (none of them touches CUDA
 # at import). parity.engine's preparation pool forks from the same server.
-FORKSERVER_PRELOAD = ["parity.engine", "parity.ops", "parity.backends.worker", "parity.backends.hip_nvidia",
+FORKSERVER_PRELOAD = ["parity.engine", "parity.ops", "parity.executors.worker", "parity.executors.hip_nvidia",
                       "numpy", "ml_dtypes", "cupy"]
 MAX_SPARES = 6                  # each spare holds a CUDA context (~0.5 GB of device memory)
 

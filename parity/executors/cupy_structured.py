@@ -7,7 +7,7 @@ el_to_sum_per_block of a reduction, grid = rows, n_cols / ncols, pointer offsets
 and beta, rope's stride_b, max_value<I> ids, the serial j loop of ia/sa/s) and writes the output
 buffer; the op's own judge decides. Written against an array module `xp` with API common to CuPy
 and NumPy only: cupy on the GPU, numpy in tests. It shares no code with the CPU reference
-(parity/backends/cpu.py, the ops' reference/emulate functions): a second reference.
+(parity/executors/cpu.py, the ops' reference/emulate functions): a second reference.
 
 Floats are decoded from their storage bits (f16/bf16 as uint16, f32 bits as uint32, fp8 e4m3 as
 uint8) to float64 with integer operations and ldexp, computed in float64, and encoded back with

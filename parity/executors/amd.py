@@ -173,7 +173,7 @@ class AmdExecutor(Executor):
 
     def miopen(self) -> Miopen:
         """This executor's MIOpen handle and algorithm cache: `conv.host` launches try MIOpen first
-        (parity/backends/conv_host.py). ImportError without libMIOpen."""
+        (parity/executors/conv_host.py). ImportError without libMIOpen."""
         if self._miopen is None:
             from hip import hip
             self._miopen = Miopen(device=int(_check(hip.hipGetDevice())))
@@ -263,7 +263,7 @@ class AmdExecutor(Executor):
         return None
 
     def run(self, launch: Launch) -> ExecResult:
-        if launch.library:                         # host routine: parity/backends/library.py
+        if launch.library:                         # host routine: parity/executors/library.py
             from .library import run_library
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)

@@ -8,7 +8,7 @@ before and after every buffer, so the executor itself can say `oob-write`,
 `input-clobbered`, `crash`, `missing` or `compile-error`; the comparator decides pass/fail.
 
 A crash (illegal address) poisons the CUDA context of this process: every later launch answers
-`crash` too. Run the executor through `parity.backends.worker.IsolatedExecutor` to have the
+`crash` too. Run the executor through `parity.executors.worker.IsolatedExecutor` to have the
 process restarted after a crash and to turn hangs into `timeout`.
 """
 from __future__ import annotations
@@ -400,7 +400,7 @@ class HipOnNvidiaExecutor(Executor):
         return ExecResult("crash", message=text)
 
     def run(self, launch: Launch) -> ExecResult:
-        if launch.library:                         # host routine: parity/backends/library.py
+        if launch.library:                         # host routine: parity/executors/library.py
             from .library import run_library
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
@@ -471,7 +471,7 @@ class CudaExecutor(HipOnNvidiaExecutor):
     wave = None                                  # CUDA sources: NVIDIA warps, no HIP mapping
     suffixes = (".cu",)
     # CUDA Candle's conv1d/conv2d GEMM reads the original kernel buffer even after copying a
-    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/backends/conv_host.py).
+    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/executors/conv_host.py).
     conv_gemm_kernel = "original"
 
     def __init__(self, suite_dir: str | os.PathLike, **kw):
