@@ -372,3 +372,9 @@ def test_time_on_amd_goes_through_hipclock_on_hip_images(monkeypatch):
     assert len(dev.allocs) == 2                           # left: the clock's flush and empty-launch buffers;
                                                           # the run's and the prepared launch's images are freed
     assert isinstance(ex.prepared(prepare_case(Case("unary.neg", "f32", "len1025", "normal")).launch), HipPrepared)
+
+
+def test_peak_bandwidth_is_cached_per_device_under_the_parity_cache(tmp_path, monkeypatch):
+    from parity.timing import peak_path
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    assert peak_path("NVIDIA H100 80GB HBM3") == tmp_path / "bandwidth" / "NVIDIA_H100_80GB_HBM3.json"

@@ -7,6 +7,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..compile_cache import cache_dir
 from .clocks import CupyClock
 from .environment import gpu_environment
 from .statistics import TimingOptions, sample
@@ -61,7 +62,6 @@ def _slug(s: str) -> str:
 
 
 def peak_path(device_name: str) -> Path:
-    from .compile_cache import cache_dir
     return cache_dir() / "bandwidth" / f"{_slug(device_name)}.json"
 
 
