@@ -1,5 +1,5 @@
 """The import contracts of pyproject.toml ([tool.importlinter]) hold: layers, ops without executors,
-no GPU runtime on the CPU path, no UI libraries below the edge (issue #15)."""
+no GPU runtime on the CPU path, no UI libraries below the edge, no cycles (issue #15)."""
 import os
 import subprocess
 import sys
