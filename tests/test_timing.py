@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from parity import session
+from parity import shard
 from parity.executors.cpu import CpuExecutor
 from parity.executors.worker import IsolatedExecutor
 from parity.cases import Case, Filters, build, load_sweep
@@ -187,19 +187,18 @@ def test_time_prepared_cold_flags_launch_bound_and_verifies(monkeypatch):
 # ---------------------------------------------------------------------------- shard / merge
 def test_shard_split_is_deterministic_and_complete():
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]))
-    parts = [session.apply_shard(cases, (k, 3)) for k in (1, 2, 3)]
+    parts = [shard.apply_shard(cases, (k, 3)) for k in (1, 2, 3)]
     ids = [c.id for p in parts for c in p]
     assert sorted(ids) == sorted(c.id for c in cases) and len(set(ids)) == len(ids)
     assert all(p for p in parts)
-    assert [c.id for c in session.apply_shard(cases, (2, 3))] == [c.id for c in parts[1]]
-    assert session.shard_index("unary.neg/f32/contiguous/normal/s0", 4) == \
+    assert [c.id for c in shard.apply_shard(cases, (2, 3))] == [c.id for c in parts[1]]
+    assert shard.shard_index("unary.neg/f32/contiguous/normal/s0", 4) == \
         __import__("zlib").crc32(b"unary.neg/f32/contiguous/normal/s0") % 4
-    with session.using(shard=(1, 3)):
-        assert [c.id for c in load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]))] == \
-            [c.id for c in parts[0]]
+    assert [c.id for c in load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]), shard=(1, 3))] == \
+        [c.id for c in parts[0]]
     for bad in ("0/2", "3/2", "x", "1/0"):
         with pytest.raises(ValueError):
-            session.parse_shard(bad)
+            shard.parse_shard(bad)
 
 
 def _keyed(res: Results) -> dict:
@@ -218,8 +217,7 @@ def test_merge_of_shards_equals_unsharded_run_on_cpu(tmp_path):
     Results.from_rows(run_cases(cases, ex), {"sweep": "smoke"}).to_json(tmp_path / "all.json")
     paths = []
     for k in (1, 2, 3):
-        with session.using(shard=(k, 3)):
-            part = load_sweep("smoke", f)
+        part = load_sweep("smoke", f, shard=(k, 3))
         p = tmp_path / f"s{k}.json"
         Results.from_rows(run_cases(part, ex), {"sweep": "smoke", "shard": f"{k}/3"}).to_json(p)
         paths.append(p)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..numerics import fma, scalar_to_dtype
-from .base import Op, Tolerance
+from ..tolerance import Tolerance
+from .base import Op
 
 
 def reference(inputs, params, key, op):

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..dtypes import DType
 from ..numerics import round_float, to_f64
-from .base import EXACT, Op, Tolerance
+from ..tolerance import EXACT, Tolerance
+from .base import Op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")
 ABI = ("numel", "num_dims", "info", "lhs", "rhs", "out")

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..numerics import cast
-from .base import EXACT, Op
+from ..tolerance import EXACT
+from .base import Op
 
 _STD = ("u8", "u32", "i64", "f32", "f64")
 PAIRS = [(s, d) for s in _STD for d in _STD] + \

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..layouts import Layout
 from ..numerics import scalar_to_dtype
-from .base import COPY, Op
+from ..tolerance import COPY
+from .base import Op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import COPY, Op
+from ..tolerance import COPY
+from .base import Op
 
 _VALUES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64")
 KEYS = [f"{c}-{t}" for c in ("u8", "u32", "i64") for t in _VALUES] + \

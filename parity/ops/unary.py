@@ -8,7 +8,8 @@ import numpy as np
 
 from ..dtypes import FLOATS, DType, dtype
 from ..numerics import round_float, to_f64
-from .base import COPY, EXACT, Op, Tolerance
+from ..tolerance import COPY, EXACT, Tolerance
+from .base import Op
 
 ABI = ("numel", "num_dims", "info", "x", "out")
 ABI_PARAM = ("numel", "num_dims", "info", "param:T", "x", "out")
