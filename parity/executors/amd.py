@@ -4,11 +4,10 @@ Detected at run time; without `hip-python`, `libhiprtc` or an AMD device the lev
 `unavailable` with the reason, never passed. Arguments are packed by the same pure function as
 on NVIDIA (`hip_nvidia.arg_values`) and laid out by `kernel_arg_buffer` (natural alignment,
 what `hipModuleLaunchKernel`'s `HIP_LAUNCH_PARAM_BUFFER_POINTER` expects), which needs no GPU.
-Guards, input checks and verdicts are the NVIDIA executor's (`HipOnNvidiaExecutor.judge`).
+Guards, input checks and verdicts are the NVIDIA executor's (`parity.host.marshal.judge_images`).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 from pathlib import Path
@@ -18,9 +17,14 @@ import numpy as np
 from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
 from ..ops.base import Launch
 from ..suite import Suite, discover, kernels_from_binary
+from ..host.blas import HipBlas
+from ..host.hip import HipMemory, detect, device_buffers
+from ..host.hip import check as _check
+from ..host.marshal import judge_images
+from ..host.miopen import Miopen
+from ..host.routines import is_library_kernel, run_library, suite_kernels
 from .base import Availability, ExecResult, Executor
-from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
-from .miopen import Miopen
+from .hip_nvidia import DEFAULT_HIP_SUITE, arg_values
 from .preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
@@ -56,89 +60,6 @@ def kernel_arg_buffer(values: list[np.generic]) -> bytes:
     return bytes(buf)
 
 
-def _check(result):
-    """hip-python calls return (err, *values); raise on an error, return the value(s)."""
-    from hip import hip, hiprtc
-    err, rest = result[0], result[1:]
-    if isinstance(err, hip.hipError_t) and err != hip.hipError_t.hipSuccess:
-        raise RuntimeError(f"{err.name}")
-    if isinstance(err, hiprtc.hiprtcResult) and err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
-        raise RuntimeError(f"{err.name}")
-    return rest[0] if len(rest) == 1 else (rest or None)
-
-
-@contextlib.contextmanager
-def device_buffers(launch: Launch):
-    """A launch's buffers on the AMD device between guard bytes: yields (host arrays, device
-    pointer of each buffer's data, images); after the body every buffer is downloaded (guards
-    included) into images, and everything is freed on the way out."""
-    from hip import hip
-    hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-    allocs, images = {}, {}
-    try:
-        for n, h in hosts.items():
-            img = guarded_image(h)
-            d = _check(hip.hipMalloc(img.nbytes))
-            _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-            allocs[n] = (d, img.nbytes)
-        yield hosts, {n: int(d) + GUARD_BYTES for n, (d, _) in allocs.items()}, images
-        for n, (d, size) in allocs.items():
-            back = np.empty(size, np.uint8)
-            _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-            images[n] = back
-    finally:
-        for d, _ in allocs.values():
-            hip.hipFree(d)
-
-
-class HipMemory:
-    """Device memory for host routines that hand raw pointers to a library (MIOpen): the
-    launch's guarded buffers (`device_buffers`) plus scratch (the workspace)."""
-
-    def __init__(self) -> None:
-        self._live: dict[int, object] = {}
-
-    buffers = staticmethod(device_buffers)
-
-    def alloc(self, nbytes: int) -> int:
-        from hip import hip
-        d = _check(hip.hipMalloc(nbytes))
-        self._live[int(d)] = d
-        return int(d)
-
-    def free(self, ptr: int) -> None:
-        from hip import hip
-        hip.hipFree(self._live.pop(ptr))
-
-    def synchronize(self) -> None:
-        from hip import hip
-        _check(hip.hipDeviceSynchronize())
-
-
-def detect() -> tuple[bool, str, str]:
-    """(available, reason, gcnArchName)."""
-    try:
-        from hip import hip, hiprtc  # noqa: F401
-    except ImportError as e:
-        return False, f"hip-python not installed ({e}): pip install hip-python", ""
-    except OSError as e:
-        return False, f"ROCm libraries missing ({e}): apt-get install libamdhip64-dev libhiprtc-dev", ""
-    try:
-        err, count = hip.hipGetDeviceCount()
-    except Exception as e:
-        return False, f"HIP runtime unusable: {e}", ""
-    if err != hip.hipError_t.hipSuccess or count == 0:
-        return False, f"no AMD GPU ({getattr(err, 'name', err)}, {count} devices)", ""
-    try:
-        props = hip.hipDeviceProp_t()
-        _check(hip.hipGetDeviceProperties(props, 0))
-        arch = props.gcnArchName
-        arch = arch.decode() if isinstance(arch, bytes) else str(arch)
-    except Exception as e:
-        return False, f"hipGetDeviceProperties failed: {e}", ""
-    return True, "", arch
-
-
 class AmdExecutor(Executor):
     level = "amd"
 
@@ -156,6 +77,7 @@ class AmdExecutor(Executor):
         self._unusable: dict[str, ExecResult] = {}
         self._avail: tuple[bool, str, str] | None = None
         self._miopen: Miopen | None = None
+        self._blas: HipBlas | None = None
 
     @property
     def suite(self) -> Suite:
@@ -173,7 +95,7 @@ class AmdExecutor(Executor):
 
     def miopen(self) -> Miopen:
         """This executor's MIOpen handle and algorithm cache: `conv.host` launches try MIOpen first
-        (parity/executors/conv_host.py). ImportError without libMIOpen."""
+        (parity/host/conv.py). ImportError without libMIOpen."""
         if self._miopen is None:
             from hip import hip
             self._miopen = Miopen(device=int(_check(hip.hipGetDevice())))
@@ -181,6 +103,12 @@ class AmdExecutor(Executor):
 
     def device_memory(self) -> HipMemory:
         return HipMemory()
+
+    def blas(self) -> HipBlas:
+        """This executor's hipBLAS handle (`blas.gemm` launches), created on first use."""
+        if self._blas is None:
+            self._blas = HipBlas()
+        return self._blas
 
     def close(self) -> None:
         if self._miopen is not None:
@@ -224,7 +152,6 @@ class AmdExecutor(Executor):
         return res
 
     def prepare(self, kernel: str) -> ExecResult | None:
-        from .library import is_library_kernel, suite_kernels
         if kernel in self._functions:
             return None
         if is_library_kernel(kernel):             # load what the host routine may launch; a missing
@@ -263,8 +190,7 @@ class AmdExecutor(Executor):
         return None
 
     def run(self, launch: Launch) -> ExecResult:
-        if launch.library:                         # host routine: parity/executors/library.py
-            from .library import run_library
+        if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
         if err is not None:
@@ -290,4 +216,4 @@ class AmdExecutor(Executor):
         finally:
             for d in infos:
                 hip.hipFree(d)
-        return HipOnNvidiaExecutor.judge(launch, hosts, images)
+        return judge_images(launch, hosts, images)

@@ -36,6 +36,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..dtypes import FLOATS
+from ..host.marshal import GUARD_BYTES, guarded_image, judge_images
 from ..numerics import scalar_to_dtype
 from ..ops.base import Launch, Op
 from ..ops.structured import HostRefused
@@ -386,7 +387,6 @@ class CupyRefExecutor(Executor):
             return err
         import cupy
         from cupy.cuda.compiler import CompileException
-        from .hip_nvidia import GUARD_BYTES, HipOnNvidiaExecutor, guarded_image
         hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
         try:
             dev = {n: cupy.asarray(guarded_image(h)) for n, h in hosts.items()}
@@ -399,7 +399,7 @@ class CupyRefExecutor(Executor):
             return ExecResult("refused", message=str(e))
         except Exception as e:
             return ExecResult("crash", message=f"CuPy reference {launch.kernel}: {type(e).__name__}: {e}")
-        return HipOnNvidiaExecutor.judge(launch, hosts, images)
+        return judge_images(launch, hosts, images)
 
     def prepared(self, launch: Launch):
         err = self.prepare(launch.kernel)
@@ -424,7 +424,6 @@ def _row_major(shape):
 def _prepared(ex: "CupyRefExecutor", launch: Launch):
     """parity.timing's prepared-launch interface for the reference kernels."""
     from ..timing import DeviceImages
-    from .hip_nvidia import GUARD_BYTES
     p = DeviceImages(launch)
     p.enqueue = ex.plan(launch, p.dev, GUARD_BYTES)
     p.cp.cuda.Device().synchronize()

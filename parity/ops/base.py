@@ -44,7 +44,7 @@ class Launch:
     shared_mem: int = 0
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
     library: str = ""                       # host routine run by the executor, not a suite kernel
-                                            # ("blas.gemm", "conv.host": parity/executors/library.py)
+                                            # ("blas.gemm", "conv.host": parity/host/routines.py)
 
     def describe(self) -> str:
         parts = []
@@ -131,7 +131,7 @@ class StructuredSpec:
     pack: Callable[..., Launch]
     expected: Callable[..., np.ndarray]
     judge: Callable[..., Any]
-    emulate: Callable[..., None]
+    emulate: Callable[..., None] | None = None   # None: a host routine (`library`), run by the executor
     tolerance: Callable[[str], str] = lambda key: "exact"
     library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
                                              # kernel of that name, so coverage skips the op
