@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
-from ..ops.base import Launch
-from ..suite import Suite, discover, kernels_from_binary
 from ..host.blas import HipBlas
 from ..host.hip import HipMemory, detect, device_buffers
 from ..host.hip import check as _check
 from ..host.marshal import judge_images
 from ..host.miopen import Miopen
 from ..host.routines import is_library_kernel, run_library, suite_kernels
+from ..ops.base import Launch
+from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, ExecResult, Executor
 from .hip_nvidia import DEFAULT_HIP_SUITE, arg_values
 from .preflight import compile_failure, not_found, signature_mismatch

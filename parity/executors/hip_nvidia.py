@@ -22,12 +22,12 @@ import numpy as np
 
 from ..compile_cache import CompileResult, cache_key, cached_build, compile_source, header_closure
 from ..dtypes import dtype as dtype_of
-from ..numerics import scalar_to_dtype
-from ..ops.base import Arg, Launch
-from ..suite import Suite, discover, kernels_from_binary
 from ..host.blas import CupyBlas
 from ..host.marshal import GUARD_BYTES, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
+from ..numerics import scalar_to_dtype
+from ..ops.base import Arg, Launch
+from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, ExecResult, Executor
 from .preflight import compile_failure, not_found, signature_mismatch
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.base import Launch
 from ..executors.base import ExecResult
+from ..ops.base import Launch
 
 GUARD_BYTES = 256
 # Guard pattern: not a constant byte, so a kernel storing one repeated value cannot match it.
@@ -31,8 +31,9 @@ def check_image(image: np.ndarray, nbytes: int) -> tuple[bool, bool, np.ndarray]
 
 
 def judge_images(launch: Launch, hosts: dict[str, np.ndarray], images: dict[str, np.ndarray],
-          time_ms: float | None = None) -> ExecResult:
-    """Guard and input checks on the downloaded images; pure, so it is testable without a GPU."""
+                 time_ms: float | None = None) -> ExecResult:
+    """A launch's verdict from its buffers as downloaded, guards included (`guarded_image`):
+    oob-write, input-clobbered or ok with the outputs. Every executor and host routine judges so."""
     outputs, oob, clobbered = {}, [], []
     for n, h in hosts.items():
         before, after, data = check_image(images[n], h.nbytes)
