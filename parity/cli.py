@@ -274,7 +274,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
 
 def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
     """The cases whose kernels (or a host routine's kernels) are defined in files changed since ref."""
-    from .executors.library import suite_kernels
+    from .host.routines import suite_kernels
     from .since import SinceError, kernels_changed
     kernels: set[str] = set()
     try:

@@ -27,7 +27,7 @@ def peak_cmd(device_name, measure, as_json) -> None:
         def meas(dt):
             nonlocal blas
             if blas is None:
-                from .executors.blas import CupyBlas
+                from .host.blas import CupyBlas
                 blas = CupyBlas()
             return measured_peak(blas, dt)
     info = peak(device_name, meas)

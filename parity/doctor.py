@@ -81,7 +81,7 @@ def _hipcc() -> list[Check]:
 
 
 def _hip_python() -> list[Check]:
-    from .executors.amd import detect
+    from .host.hip import detect
     ok, why, arch = detect()
     try:
         import hip  # noqa: F401

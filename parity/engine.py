@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from .executors.base import Executor
+from .executors.base import Executor, Pooled, Queued, TimedWhereRun
 from .cases import Built, Case, build
 from .compare import compare
 from .ops.abi import extract, pack
@@ -198,7 +198,7 @@ def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
     if executor.level == "cpu":                      # the NumPy emulation has no kernel time
         return
     try:
-        if hasattr(executor, "time"):                # an isolated worker: timed where it ran
+        if isinstance(executor, TimedWhereRun):      # an isolated worker: timed where it ran
             t = executor.time(launch, timing)
         else:
             from .timing import time_launch
@@ -246,7 +246,7 @@ def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
 
 def _wave(executor) -> dict:
     """{"wave": 32|64} for a hip-on-nvidia level (its wavefront size), else {}."""
-    w = getattr(executor, "wave", None)
+    w = executor.wave
     return {"wave": int(w)} if w else {}
 
 
@@ -361,7 +361,7 @@ def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
     timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
     PIPELINE_DEPTH small elementwise launches ahead."""
-    queue = timing is None and hasattr(executor, "submit")
+    queue = timing is None and isinstance(executor, Queued)
     window: deque = deque()
 
     def retire() -> None:
@@ -403,9 +403,8 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
     None: prepare_jobs()). An executor with `members` (levels.GpuPool: one per GPU) gets one drive
     process per member; on_row is called in this thread."""
     cases = list(cases)
-    members = getattr(executor, "members", None)
-    if members and len(members) > 1:
-        return _run_parallel(cases, members, device, on_row, timing)
+    if isinstance(executor, Pooled) and len(executor.members) > 1:
+        return _run_parallel(cases, executor.members, device, on_row, timing)
     items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, prepared_stream(cases, prepare))))
     rows = []
 

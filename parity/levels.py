@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import resources
-from .executors.base import Availability, Executor
+from .executors.base import Availability, Compiling, Executor
 from .executors.cpu import CpuExecutor
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
@@ -35,7 +35,7 @@ class Level:
         """Compile, in parallel and before the launch worker starts, the suite files these kernels
         need (and only those). progress: a rich Progress (or parity.render.terminal's plain one)
         that gets a task "compile LEVEL": files done/total and the slowest file so far."""
-        if self.probe is None or not hasattr(self.probe, "precompile"):
+        if not isinstance(self.probe, Compiling):
             return
         sources = self.probe.sources_for(kernels)
         if not sources:
@@ -126,9 +126,9 @@ class GpuPool(Executor):
     """One isolated worker per GPU (not started: each moves to its own drive process, see
     parity.engine.run_cases, which deals every Gth case to each of the G members)."""
 
-    def __init__(self, level: str, members: list):
+    def __init__(self, level: str, members: list[Executor]):
         self.level, self.members = level, members
-        self.wave = getattr(members[0], "wave", None) if members else None
+        self.wave = members[0].wave if members else None
 
     def availability(self) -> Availability:
         return self.members[0].availability()

@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from parity.executors.cpu import CpuExecutor
-from parity.executors.hip_nvidia import GUARD_BYTES, guarded_image
-from parity.executors.miopen import DATATYPE, Miopen
+from parity.host.marshal import GUARD_BYTES, guarded_image
+from parity.host.miopen import DATATYPE, Miopen
 from parity.dtypes import dtype
 from parity.numerics import round_float, to_f64
 from parity.ops.matmul import MatMulNonContiguous, gemm_config

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.executors.base import ExecResult
+from parity.ops.base import ExecResult
 from parity.executors.cpu import CpuExecutor
 from parity.dtypes import dtype
 from parity.numerics import round_float, to_f64

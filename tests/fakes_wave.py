@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.executors.base import ExecResult
+from parity.ops.base import ExecResult
 from parity.executors.cpu import CpuExecutor
 
 IDENTITY = {"sum": 0, "max": -np.inf, "min": np.inf}

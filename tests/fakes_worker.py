@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from parity.executors.base import Availability, ExecResult, Executor
-from parity.ops.base import Arg, Launch
+from parity.executors.base import Availability, Executor
+from parity.ops.base import Arg, ExecResult, Launch
 
 
 class Scripted(Executor):

@@ -203,7 +203,7 @@ def test_known_divergence_turns_the_cuda_failures_into_xfail():
 
 # ------------------------------------------------------------------------ library plumbing
 def test_suite_kernels_of_host_routines():
-    from parity.executors.library import is_library_kernel, suite_kernels
+    from parity.host.routines import is_library_kernel, suite_kernels
     assert is_library_kernel("conv1d_host_f16") and is_library_kernel("conv2d_host_f64")
     assert suite_kernels(["conv1d_host_f16", "gemm_f32", "uneg_f32", "conv2d_host_f16"]) == \
         ["im2col1d_f16", "ucopy_f16", "uneg_f32", "im2col_f16"]
@@ -229,8 +229,7 @@ def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():
     from parity.executors.amd import AmdExecutor
     from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor
     assert CudaExecutor.conv_gemm_kernel == "original"
-    assert getattr(HipOnNvidiaExecutor, "conv_gemm_kernel", "copy") == "copy"
-    assert getattr(AmdExecutor, "conv_gemm_kernel", "copy") == "copy"
+    assert HipOnNvidiaExecutor.conv_gemm_kernel == AmdExecutor.conv_gemm_kernel == "copy"
 
 
 # ----------------------------------------------------------------------- MIOpen on `amd`
@@ -246,7 +245,7 @@ def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():
     ("conv.conv2d_host/f32/c2-src-strided/normal/s0", "non-contiguous input"),
 ])
 def test_miopen_or_fallback_decision(case_id, want):
-    from parity.executors.miopen import conv_problem
+    from parity.host.miopen import conv_problem
     _, launch, _ = prepare_structured(Case.parse(case_id))
     p = conv_problem(HostConv.from_launch(launch))
     assert (p if isinstance(p, str) else (p.dtype, p.x, p.w, p.pad, p.stride, p.dilation)) == want
@@ -332,6 +331,6 @@ def test_miopen_writing_past_the_output_is_an_oob_write():
 
 
 def test_host_memory_stand_in_matches_the_amd_interface():
-    from parity.executors.amd import HipMemory
+    from parity.host.hip import HipMemory
     for name in ("buffers", "alloc", "free", "synchronize"):
         assert callable(getattr(HipMemory, name)) and callable(getattr(HostMemory, name))

@@ -14,8 +14,10 @@ import pytest
 
 from parity.executors import cupy_ref
 from parity.executors import cupy_structured as cs
-from parity.executors.base import Availability, ExecResult, Executor
+from parity.executors.base import Availability, Executor
+from parity.ops.base import ExecResult
 from parity.executors.cupy_ref import NP_NAMES, CupyRefExecutor
+from parity.executors.cupy_spatial import execute_array_code
 from parity.cases import Case, Filters, load_sweep
 from parity.engine import run_case, run_cases
 from parity.ops import CATALOG, expected_kernels
@@ -26,7 +28,7 @@ SPATIAL_OPS = ["matmul.*", "pool.*", "upsample.*", "conv.*"]          # cupy_spa
 
 
 class NumpyStructured(Executor):
-    """cupy_structured.execute with xp=numpy on the launch's buffers (storage dtypes, as on the GPU)."""
+    """cupy_spatial.execute_array_code with xp=numpy on the launch's buffers (storage dtypes, as on the GPU)."""
     level = "cupy-on-numpy"
 
     def __init__(self) -> None:
@@ -40,7 +42,7 @@ class NumpyStructured(Executor):
         bufs = {n: np.ascontiguousarray(b).reshape(-1).copy().view(NP_NAMES[launch.dtypes[n]])
                 for n, b in launch.buffers.items()}
         try:
-            cs.execute(np, launch, op, key, bufs)
+            execute_array_code(np, launch, op, key, bufs)
         except HostRefused as e:
             return ExecResult("refused", message=str(e))
         except IndexError as e:                  # NumPy bounds-checks what a GPU would read or write

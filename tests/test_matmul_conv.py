@@ -93,7 +93,7 @@ CFG = GemmConfig("T", "N", 5, 7, 9, 9, 9, 5, 45, 63, 35, 2)
 
 
 def test_cublas_call_marshalling():
-    from parity.executors.blas import cublas_call
+    from parity.host.marshal import cublas_call
     c = cublas_call(CFG, "f16", 11, 100, 200, 300, 1, 2)
     assert c.fn == "gemmStridedBatchedEx" and c.compute == "CUBLAS_COMPUTE_32F"
     assert c.args == (11, 1, 0, 5, 7, 9, 1, 100, 2, 9, 45, 200, 2, 9, 63, 2, 300, 2, 5, 35, 2, 68, 99)
@@ -108,7 +108,7 @@ def test_cublas_call_marshalling():
 
 @pytest.mark.parametrize("api,dtype_code,compute", [("v1", 150, 151), ("v2", 2, 2), ("v2-suffixed", 2, 2)])
 def test_hipblas_call_marshalling(api, dtype_code, compute):
-    from parity.executors.blas import HIPBLAS_ARGTYPES, hipblas_call
+    from parity.host.marshal import HIPBLAS_ARGTYPES, hipblas_call
     c = hipblas_call(CFG, "f16", 7, 100, 200, 300, 1, 2, api)
     assert c.fn == "hipblasGemmStridedBatchedEx" + ("_v2" if api == "v2-suffixed" else "")
     assert c.args == (7, 112, 111, 5, 7, 9, 1, 100, dtype_code, 9, 45, 200, dtype_code, 9, 63, 2, 300, dtype_code, 5,
@@ -121,7 +121,8 @@ def test_hipblas_call_marshalling(api, dtype_code, compute):
 
 
 def test_hipblas_fake_library_call_and_status():
-    from parity.executors.blas import HipBlas, hipblas_call, hipblas_status
+    from parity.host.blas import HipBlas
+    from parity.host.marshal import hipblas_call, hipblas_status
 
     class Fn:
         def __init__(self, log, name, ret=0):
@@ -148,7 +149,7 @@ def test_hipblas_fake_library_call_and_status():
 
 
 def test_gemm_pointers_swap_operands_and_apply_offsets():
-    from parity.executors.blas import gemm_pointers
+    from parity.host.marshal import gemm_pointers
     b = CATALOG["matmul.gemm"].custom
     case = Case.parse("matmul.gemm/f32/mm-offset/normal/s0")
     la = b.pack(b.build(case, np.random.default_rng(0)))
@@ -292,7 +293,7 @@ def test_known_divergence_is_a_baseline_entry():
 
 
 def test_library_ops_are_not_expected_suite_kernels():
-    from parity.executors.library import is_library_kernel
+    from parity.host.routines import is_library_kernel
     from parity.coverage import coverage
     from parity.suite import discover
     assert is_library_kernel("gemm_f32") and not is_library_kernel("conv2d_f32")
@@ -337,7 +338,7 @@ class FakeMiopen:
 
 
 def test_miopen_marshalling_and_cache():
-    from parity.executors.miopen import ConvProblem, Miopen
+    from parity.host.miopen import ConvProblem, Miopen
     p = ConvProblem("f16", (2, 3, 7, 6), (4, 3, 3, 2), (1, 1), (2, 2), (1, 1))
     lib = FakeMiopen(out_dims=p.out_dims())
     mi = Miopen(lib)
@@ -362,7 +363,7 @@ def test_miopen_marshalling_and_cache():
 
 
 def test_miopen_conv1d_maps_to_w_axis_and_errors_are_readable():
-    from parity.executors.miopen import ConvProblem, Miopen, MiopenError, status_message
+    from parity.host.miopen import ConvProblem, Miopen, MiopenError, status_message
     p = ConvProblem.conv1d("f32", (2, 3, 11), (4, 3, 3), padding=1, stride=2, dilation=1)
     assert p.x == (2, 3, 1, 11) and p.pad == (0, 1) and p.stride == (1, 2) and p.out_dims() == (2, 4, 1, 6)
     lib = FakeMiopen(fail={"miopenFindConvolutionForwardAlgorithm": 6}, out_dims=p.out_dims())
@@ -379,7 +380,7 @@ def test_miopen_conv1d_maps_to_w_axis_and_errors_are_readable():
 
 
 def test_miopen_unavailable_without_library(monkeypatch):
-    from parity.executors import miopen
+    from parity.host import miopen
 
     def boom():
         raise ImportError("libMIOpen.so not found")

@@ -42,7 +42,7 @@ def blas_and_peak():
             pytest.skip("no CUDA device")
     except Exception as e:
         pytest.skip(f"CuPy unusable: {e}")
-    from parity.executors.blas import CupyBlas
+    from parity.host.blas import CupyBlas
     from parity.peak import measured_peak, peak
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
     blas = CupyBlas()

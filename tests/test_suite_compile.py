@@ -190,18 +190,18 @@ def test_kernel_arg_buffer_alignment():
 
 
 def test_judge_detects_oob_and_clobber_without_gpu():
-    from parity.executors.hip_nvidia import HipOnNvidiaExecutor, guarded_image
+    from parity.host.marshal import guarded_image, judge_images
     x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
     lau = _launch(x=x, out=out)
     hosts = {"x": x, "out": out}
     ok = {"x": guarded_image(x), "out": guarded_image(out)}
-    assert HipOnNvidiaExecutor.judge(lau, hosts, ok).status == "ok"
+    assert judge_images(lau, hosts, ok).status == "ok"
     bad = {"x": guarded_image(x), "out": guarded_image(out)}
     bad["out"][256 + 16] ^= 1
-    assert HipOnNvidiaExecutor.judge(lau, hosts, bad).status == "oob-write"
+    assert judge_images(lau, hosts, bad).status == "oob-write"
     clob = {"x": guarded_image(x), "out": guarded_image(out)}
     clob["x"][256] ^= 1
-    r = HipOnNvidiaExecutor.judge(lau, hosts, clob)
+    r = judge_images(lau, hosts, clob)
     assert r.status == "input-clobbered" and "x:" in r.message
 
 

@@ -2,27 +2,30 @@
 
 Detected at run time; without `hip-python`, `libhiprtc` or an AMD device the level is
 `unavailable` with the reason, never passed. Arguments are packed by the same pure function as
-on NVIDIA (`hip_nvidia.arg_values`) and laid out by `kernel_arg_buffer` (natural alignment,
+on NVIDIA (`parity.host.marshal.arg_values`) and laid out by `kernel_arg_buffer` (natural alignment,
 what `hipModuleLaunchKernel`'s `HIP_LAUNCH_PARAM_BUFFER_POINTER` expects), which needs no GPU.
-Guards, input checks and verdicts are the NVIDIA executor's (`HipOnNvidiaExecutor.judge`).
+Guards, input checks and verdicts are the NVIDIA executor's (`parity.host.marshal.judge_images`).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 from pathlib import Path
 
 import numpy as np
 
-from ..hipcall import check as _check
+from ..hipcall import check
 from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
-from ..ops.base import Launch
+from ..host.blas import HipBlas
+from ..host.hip import HipMemory, detect, device_buffers
+from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
+from ..host.miopen import Miopen
+from ..host.routines import is_library_kernel, run_library, suite_kernels
+from ..ops.base import ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
 from ..timing import HipClock, hip_clock
-from .base import Availability, ExecResult, Executor
-from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
-from .miopen import Miopen
+from .base import Availability, Executor
+from .hip_nvidia import DEFAULT_HIP_SUITE
 from .preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
@@ -58,30 +61,6 @@ def kernel_arg_buffer(values: list[np.generic]) -> bytes:
     return bytes(buf)
 
 
-@contextlib.contextmanager
-def device_buffers(launch: Launch):
-    """A launch's buffers on the AMD device between guard bytes: yields (host arrays, device
-    pointer of each buffer's data, images); after the body every buffer is downloaded (guards
-    included) into images, and everything is freed on the way out."""
-    from hip import hip
-    hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-    allocs, images = {}, {}
-    try:
-        for n, h in hosts.items():
-            img = guarded_image(h)
-            d = _check(hip.hipMalloc(img.nbytes))
-            _check(hip.hipMemcpy(d, img, img.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
-            allocs[n] = (d, img.nbytes)
-        yield hosts, {n: int(d) + GUARD_BYTES for n, (d, _) in allocs.items()}, images
-        for n, (d, size) in allocs.items():
-            back = np.empty(size, np.uint8)
-            _check(hip.hipMemcpy(back, d, size, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-            images[n] = back
-    finally:
-        for d, _ in allocs.values():
-            hip.hipFree(d)
-
-
 class HipPrepared:
     """A suite kernel's Launch on hipMalloc'd guarded images, with pristine output copies, ready to
     be enqueued any number of times (parity.timing's PreparedLaunch on AMD)."""
@@ -90,14 +69,14 @@ class HipPrepared:
         from hip import hip
         self.hip, self.func, self.launch = hip, func, launch
         self.images = {n: guarded_image(np.ascontiguousarray(b)) for n, b in launch.buffers.items()}
-        self.dev = {n: int(_check(hip.hipMalloc(img.nbytes))) for n, img in self.images.items()}
-        self.pristine = {n: int(_check(hip.hipMalloc(self.images[n].nbytes))) for n in launch.outputs if n in self.dev}
+        self.dev = {n: int(check(hip.hipMalloc(img.nbytes))) for n, img in self.images.items()}
+        self.pristine = {n: int(check(hip.hipMalloc(self.images[n].nbytes))) for n in launch.outputs if n in self.dev}
         self.inplace = any(a.kind == "ptr" and a.value is None for a in launch.args)
         self._infos: list[int] = []
 
         def info_address(a: np.ndarray) -> int:
-            d = int(_check(hip.hipMalloc(max(8, a.nbytes))))
-            _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+            d = int(check(hip.hipMalloc(max(8, a.nbytes))))
+            check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
             self._infos.append(d)
             return d
         self.extra = tuple(ctypes_args(arg_values(launch, lambda n: self.dev[n] + GUARD_BYTES, info_address)))
@@ -107,16 +86,16 @@ class HipPrepared:
         """Re-upload every buffer from the host (inputs and the pristine outputs)."""
         h2d = self.hip.hipMemcpyKind.hipMemcpyHostToDevice
         for n, img in self.images.items():
-            _check(self.hip.hipMemcpy(self.dev[n], img, img.nbytes, h2d))
+            check(self.hip.hipMemcpy(self.dev[n], img, img.nbytes, h2d))
         for n, d in self.pristine.items():
-            _check(self.hip.hipMemcpy(d, self.images[n], self.images[n].nbytes, h2d))
+            check(self.hip.hipMemcpy(d, self.images[n], self.images[n].nbytes, h2d))
 
     def restore(self, clock) -> None:
         for n, d in self.pristine.items():
             clock.copy(self.dev[n], d, self.images[n].nbytes)
 
     def enqueue(self) -> None:
-        _check(self.hip.hipModuleLaunchKernel(self.func, *self.launch.grid, *self.launch.block,
+        check(self.hip.hipModuleLaunchKernel(self.func, *self.launch.grid, *self.launch.block,
                                               sharedMemBytes=int(self.launch.shared_mem), stream=None,
                                               kernelParams=None, extra=self.extra))
 
@@ -125,7 +104,7 @@ class HipPrepared:
         out = {}
         for n in self.launch.outputs:
             back = np.empty(self.images[n].nbytes, np.uint8)
-            _check(self.hip.hipMemcpy(back, self.dev[n], back.nbytes, self.hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+            check(self.hip.hipMemcpy(back, self.dev[n], back.nbytes, self.hip.hipMemcpyKind.hipMemcpyDeviceToHost))
             out[n] = back
         return out
 
@@ -139,54 +118,6 @@ class HipPrepared:
         self.dev.clear()
         self.pristine.clear()
         self._infos.clear()
-
-
-class HipMemory:
-    """Device memory for host routines that hand raw pointers to a library (MIOpen): the
-    launch's guarded buffers (`device_buffers`) plus scratch (the workspace)."""
-
-    def __init__(self) -> None:
-        self._live: dict[int, object] = {}
-
-    buffers = staticmethod(device_buffers)
-
-    def alloc(self, nbytes: int) -> int:
-        from hip import hip
-        d = _check(hip.hipMalloc(nbytes))
-        self._live[int(d)] = d
-        return int(d)
-
-    def free(self, ptr: int) -> None:
-        from hip import hip
-        hip.hipFree(self._live.pop(ptr))
-
-    def synchronize(self) -> None:
-        from hip import hip
-        _check(hip.hipDeviceSynchronize())
-
-
-def detect() -> tuple[bool, str, str]:
-    """(available, reason, gcnArchName)."""
-    try:
-        from hip import hip, hiprtc  # noqa: F401
-    except ImportError as e:
-        return False, f"hip-python not installed ({e}): pip install hip-python", ""
-    except OSError as e:
-        return False, f"ROCm libraries missing ({e}): apt-get install libamdhip64-dev libhiprtc-dev", ""
-    try:
-        err, count = hip.hipGetDeviceCount()
-    except Exception as e:
-        return False, f"HIP runtime unusable: {e}", ""
-    if err != hip.hipError_t.hipSuccess or count == 0:
-        return False, f"no AMD GPU ({getattr(err, 'name', err)}, {count} devices)", ""
-    try:
-        props = hip.hipDeviceProp_t()
-        _check(hip.hipGetDeviceProperties(props, 0))
-        arch = props.gcnArchName
-        arch = arch.decode() if isinstance(arch, bytes) else str(arch)
-    except Exception as e:
-        return False, f"hipGetDeviceProperties failed: {e}", ""
-    return True, "", arch
 
 
 class AmdExecutor(Executor):
@@ -206,6 +137,7 @@ class AmdExecutor(Executor):
         self._unusable: dict[str, ExecResult] = {}
         self._avail: tuple[bool, str, str] | None = None
         self._miopen: Miopen | None = None
+        self._blas: HipBlas | None = None
 
     @property
     def suite(self) -> Suite:
@@ -223,14 +155,20 @@ class AmdExecutor(Executor):
 
     def miopen(self) -> Miopen:
         """This executor's MIOpen handle and algorithm cache: `conv.host` launches try MIOpen first
-        (parity/executors/conv_host.py). ImportError without libMIOpen."""
+        (parity/host/conv.py). ImportError without libMIOpen."""
         if self._miopen is None:
             from hip import hip
-            self._miopen = Miopen(device=int(_check(hip.hipGetDevice())))
+            self._miopen = Miopen(device=int(check(hip.hipGetDevice())))
         return self._miopen
 
     def device_memory(self) -> HipMemory:
         return HipMemory()
+
+    def blas(self) -> HipBlas:
+        """This executor's hipBLAS handle (`blas.gemm` launches), created on first use."""
+        if self._blas is None:
+            self._blas = HipBlas()
+        return self._blas
 
     def close(self) -> None:
         if self._miopen is not None:
@@ -245,23 +183,23 @@ class AmdExecutor(Executor):
             return self._compiled[source]
         from hip import hiprtc
         opts = self.options(source)
-        version = "hiprtc %s" % (_check(hiprtc.hiprtcVersion()),)
+        version = "hiprtc %s" % (check(hiprtc.hiprtcVersion()),)
         key = cache_key(source, header_closure(source), opts, version, self.arch or "")
 
         def build(out: Path) -> tuple[int, str]:
-            prog = _check(hiprtc.hiprtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], []))
+            prog = check(hiprtc.hiprtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], []))
             bopts = [o.encode() for o in opts]
             err, = hiprtc.hiprtcCompileProgram(prog, len(bopts), bopts)
-            size = _check(hiprtc.hiprtcGetProgramLogSize(prog))
+            size = check(hiprtc.hiprtcGetProgramLogSize(prog))
             log = bytearray(size)
             if size:
-                _check(hiprtc.hiprtcGetProgramLog(prog, log))
+                check(hiprtc.hiprtcGetProgramLog(prog, log))
             text = log.decode(errors="replace").rstrip("\0")
             if err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
                 return 1, text or str(err)
-            n = _check(hiprtc.hiprtcGetCodeSize(prog))
+            n = check(hiprtc.hiprtcGetCodeSize(prog))
             code = bytearray(n)
-            _check(hiprtc.hiprtcGetCode(prog, code))
+            check(hiprtc.hiprtcGetCode(prog, code))
             out.write_bytes(bytes(code))
             return 0, text
         res = cached_build(key, build, ["hiprtc", *opts, str(source)], self.cache_root)
@@ -274,7 +212,6 @@ class AmdExecutor(Executor):
         return res
 
     def prepare(self, kernel: str) -> ExecResult | None:
-        from .library import is_library_kernel, suite_kernels
         if kernel in self._functions:
             return None
         if is_library_kernel(kernel):             # load what the host routine may launch; a missing
@@ -308,8 +245,8 @@ class AmdExecutor(Executor):
             return self._unusable[kernel]
         from hip import hip
         if src not in self._modules:
-            self._modules[src] = _check(hip.hipModuleLoadData(self._compiled[src].read()))
-        self._functions[kernel] = _check(hip.hipModuleGetFunction(self._modules[src], kernel.encode()))
+            self._modules[src] = check(hip.hipModuleLoadData(self._compiled[src].read()))
+        self._functions[kernel] = check(hip.hipModuleGetFunction(self._modules[src], kernel.encode()))
         return None
 
     def prepared(self, launch: Launch) -> HipPrepared:
@@ -325,8 +262,7 @@ class AmdExecutor(Executor):
         return hip_clock(flush_factor)
 
     def run(self, launch: Launch) -> ExecResult:
-        if launch.library:                         # host routine: parity/executors/library.py
-            from .library import run_library
+        if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
         if err is not None:
@@ -335,21 +271,21 @@ class AmdExecutor(Executor):
         infos = []
 
         def info_address(a: np.ndarray) -> int:
-            d = _check(hip.hipMalloc(max(8, a.nbytes)))
-            _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+            d = check(hip.hipMalloc(max(8, a.nbytes)))
+            check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
             infos.append(d)
             return int(d)
         try:
             with device_buffers(launch) as (hosts, ptrs, images):
                 vals = arg_values(launch, ptrs.__getitem__, info_address)
-                _check(hip.hipModuleLaunchKernel(self._functions[launch.kernel], *launch.grid, *launch.block,
+                check(hip.hipModuleLaunchKernel(self._functions[launch.kernel], *launch.grid, *launch.block,
                                                  sharedMemBytes=int(launch.shared_mem), stream=None,
                                                  kernelParams=None, extra=tuple(ctypes_args(vals))))
-                _check(hip.hipDeviceSynchronize())
+                check(hip.hipDeviceSynchronize())
         except Exception as e:
             self._functions.clear()
             return ExecResult("crash", message=f"{launch.describe()}: {e}")
         finally:
             for d in infos:
                 hip.hipFree(d)
-        return HipOnNvidiaExecutor.judge(launch, hosts, images)
+        return judge_images(launch, hosts, images)

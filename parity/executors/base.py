@@ -1,21 +1,13 @@
-"""The contract every executor keeps, whatever platform it drives."""
+"""The contract every executor keeps, whatever platform it drives, and the capabilities some
+declare: callers ask `isinstance(ex, Queued)` and the like instead of probing for members."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Protocol, runtime_checkable
 
-import numpy as np
-
-from ..ops.base import Launch
-
-@dataclass
-class ExecResult:
-    status: str                                   # "ok", or a verdict the executor decides itself: missing,
-                                                  # compile-error, mapping-gap, signature-mismatch, crash,
-                                                  # timeout, oob-write, input-clobbered, unavailable, refused
-    outputs: dict[str, np.ndarray] = field(default_factory=dict)   # output base buffers after the launch
-    message: str = ""                             # compiler message, fault text, suggestion, ...
-    time_ms: float | None = None
-    detail: dict = field(default_factory=dict)    # host-routine facts for the result row (conv route, ...)
+from ..ops.base import ExecResult, Launch
+from ..ops.matmul import GemmConfig, gemm_config
 
 
 @dataclass
@@ -28,6 +20,10 @@ class Availability:
 class Executor:
     """A level that executes launches: `cpu`, `hip-on-nvidia`, `amd`, `cuda`."""
     level: str = "?"
+    wave: int | None = None                       # hip-on-nvidia: the wavefront size its HIP mapping runs
+    # Which buffer the conv.host GEMM reads for a non-contiguous kernel: "copy" (the ROCm port:
+    # the dense copy) or "original" (CUDA Candle, KD cuda-conv-noncontiguous-kernel).
+    conv_gemm_kernel: str = "copy"
 
     def availability(self) -> Availability:
         raise NotImplementedError
@@ -41,3 +37,50 @@ class Executor:
 
     def close(self) -> None:
         """Release worker processes and devices."""
+
+    def gemm_config(self, bmnk: tuple[int, int, int, int], lhs, rhs) -> GemmConfig:
+        """The `blas.gemm` host routine's configuration: Candle's; a broken subject overrides it.
+        Raises MatMulNonContiguous (HostRefused) for a layout Candle refuses."""
+        return gemm_config(bmnk, lhs, rhs)
+
+
+# ------------------------------------------------------------------------------ capabilities
+@runtime_checkable
+class Preparing(Protocol):
+    """Loads a kernel before its first launch (an isolated worker preloads the kernels its
+    predecessor had loaded)."""
+
+    def prepare(self, kernel: str) -> ExecResult | None:
+        """None when the kernel is ready, else the launch's verdict (missing, compile-error, ...)."""
+
+
+@runtime_checkable
+class Compiling(Preparing, Protocol):
+    """Compiles suite sources ahead of the run, in parallel (levels.Level.precompile)."""
+
+    def precompile(self, sources: Iterable[Path], jobs: int | None = None,
+                   on_done: Callable[[Path, object], None] | None = None) -> dict: ...
+
+    def sources_for(self, kernels: Iterable[str]) -> list[Path]: ...
+
+
+@runtime_checkable
+class Queued(Protocol):
+    """Takes launches ahead of their results: collect() answers them in submission order."""
+
+    def submit(self, launch: Launch) -> None: ...
+
+    def collect(self) -> ExecResult: ...
+
+
+@runtime_checkable
+class TimedWhereRun(Protocol):
+    """Times a launch in the process that ran it (an isolated worker), not in the caller's."""
+
+    def time(self, launch: Launch, opts, timeout_s: float | None = None): ...
+
+
+@runtime_checkable
+class Pooled(Protocol):
+    """Several executors of one level (one per GPU), each driven by its own process."""
+    members: list[Executor]

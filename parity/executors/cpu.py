@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..host.blas import EmulatedBlas
+from ..host.routines import run_library
 from ..numerics import scalar_to_dtype
 from ..ops import expected_kernels
-from ..ops.base import Launch, Op
-from ..ops.structured import HostRefused
-from .base import Availability, ExecResult, Executor
+from ..ops.base import ExecResult, Launch, Op
+from ..ops.matmul import GemmConfig, gemm_strided_batched
+from .base import Availability, Executor
 
 
 class CpuExecutor(Executor):
@@ -100,21 +102,35 @@ class CpuExecutor(Executor):
         """The order in which a thread visits j (ia/s/sa loop j serially: last writer wins)."""
         return np.arange(n)
 
+    # --- hooks of pooling, convolution and the host routines --------------------------------
+    def pool_params(self, w_k: int, h_k: int, w_stride: int, h_stride: int) -> tuple[int, int, int, int]:
+        """The window and stride a pool kernel reads from its arguments."""
+        return w_k, h_k, w_stride, h_stride
+
+    def im2col_dilation(self, dilation: int) -> int:
+        """The dilation im2col / im2col1d step by."""
+        return dilation
+
+    def blas_gemm(self, cfg: GemmConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray, out_dt) -> None:
+        """The strided-batched GEMM of `blas.gemm` on the flat buffers at the BLAS pointers."""
+        gemm_strided_batched(cfg, a, b, c, out_dt)
+
+    def blas(self) -> EmulatedBlas:
+        return EmulatedBlas(self.pointer_offset, self.blas_gemm)
+
     # --- the interpreter ------------------------------------------------------------------
     def run(self, launch: Launch) -> ExecResult:
         if launch.kernel not in self._kernels:
             return ExecResult("missing", message=f"no kernel {launch.kernel} in the ABI emulation")
+        if launch.library:                           # host routine (BLAS, conv): parity/host/routines.py
+            return run_library(self, launch)
         op, key = self._kernels[launch.kernel]
         bufs = {n: b.copy() for n, b in launch.buffers.items()}
         if op.custom is not None:                    # structured family: the op's interpreter
             try:
-                done = op.custom.emulate(self, launch, bufs, op, key)
+                op.custom.emulate(self, launch, bufs, op, key)
             except IndexError as e:
                 return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
-            except HostRefused as e:                 # the host code refuses (MatMulNonContiguous)
-                return ExecResult("refused", message=str(e))
-            if isinstance(done, ExecResult):         # a host routine that ran its own launches (conv.host)
-                return done
             return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})
         args = {a.name: a for a in launch.args}
         t = op.dtype_parts(key)[-1]

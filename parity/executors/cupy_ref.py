@@ -36,13 +36,14 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..dtypes import FLOATS
+from ..host.marshal import GUARD_BYTES, guarded_image, judge_images
 from ..numerics import scalar_to_dtype
-from ..ops.base import Launch, Op
+from ..ops.base import ExecResult, Launch, Op
 from ..ops.structured import HostRefused
-from .base import Availability, ExecResult, Executor
-from .cupy_structured import array_code, structured_supported
-from .cupy_structured import execute as execute_structured
 from ..timing import CupyClock, cupy_clock
+from .base import Availability, Executor
+from .cupy_structured import array_code, structured_supported
+from .cupy_spatial import execute_array_code
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -348,7 +349,7 @@ class CupyRefExecutor(Executor):
             return dev[name][guard: guard + nbytes].view(np.dtype(NP_NAMES[launch.dtypes[name]]))
         if array_code(op):
             bufs = {n: typed(n) for n in launch.buffers}
-            return lambda: execute_structured(cupy, launch, op, key, bufs)
+            return lambda: execute_array_code(cupy, launch, op, key, bufs)
         kern = self._compiled[launch.kernel]
         args = {a.name: a for a in launch.args}
         numel = int(args["numel"].value)
@@ -387,7 +388,6 @@ class CupyRefExecutor(Executor):
             return err
         import cupy
         from cupy.cuda.compiler import CompileException
-        from .hip_nvidia import GUARD_BYTES, HipOnNvidiaExecutor, guarded_image
         hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
         try:
             dev = {n: cupy.asarray(guarded_image(h)) for n, h in hosts.items()}
@@ -400,7 +400,7 @@ class CupyRefExecutor(Executor):
             return ExecResult("refused", message=str(e))
         except Exception as e:
             return ExecResult("crash", message=f"CuPy reference {launch.kernel}: {type(e).__name__}: {e}")
-        return HipOnNvidiaExecutor.judge(launch, hosts, images)
+        return judge_images(launch, hosts, images)
 
     def prepared(self, launch: Launch):
         err = self.prepare(launch.kernel)
@@ -428,7 +428,6 @@ def _row_major(shape):
 def _prepared(ex: "CupyRefExecutor", launch: Launch):
     """parity.timing's prepared-launch interface for the reference kernels."""
     from .device_images import DeviceImages
-    from .hip_nvidia import GUARD_BYTES
     p = DeviceImages(launch)
     p.enqueue = ex.plan(launch, p.dev, GUARD_BYTES)
     p.cp.cuda.Device().synchronize()

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ops.base import Launch, Op
 from ..ops.structured import HostRefused
-from .cupy_structured import NAN_IGNORING, STORAGE, _args, _info, _ptr, gather_view, narrow, round_trip, widen
+from .cupy_structured import FAMILY_RUNNERS, NAN_IGNORING, STORAGE, _args, _info, _ptr, gather_view, narrow, round_trip, widen
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 
@@ -249,3 +249,11 @@ def conv_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
 
 
 SPATIAL_RUNNERS = {"matmul": matmul_launch, "pool": pool_launch, "conv": conv_launch}
+
+
+def execute_array_code(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
+    """Run a launch of an array-code family (cupy_structured's and this module's) with array module
+    xp; bufs: buffer name -> 1-D storage array (uint16 for f16/bf16, uint8 for fp8), written in
+    place. Raises HostRefused where Candle's host refuses the launch (MatMulNonContiguous)."""
+    with np.errstate(all="ignore"):
+        {**FAMILY_RUNNERS, **SPATIAL_RUNNERS}[op.family](xp, launch, op, key, bufs)

@@ -1,6 +1,7 @@
 """The `cupy` level's array-code families: reduce (fast_sum/min/max/argmin/argmax), candle-nn
 softmax/rmsnorm/layernorm and rope, indexing (is/gather/ia/sa/s), argsort, and the fill family
-(const_set/copy2d/fill); matmul, pooling/upsampling and convolution are in cupy_spatial.py.
+(const_set/copy2d/fill); matmul, pooling/upsampling and convolution are in cupy_spatial.py, which
+also dispatches a launch to its family (execute_array_code).
 
 Each family reads the Launch exactly as its kernel does (the permuted `info` and
 el_to_sum_per_block of a reduction, grid = rows, n_cols / ncols, pointer offsets, nullable alpha
@@ -381,12 +382,3 @@ def sort_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
 
 FAMILY_RUNNERS = {"reduce": reduce_launch, "nn": nn_launch, "sort": sort_launch, "indexing": index_launch,
                   "fill": fill_launch}
-
-
-def execute(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
-    """Run a launch of an array-code family with array module xp; bufs: buffer name -> 1-D storage
-    array (uint16 for f16/bf16, uint8 for fp8), written in place. Raises HostRefused where
-    Candle's host refuses the launch (MatMulNonContiguous)."""
-    from .cupy_spatial import SPATIAL_RUNNERS
-    with np.errstate(all="ignore"):
-        {**FAMILY_RUNNERS, **SPATIAL_RUNNERS}[op.family](xp, launch, op, key, bufs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.base import Launch
-from .hip_nvidia import GUARD_BYTES, arg_values, guarded_image
+from ..host.marshal import GUARD_BYTES, arg_values, guarded_image
 
 
 class DeviceImages:

@@ -21,90 +21,20 @@ from typing import Callable
 import numpy as np
 
 from ..compile_cache import CompileResult, cache_key, cached_build, compile_source, header_closure
-from ..dtypes import dtype as dtype_of
-from ..numerics import scalar_to_dtype
-from ..ops.base import Arg, Launch
+from ..host.blas import CupyBlas
+from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
+from ..host.routines import is_library_kernel, run_library, suite_kernels
+from ..ops.base import ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
-from .base import Availability, ExecResult, Executor
+from .base import Availability, Executor
 from .preflight import compile_failure, not_found, signature_mismatch
 
 from .. import resources
 from ..timing import CupyClock, cupy_clock
+from .device_images import CupyPrepared
 DEFAULT_HIP_SUITE = resources.hip_suite()
 HIP_MAPPING = resources.hip_mapping()
 CUDA_RTC_STUBS = resources.cuda_rtc_stubs()
-
-GUARD_BYTES = 256
-# Guard pattern: not a constant byte, so a kernel storing one repeated value cannot match it.
-GUARD = ((np.arange(GUARD_BYTES, dtype=np.uint32) * 37 + 0x5A) & 0xFF).astype(np.uint8)
-
-
-# -------------------------------------------------------------------- argument packing (pure)
-def scalar_arg(arg: Arg) -> np.generic:
-    """A by-value argument as the numpy scalar whose bytes the kernel receives."""
-    k = arg.kind
-    if k == "size_t":
-        return np.uint64(int(arg.value))
-    if k == "u32":
-        return np.uint32(int(arg.value))
-    if k == "i32":
-        return np.int32(int(arg.value))
-    if k == "f32":
-        return np.float32(arg.value)
-    if k == "f64":
-        return np.float64(arg.value)
-    if k == "bool":
-        return np.bool_(bool(arg.value))
-    if k == "scalar":
-        dt = dtype_of(arg.dtype)
-        v = scalar_to_dtype(arg.value, dt)
-        if dt.name == "f16":
-            return np.float16(v[0])
-        if dt.name == "bf16":
-            return v.view(np.uint16)[0]          # raw bits: ABI-identical by value
-        if dt.name == "f8_e4m3":
-            return v.view(np.uint8)[0]
-        return v[0]
-    raise ValueError(f"not a by-value argument kind: {k}")
-
-
-def arg_values(launch: Launch, buffer_address: Callable[[str], int],
-               info_address: Callable[[np.ndarray], int]) -> list[np.generic]:
-    """The kernel arguments of `launch`, in ABI order, as numpy scalars.
-
-    buffer_address(name) is the device address of a buffer's first element; info_address(a)
-    uploads an info array and returns its address. Pointers carry `offset * itemsize`; null
-    pointers and null info are 0.
-    """
-    vals: list[np.generic] = []
-    for a in launch.args:
-        if a.kind == "ptr":
-            if a.value is None:
-                vals.append(np.uint64(0))
-            else:
-                name, off = a.value
-                item = launch.buffers[name].dtype.itemsize
-                vals.append(np.uint64(buffer_address(name) + int(off) * item))
-        elif a.kind == "info":
-            vals.append(np.uint64(0) if a.value is None
-                        else np.uint64(info_address(np.asarray(a.value, dtype=np.uint64))))
-        else:
-            vals.append(scalar_arg(a))
-    return vals
-
-
-def guarded_image(host: np.ndarray) -> np.ndarray:
-    """guard + the buffer's bytes + guard, as one uint8 array."""
-    raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
-    return np.concatenate([GUARD, raw, GUARD])
-
-
-def check_image(image: np.ndarray, nbytes: int) -> tuple[bool, bool, np.ndarray]:
-    """(guard before intact, guard after intact, the buffer's bytes)."""
-    before = bool(np.array_equal(image[:GUARD_BYTES], GUARD))
-    after = bool(np.array_equal(image[GUARD_BYTES + nbytes:], GUARD))
-    return before, after, image[GUARD_BYTES:GUARD_BYTES + nbytes]
-
 
 # -------------------------------------------------------------------------- compilation
 class CudaToolchain:
@@ -266,6 +196,7 @@ class HipOnNvidiaExecutor(Executor):
         self._functions: dict[str, object] = {}
         self._unusable: dict[str, ExecResult] = {}   # missing / compile-error / mapping-gap verdicts
         self._dead = ""                          # set after a context-killing fault
+        self._blas: CupyBlas | None = None
 
     def default_includes(self) -> list[Path]:
         return [HIP_MAPPING] if HIP_MAPPING.is_dir() else []
@@ -309,7 +240,6 @@ class HipOnNvidiaExecutor(Executor):
     def sources_for(self, kernels) -> list[Path]:
         """The suite files that define these kernel names, or that a host routine among them
         launches (unknown names are skipped)."""
-        from .library import suite_kernels
         files = [self.suite.kernels[k].file for k in suite_kernels(kernels) if k in self.suite.kernels]
         return [Path(f) for f in dict.fromkeys(files) if f]
 
@@ -379,7 +309,6 @@ class HipOnNvidiaExecutor(Executor):
         """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
         if self._dead:
             return ExecResult("crash", message=self._dead)
-        from .library import is_library_kernel, suite_kernels
         if is_library_kernel(kernel):             # a host routine (BLAS, conv): load the suite kernels it
             for sub in suite_kernels([kernel]):   # launches now, under the compile limit; a step that
                 err = self.prepare(sub)           # needs a missing one reports it when it runs
@@ -399,7 +328,6 @@ class HipOnNvidiaExecutor(Executor):
         err = self.prepare(launch.kernel)
         if err is not None:
             raise RuntimeError(f"{err.status}: {err.message}")
-        from .device_images import CupyPrepared
         return CupyPrepared(self._functions[launch.kernel], launch)
 
     def clock(self, flush_factor: float = 2.0) -> CupyClock:
@@ -414,8 +342,7 @@ class HipOnNvidiaExecutor(Executor):
         return ExecResult("crash", message=text)
 
     def run(self, launch: Launch) -> ExecResult:
-        if launch.library:                         # host routine: parity/executors/library.py
-            from .library import run_library
+        if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
         if err is not None:
@@ -449,30 +376,13 @@ class HipOnNvidiaExecutor(Executor):
         except Exception as e:
             return self._fault(e, f"{launch.describe()}")
         time_ms = cupy.cuda.get_elapsed_time(t0, t1) if t1 is not None else None
-        return self.judge(launch, hosts, images, time_ms)
+        return judge_images(launch, hosts, images, time_ms)
 
-    @staticmethod
-    def judge(launch: Launch, hosts: dict[str, np.ndarray], images: dict[str, np.ndarray],
-              time_ms: float | None = None) -> ExecResult:
-        """Guard and input checks on the downloaded images; pure, so it is testable without a GPU."""
-        outputs, oob, clobbered = {}, [], []
-        for n, h in hosts.items():
-            before, after, data = check_image(images[n], h.nbytes)
-            if not before:
-                oob.append(f"{n}: bytes before the buffer overwritten")
-            if not after:
-                oob.append(f"{n}: bytes after the buffer ({h.nbytes} B) overwritten")
-            got = data.view(h.dtype).reshape(h.shape) if h.nbytes else np.empty(h.shape, h.dtype)
-            if n in launch.outputs:
-                outputs[n] = got
-            elif not np.array_equal(data, h.reshape(-1).view(np.uint8)):
-                diff = np.flatnonzero(data != h.reshape(-1).view(np.uint8))
-                clobbered.append(f"{n}: {diff.size} byte(s) changed, first at byte {int(diff[0])}")
-        if oob:
-            return ExecResult("oob-write", outputs, "; ".join(oob), time_ms)
-        if clobbered:
-            return ExecResult("input-clobbered", outputs, "; ".join(clobbered), time_ms)
-        return ExecResult("ok", outputs, "", time_ms)
+    def blas(self) -> CupyBlas:
+        """This executor's cuBLAS handle (`blas.gemm` launches), created on first use."""
+        if self._blas is None:
+            self._blas = CupyBlas()
+        return self._blas
 
     def close(self) -> None:
         self._functions.clear()
@@ -485,7 +395,7 @@ class CudaExecutor(HipOnNvidiaExecutor):
     wave = None                                  # CUDA sources: NVIDIA warps, no HIP mapping
     suffixes = (".cu",)
     # CUDA Candle's conv1d/conv2d GEMM reads the original kernel buffer even after copying a
-    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/executors/conv_host.py).
+    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/host/conv.py).
     conv_gemm_kernel = "original"
 
     def __init__(self, suite_dir: str | os.PathLike, **kw):

@@ -16,9 +16,8 @@ from pathlib import Path
 from ..compile_cache import CompileResult
 from ..coverage import compare_signature, suggestion_for
 from ..hip_api import first_error, mapping_gap
-from ..ops.base import Launch
+from ..ops.base import ExecResult, Launch
 from ..suite import Suite
-from .base import ExecResult
 
 
 def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False) -> ExecResult:

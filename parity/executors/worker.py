@@ -27,8 +27,8 @@ import multiprocessing as mp
 import traceback
 from collections import deque
 
-from ..ops.base import Launch
-from .base import Availability, ExecResult, Executor
+from ..ops.base import ExecResult, Launch
+from .base import Availability, Executor, Preparing
 
 
 # Imported once by the forkserver, so a forked worker starts with them (none of them touches CUDA
@@ -56,7 +56,7 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
     try:
         ex = cls(**kwargs)
         ex.warm()                                # a spare is only worth having with its context made
-        loaded = [k for k in preload if ex.prepare(k) is None] if hasattr(ex, "prepare") else []
+        loaded = [k for k in preload if ex.prepare(k) is None] if isinstance(ex, Preparing) else []
     except Exception:
         conn.send(("error", traceback.format_exc()))
         return
@@ -70,7 +70,7 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
             if msg == "availability":
                 out = ex.availability()
             elif msg == "prepare":
-                out = ex.prepare(payload) if hasattr(ex, "prepare") else None
+                out = ex.prepare(payload) if isinstance(ex, Preparing) else None
             elif msg == "run":
                 out = ex.run(payload)
                 last = (payload, out)
@@ -93,7 +93,7 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
 
 
 class IsolatedExecutor(Executor):
-    def __init__(self, cls: type, timeout_s: float = 30.0, prepare_timeout_s: float = 1800.0,
+    def __init__(self, cls: type[Executor], timeout_s: float = 30.0, prepare_timeout_s: float = 1800.0,
                  start_method: str = "forkserver", env: dict[str, str] | None = None, spare: bool = True,
                  **kwargs):
         self.cls, self.kwargs = cls, kwargs
@@ -103,8 +103,7 @@ class IsolatedExecutor(Executor):
         self._dying: list = []                     # killed workers not reaped yet
         self.env = dict(env or {})                 # set in the worker first (CUDA_VISIBLE_DEVICES)
         self._last_launch = None
-        self.level = getattr(cls, "level", "?")
-        self.wave = getattr(cls, "wave", None)
+        self.level, self.wave = cls.level, cls.wave
         self.timeout_s, self.prepare_timeout_s = timeout_s, prepare_timeout_s
         self._ctx = context(start_method)
         self._proc = None

@@ -45,7 +45,7 @@ class Launch:
     shared_mem: int = 0
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
     library: str = ""                       # host routine run by the executor, not a suite kernel
-                                            # ("blas.gemm", "conv.host": parity/executors/library.py)
+                                            # ("blas.gemm", "conv.host": parity/host/routines.py)
 
     def describe(self) -> str:
         parts = []
@@ -57,6 +57,17 @@ class Launch:
             else:
                 parts.append(f"{a.value}")
         return f"{self.kernel}<<<{self.grid}, {self.block}>>>({', '.join(parts)})"
+
+
+@dataclass
+class ExecResult:
+    status: str                                   # "ok", or a verdict the executor decides itself: missing,
+                                                  # compile-error, mapping-gap, signature-mismatch, crash,
+                                                  # timeout, oob-write, input-clobbered, unavailable, refused
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)   # output base buffers after the launch
+    message: str = ""                             # compiler message, fault text, suggestion, ...
+    time_ms: float | None = None
+    detail: dict = field(default_factory=dict)    # host-routine facts for the result row (conv route, ...)
 
 
 def elementwise_grid(n: int) -> tuple[int, int, int]:
@@ -104,7 +115,7 @@ class StructuredSpec:
     pack: Callable[..., Launch]
     expected: Callable[..., np.ndarray]
     judge: Callable[..., Any]
-    emulate: Callable[..., None]
+    emulate: Callable[..., None] | None = None   # None: a host routine (`library`), run by the executor
     tolerance: Callable[[str], str] = lambda key: "exact"
     library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
                                              # kernel of that name, so coverage skips the op

@@ -27,7 +27,7 @@ c_in*k) against the kernel viewed as (c_out, c_in*k)ᵀ, then ucopy_T of the (b,
 result into N,C,L (a memcpy when that view is contiguous). CUDA Candle runs the GEMM on the
 *original* kernel buffer even when it copied it (KD cuda-conv-noncontiguous-kernel); the ROCm
 port runs it on kernel_c. On `amd`, f32/f16/bf16 with contiguous operands go through MIOpen
-first (parity/executors/conv_host.py).
+first (parity/host/conv.py).
 """
 from __future__ import annotations
 
@@ -509,7 +509,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
             g["k"] = (1, 1, v("h_k"), v("w_k"))
         elif root == "im2col1d":
             g["k"] = (1, 1, v("l_k"))
-        dil = getattr(ex, "im2col_dilation", lambda d: d)(g["dilation"]) if root.startswith("im2col") else None
+        dil = ex.im2col_dilation(g["dilation"]) if root.startswith("im2col") else None
         res = compute(root, g, x, w, dt, dilation_im2col=dil)
         if root == "im2col":                 # the kernel's output geometry comes from its arguments
             res = res[:, :v("h_out"), :v("w_out")]
@@ -523,7 +523,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 class HostConv:
     """One call of Candle's backend conv1d/conv2d as its host code sees it: the operand layouts
     (src (b, c_in, l) or (b, c_in, h, w); kernel (c_out, c_in, k...)) and the parameters. Each
-    method builds one launch of that host code, in order; parity.executors.conv_host runs them."""
+    method builds one launch of that host code, in order; parity.host.conv runs them."""
     key: str
     src: Layout
     kernel: Layout
@@ -587,7 +587,7 @@ UCOPY = next(o for o in UNARY_OPS if o.root == "ucopy")
 
 def _pack_host(b: StructuredBuilt) -> Launch:
     """The `conv.host` launch: the operands' layouts and Candle's conv parameters; the executor
-    runs the host sequence (parity.executors.conv_host) from them."""
+    runs the host sequence (parity.host.conv) from them."""
     g, sl, kl = b.geo, b.layouts["src"], b.layouts["k"]
     args = [_sz("stride", g["stride"]), _sz("padding", g["padding"]), _sz("dilation", g["dilation"]),
             Arg("info", _info(sl), name="src_layout"), Arg("info", _info(kl), name="kernel_layout"),
@@ -596,12 +596,6 @@ def _pack_host(b: StructuredBuilt) -> Launch:
     bufs = {"src": b.bases["src"], "k": b.bases["k"], "dst": out_buffer(b)}
     return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=(1, 1, 1), block=(1, 1, 1),
                   library="conv.host", dtypes={n: b.key for n in bufs})
-
-
-def _emulate_host(ex, launch: Launch, bufs, op: Op, key: str):
-    """CPU level: the same host sequence as the GPU levels, its launches run by the emulation."""
-    from ..executors.conv_host import run_conv_host
-    return run_conv_host(ex, launch)
 
 
 def _host_row_fields(b: StructuredBuilt, res) -> dict:
@@ -650,7 +644,7 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
                    "kernel", "dst"),
               semantics=_SEM[root], divergences=_DIVS[root],
               custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
-                                    emulate=_emulate_host, tolerance=_tol(root), library="conv.host",
+                                    tolerance=_tol(root), library="conv.host",
                                     row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
 
 

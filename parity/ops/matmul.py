@@ -1,6 +1,6 @@
 """Matmul: Candle's `matmul` host path, one strided-batched GEMM through BLAS (cuBLAS on NVIDIA,
 hipBLAS/rocBLAS on AMD). Not a suite kernel: launches are `library="blas.gemm"` host routines
-(parity/executors/library.py), so coverage does not expect a `gemm_T` kernel.
+(parity/host/routines.py), so coverage does not expect a `gemm_T` kernel.
 
 `gemm_config` is HEAD `candle-core/src/cuda_backend/mod.rs` gemm_config (the PR's rocBLAS copy is
 identical): row-major C(b,m,n) = A(b,m,k) @ B(b,k,n) computed as column-major Cᵀ = Bᵀ·Aᵀ, so the
@@ -258,6 +258,16 @@ def _pack(b: StructuredBuilt) -> Launch:
                        out_buffer(b))
 
 
+def gemm_buffers(launch: Launch, bufs: dict, pointer_offset=lambda o: o):
+    """(a, b, c) flat arrays from the BLAS pointers: a = rhs, b = lhs, c = dst."""
+    args = {x.name: x for x in launch.args}
+
+    def view(n):
+        name, off = args[n].value
+        return bufs[name][pointer_offset(int(off)):]
+    return view("rhs"), view("lhs"), view("dst")
+
+
 def launch_layouts(launch: Launch):
     """(bmnk, lhs (shape, strides), rhs (shape, strides)) from a gemm launch's host arguments."""
     a = {x.name: x for x in launch.args}
@@ -311,15 +321,6 @@ def _judge(expected, got, b: StructuredBuilt):
     return mask_judge(expected, got, dt, ok, shown, badness=badness)
 
 
-def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
-    """CPU level: the executor's gemm_config hook, then the column-major GEMM on the raw buffers."""
-    from ..executors.library import gemm_buffers
-    bmnk, lhs, rhs = launch_layouts(launch)
-    cfg = getattr(ex, "gemm_config", gemm_config)(bmnk, lhs, rhs)     # may raise MatMulNonContiguous
-    a, b, c = gemm_buffers(launch, bufs, ex.pointer_offset)
-    getattr(ex, "blas_gemm", gemm_strided_batched)(cfg, a, b, c, dtype(key))
-
-
 def _tolerance(key: str) -> str:
     acc = "2^-52" if key == "f64" else "2^-23"
     return f"|err| <= 2*sqrt(k)*{acc}*(|A|@|B|) + 1 ulp({key}) vs the float64 product ({COMPUTE[key]})"
@@ -346,5 +347,5 @@ OPS = [
                  "(DEFAULT_TENSOR_OP), f64 dgemmStridedBatched; MatMulNonContiguous for other layouts",
        divergences=("Candle CPU backend uses the gemm crate (different summation order)",),
        custom=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                             emulate=_emulate, tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
+                             tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
 ]

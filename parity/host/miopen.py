@@ -15,12 +15,27 @@ offsets go on the pointers) and `run_forward` runs one on the executor's device 
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
-from ..ops.base import Launch
-from .base import ExecResult
+from ..ops.base import ExecResult, Launch
+from .hip import detect as amd_detect
+from .marshal import judge_images
+
+
+class DeviceMemory(Protocol):
+    """Device memory for a library that takes raw pointers: hip.HipMemory, or host memory in tests."""
+    buffers: Callable[[Launch], contextlib.AbstractContextManager]   # (hosts, pointers, images), as hip.device_buffers
+
+    def alloc(self, nbytes: int) -> int: ...
+
+    def free(self, ptr: int) -> None: ...
+
+    def synchronize(self) -> None: ...
+
 
 # miopenStatus_t
 STATUS = {
@@ -178,11 +193,10 @@ def conv_problem(hc) -> ConvProblem | str:
     return ConvProblem(hc.key, tuple(hc.src.shape), tuple(hc.kernel.shape), (p, p), (s, s), (d, d))
 
 
-def run_forward(mi: Miopen, mem, launch: Launch, problem: ConvProblem) -> ExecResult:
-    """One forward convolution of a `conv.host` launch on device memory `mem` (amd.HipMemory, or
+def run_forward(mi: Miopen, mem: DeviceMemory, launch: Launch, problem: ConvProblem) -> ExecResult:
+    """One forward convolution of a `conv.host` launch on device memory `mem` (hip.HipMemory, or
     a host stand-in in tests): buffers uploaded between guards, x/w/y at their pointers plus start
     offsets, guards and inputs checked after. MiopenError propagates (the caller falls back)."""
-    from .hip_nvidia import HipOnNvidiaExecutor
     args = {a.name: a for a in launch.args}
     with mem.buffers(launch) as (hosts, ptrs, images):
         item = hosts["dst"].dtype.itemsize
@@ -191,7 +205,7 @@ def run_forward(mi: Miopen, mem, launch: Launch, problem: ConvProblem) -> ExecRe
         info = mi.forward(problem, ptr("src"), ptr("kernel"), ptr("dst"), alloc=mem.alloc, free=mem.free)
         mem.synchronize()
         ms = (time.perf_counter() - t0) * 1e3
-    res = HipOnNvidiaExecutor.judge(launch, hosts, images, ms)
+    res = judge_images(launch, hosts, images, ms)
     res.detail = {"conv_route": "miopen", "miopen_algo": info["algo"], "miopen_workspace": info["workspace"],
                   "miopen_cached": info["cached"]}
     return res
@@ -213,6 +227,5 @@ def detect() -> tuple[bool, str]:
         load_library()
     except ImportError as e:
         return False, f"{e}: install MIOpen (apt-get install miopen-hip)"
-    from .amd import detect as amd_detect
     ok, why, _ = amd_detect()
     return (ok, "" if ok else f"MIOpen present but {why}")

@@ -13,18 +13,31 @@ Which buffer step 3 reads for a non-contiguous kernel is the executor's `conv_ge
 "copy" (the ROCm port: kernel_c, at offset 0) or "original" (CUDA Candle: the original buffer
 read as a contiguous matrix from its start offset, KD cuda-conv-noncontiguous-kernel).
 
-Executors with a `miopen()` method (`amd`) first try MIOpen, as Candle's ROCm backend built with
+Executors that are `MiopenCapable` (`amd`) first try MIOpen, as Candle's ROCm backend built with
 `--features miopen` does: f32/f16/bf16 with contiguous operands; f64, non-contiguous operands and
 any MIOpen error fall back to the sequence above (the row's `conv_route` says which and why).
 Without libMIOpen an eligible case is `unavailable`: that route was not tested.
 """
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
-from ..ops.base import Launch
+from ..ops.base import ExecResult, Launch
 from ..ops.conv import HostConv
-from .base import ExecResult
+from .miopen import DeviceMemory, Miopen, MiopenError, conv_problem, run_forward
+from .protocols import HostExecutor
+
+
+@runtime_checkable
+class MiopenCapable(HostExecutor, Protocol):
+    """An executor that runs `conv.host` through MIOpen first, as Candle's ROCm backend does."""
+
+    def miopen(self) -> Miopen:
+        """Its MIOpen handle; ImportError without libMIOpen."""
+
+    def device_memory(self) -> DeviceMemory: ...
 
 
 class _StepFailed(Exception):
@@ -33,7 +46,7 @@ class _StepFailed(Exception):
         self.result = result
 
 
-def _step(ex, launch: Launch, what: str, times: list) -> dict[str, np.ndarray]:
+def _step(ex: HostExecutor, launch: Launch, what: str, times: list) -> dict[str, np.ndarray]:
     r = ex.run(launch)
     if r.status != "ok":
         raise _StepFailed(ExecResult(r.status, message=f"{what} ({launch.kernel}): {r.message}"))
@@ -41,7 +54,7 @@ def _step(ex, launch: Launch, what: str, times: list) -> dict[str, np.ndarray]:
     return r.outputs
 
 
-def run_im2col_gemm(ex, launch: Launch, hc: HostConv) -> ExecResult:
+def run_im2col_gemm(ex: HostExecutor, launch: Launch, hc: HostConv) -> ExecResult:
     """Steps 1-4 on `ex`; the result (or the first failing step's verdict, named)."""
     times: list = []
     try:
@@ -49,7 +62,7 @@ def run_im2col_gemm(ex, launch: Launch, hc: HostConv) -> ExecResult:
         rhs, rhs_offset = launch.buffers["k"], hc.kernel.offset
         if not hc.kernel.is_contiguous():
             kernel_c = _step(ex, hc.kernel_copy(launch.buffers["k"]), "kernel copy", times)["out"]
-            if getattr(ex, "conv_gemm_kernel", "copy") == "copy":
+            if ex.conv_gemm_kernel == "copy":
                 rhs, rhs_offset = kernel_c, 0
         res = _step(ex, hc.gemm(col, rhs, rhs_offset), "GEMM", times)["dst"]
         back = hc.copy_back(res)
@@ -60,8 +73,7 @@ def run_im2col_gemm(ex, launch: Launch, hc: HostConv) -> ExecResult:
     return ExecResult("ok", {"dst": dst}, time_ms=ms, detail={"conv_route": "im2col+gemm"})
 
 
-def _miopen_route(ex, launch: Launch, hc: HostConv) -> ExecResult:
-    from .miopen import MiopenError, conv_problem, run_forward
+def _miopen_route(ex: MiopenCapable, launch: Launch, hc: HostConv) -> ExecResult:
     problem = conv_problem(hc)
     if isinstance(problem, str):
         why = f"MIOpen skipped: {problem}"
@@ -84,8 +96,8 @@ def _miopen_route(ex, launch: Launch, hc: HostConv) -> ExecResult:
     return res
 
 
-def run_conv_host(ex, launch: Launch) -> ExecResult:
+def run_conv_host(ex: HostExecutor, launch: Launch) -> ExecResult:
     hc = HostConv.from_launch(launch)
-    if callable(getattr(ex, "miopen", None)):
+    if isinstance(ex, MiopenCapable):
         return _miopen_route(ex, launch, hc)
     return run_im2col_gemm(ex, launch, hc)
