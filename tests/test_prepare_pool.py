@@ -2,7 +2,8 @@
 import pickle
 
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Filters, build, load_sweep
+from parity.cases import Filters, load_sweep
+from parity.ops.elementwise import build
 from parity.engine import POOL_MIN_CASES, prepare_case, prepared_stream, run_cases
 
 
@@ -20,7 +21,7 @@ def test_built_pickles_without_its_op():
 
 def test_pool_rows_equal_in_process_rows(monkeypatch):
     cases = _cases()
-    assert any(c.op_spec.custom is not None for c in cases)          # structured cases pass through
+    assert any(not c.op_spec.spec.elementwise for c in cases)          # structured cases pass through
     streamed = list(prepared_stream(cases, jobs=2))
     assert len(streamed) == len(cases)
     got = [p for p in streamed if p is not None]

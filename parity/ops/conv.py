@@ -351,7 +351,7 @@ def _shapes_out(root, g, sshape, kshape):
 def _build(case, rng) -> StructuredBuilt:
     op = case.op_spec
     dt = dtype(case.dtype)
-    g = dict(op.custom.shapes[case.layout].geo)
+    g = dict(op.spec.shapes[case.layout].geo)
     root = op.root
     sl = _view(g["sview"], g["src"])
     sb, sv = make_input(dt, sl, case.values, rng)
@@ -649,7 +649,7 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
               abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
                    "kernel", "dst"),
               semantics=_SEM[root], divergences=_DIVS[root],
-              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
                                     emulate=_emulate_host, tolerance=_tol(root), library="conv.host",
                                     row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
 
@@ -658,7 +658,7 @@ def _op(name, root, shapes, abi) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
               else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
               info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()),
-              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
                                     emulate=_emulate, tolerance=_tol(root)))
 
 

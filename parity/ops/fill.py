@@ -46,17 +46,3 @@ OPS = [
        param_sets=({"value": 3.0}, {"value": -0.5}), out_mode="buffer", value_classes=("normal",),
        semantics="buf[0..numel) = value", abi=("out", "value:T", "numel")),
 ]
-
-
-def copy2d_geometry(src: Layout) -> tuple[Layout, dict[str, int]]:
-    """copy2d's destination and u32 parameters for a 2-D source view with unit inner stride.
-
-    A contiguous source copies into a packed destination; any other source copies into a
-    destination with its own row pitch and start offset, so swapped pitches are caught."""
-    from ..layouts import strided
-    d1, d2 = src.shape
-    if src.is_contiguous():
-        dst = strided((d1, d2), (d2, 1), 0)
-    else:
-        dst = strided((d1, d2), (d2 + 5, 1), 3, slack=2)
-    return dst, {"d1": d1, "d2": d2, "src_s": src.strides[0], "dst_s": dst.strides[0]}

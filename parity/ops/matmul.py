@@ -345,6 +345,6 @@ OPS = [
                  "GEMM, alpha 1 beta 0; f32/f16/bf16 GemmStridedBatchedEx with COMPUTE_32F and f32 alpha/beta "
                  "(DEFAULT_TENSOR_OP), f64 dgemmStridedBatched; MatMulNonContiguous for other layouts",
        divergences=("Candle CPU backend uses the gemm crate (different summation order)",),
-       custom=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
+       spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
                              emulate=_emulate, tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
 ]

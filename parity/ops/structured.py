@@ -1,8 +1,7 @@
 """Shared machinery of the structured (non-elementwise) families: reduce, nn, indexing, sort.
 
-Each structured op carries an `Op.custom` (`StructuredSpec`); the engine calls its build ->
-pack -> expected -> execute -> judge chain instead of the elementwise packer, and the CPU level
-calls its `emulate`. Everything here is family-neutral: the built-case record, value drawing,
+Each structured op's `Op.spec` is a `StructuredSpec` (ops/base.py) whose build -> pack -> expected
+-> judge chain and `emulate` come from its family module. Everything here is family-neutral: the built-case record, value drawing,
 launch helpers and a mask-based comparator that names the worst element like `compare`.
 """
 from __future__ import annotations
@@ -44,6 +43,20 @@ class StructuredBuilt:
     refuse_check: bool = False               # with `refuse`: launch anyway; the executor must refuse
                                              # too (ExecResult "refused": pass; computing: fail)
     notes: list[str] = field(default_factory=list)
+
+    # Pickled without the op (its reference functions are closures): the case names it. Lets
+    # engine.prepared_stream build cases in worker processes.
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "op"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.op = self.case.op_spec
+
+    @property
+    def out_geometry(self) -> Layout:
+        """Where the result lies in the output buffer."""
+        return contiguous(tuple(self.out_shape), offset=self.out_offset)
 
 
 def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
