@@ -12,7 +12,7 @@ import numpy as np
 from .executors.base import Executor
 from .cases import Case
 from .ops.base import Launch
-from .row import Verdict
+from .row import Row, Verdict
 
 
 def bench_refusal(case: Case, executor: Executor) -> dict | None:
@@ -21,10 +21,10 @@ def bench_refusal(case: Case, executor: Executor) -> dict | None:
     cls = LAYOUT_CLASSES.get(case.layout)
     if cls is None or not cls.bench or executor.level != "cpu":
         return None
-    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout, "values": case.values,
-            "seed": case.seed, "params": dict(case.params), "level": executor.level, "verdict": Verdict.UNAVAILABLE,
-            "message": f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
-                       "levels only; the cpu level does not run it", "kernel_ms": None}
+    return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
+               params=dict(case.params), level=executor.level, verdict=Verdict.UNAVAILABLE,
+               message=f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
+                       "levels only; the cpu level does not run it").to_dict()
 
 
 @dataclass
@@ -66,50 +66,45 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
     return _finish(row, p, executor.run(p.launch), executor, timing, t0)
 
 
-def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | None) -> tuple[float, Prepared, dict]:
+def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | None) -> tuple[float, Prepared, Row]:
     """(start time, the prepared case, its row before the launch)."""
     t0 = time.perf_counter()
     p = prepared or prepare_case(case)
     op, key = case.op_spec, case.dtype
     if prepared is not None:
         t0 -= p.seconds                          # wall time includes building, as for a fresh case
-    row = {
-        "case_id": case.id, "op": op.name, "family": op.family, "kernel": op.kernel_name(key),
-        "dtype": key, "layout": case.layout, "values": case.values, "seed": case.seed,
-        "params": dict(case.params), "level": executor.level, **_wave(executor), "device": device,
-        "numel": None, "verdict": "", "max_ulp": None, "n_bad": 0, "worst": None,
-        "message": "", "tolerance": op.spec.tolerance(key),
-        "semantics": op.semantics, "divergences": list(op.divergences), "layouts": None,
-        "launch": p.launch.describe() if p.launch is not None else "", "kernel_ms": None,
-    }
-    row.update(op.spec.describe(p.built, p.expected))
+    before = op.spec.describe(p.built, p.expected)
+    row = Row(case.id, op.name, family=op.family, kernel=op.kernel_name(key), dtype=key, layout=case.layout,
+              values=case.values, seed=case.seed, params=dict(case.params), level=executor.level,
+              device=device, n_bad=0, numel=before["numel"], tolerance=op.spec.tolerance(key),
+              semantics=op.semantics, divergences=list(op.divergences), layouts=before["layouts"],
+              launch=p.launch.describe() if p.launch is not None else "", wave=_wave(executor))
     return t0, p, row
 
 
-def _not_launched(row: dict, p: Prepared, t0: float) -> dict:
+def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
     """The row of a case Candle's host refuses before any launch: the refusal is what it expects."""
-    row["verdict"] = Verdict.PASS
-    row["message"] = f"expected error, not launched: {p.built.refuse}"
-    row["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return row
+    row.verdict = Verdict.PASS
+    row.message = f"expected error, not launched: {p.built.refuse}"
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
 
 
-def _finish(row: dict, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
+def _finish(row: Row, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
     """Judge a case's ExecResult into its row (and time it when it passed)."""
     spec = p.case.op_spec.spec
-    row["kernel_ms"] = res.time_ms
-    row.update(res.detail)                       # source file, parameter lists, host-routine facts
-    row.update(spec.row_fields(p.built, res))
-    row.update(spec.verdict(p.built, p.expected, res)[0])
-    if p.bytes_moved is not None:                # without a bytes model a case is not timed
-        row["bytes_moved"] = p.bytes_moved
-        if timing is not None and row["verdict"] == Verdict.PASS:
-            time_row(row, executor, p.launch, timing, res.outputs)
-    row["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return row
+    row.kernel_ms = res.time_ms
+    row.extra.update(res.detail)                 # source file, parameter lists, host-routine facts
+    row.extra.update(spec.row_fields(p.built, res))
+    row.judged(spec.verdict(p.built, p.expected, res)[0])
+    row.bytes_moved = p.bytes_moved
+    if p.bytes_moved is not None and timing is not None and row.verdict == Verdict.PASS:
+        time_row(row, executor, p.launch, timing, res.outputs)   # without a bytes model: not timed
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
 
 
-def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
+def time_row(row: Row, executor: Executor, launch, timing, outputs) -> None:
     """Add the timing columns to a passing row (kernel_ms = median, p10/p90, GB/s, % of peak)."""
     from .timing import gbps
     if executor.level == "cpu":                      # the NumPy emulation has no kernel time
@@ -121,16 +116,16 @@ def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
             from .timing import time_launch
             t = time_launch(executor, launch, timing, outputs)
     except Exception as e:                           # a level that cannot be timed keeps its verdict
-        row["timing_note"] = f"not timed: {e}"
+        row.timing_note = f"not timed: {e}"
         return
     if t is None:
-        row["timing_note"] = "not timed"
+        row.timing_note = "not timed"
         return
-    row.update(t.fields())
-    row["gbps"] = gbps(row.get("bytes_moved"), t.median_ms)
+    row.timing(t.fields())
+    row.gbps = gbps(row.bytes_moved, t.median_ms)
     peak = getattr(t, "peak_gbps", None)
-    row["peak_gbps"] = peak
-    row["pct_peak"] = 100.0 * row["gbps"] / peak if row["gbps"] and peak else None
+    row.peak_gbps = peak
+    row.pct_peak = 100.0 * row.gbps / peak if row.gbps and peak else None
 
 
 def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]], timing=None,
@@ -156,15 +151,15 @@ def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]]
 
 
 def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
-    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout,
-            "values": case.values, "seed": case.seed, "level": executor.level,
-            "verdict": Verdict.ERROR, "message": f"parity internal error: {type(e).__name__}: {e}"}
+    return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
+               level=executor.level, verdict=Verdict.ERROR,
+               message=f"parity internal error: {type(e).__name__}: {e}").to_dict()
 
 
-def _wave(executor) -> dict:
-    """{"wave": 32|64} for a hip-on-nvidia level (its wavefront size), else {}."""
+def _wave(executor) -> int | None:
+    """The wavefront size (32|64) of a hip-on-nvidia level, else None."""
     w = getattr(executor, "wave", None)
-    return {"wave": int(w)} if w else {}
+    return int(w) if w else None
 
 
 def add_ratios(rows: list[dict]) -> list[dict]:
