@@ -209,7 +209,8 @@ class StructuredSpec:
     def verdict(self, b, expected: np.ndarray | None, res) -> tuple[dict, np.ndarray | None]:
         if b.refuse:                      # refuse_check: the executor's host code must refuse as well
             refused = res.status == "refused"
-            return {"verdict": Verdict.PASS if refused else (Verdict.FAIL if res.status == "ok" else Verdict(res.status)),
+            verdict = Verdict.PASS if refused else Verdict.FAIL if res.status == "ok" else Verdict(res.status)
+            return {"verdict": verdict,
                     "message": (f"refused as expected: {res.message}" if refused else
                                 f"expected a refusal ({b.refuse}) but the executor computed a result"
                                 if res.status == "ok" else res.message)}, None
