@@ -218,8 +218,7 @@ class StructuredSpec:
             return {"verdict": Verdict.FAIL, "message": f"refused a layout Candle accepts: {res.message}"}, None
         if res.status != "ok":
             return {"verdict": Verdict(res.status), "message": res.message}, None
-        n = int(np.prod(b.out_shape, dtype=np.int64))
-        got = res.outputs[b.out_name][b.out_offset: b.out_offset + n].reshape(b.out_shape)
+        got = b.result(res.outputs)
         with np.errstate(all="ignore"):
             c = self.judge(expected, got, b)
         out = {"verdict": Verdict.PASS if c.passed else Verdict.FAIL, "max_ulp": c.max_ulp, "n_bad": c.n_bad,

@@ -607,7 +607,7 @@ def _emulate_host(ex, launch: Launch, bufs, op: Op, key: str):
 def _host_row_fields(b: StructuredBuilt, res) -> dict:
     hc = HostConv(b.key, b.layouts["src"], b.layouts["k"], b.geo["stride"], b.geo["padding"], b.geo["dilation"])
     _, m, n, k = hc.bmnk()
-    return {"flops": 2.0 * m * n * k, **getattr(res, "detail", {})}
+    return {"flops": 2.0 * m * n * k, **res.detail}
 
 
 def _host_kernels(root: str) -> Callable[[str], tuple[str, str]]:

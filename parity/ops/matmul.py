@@ -331,7 +331,7 @@ def _row_fields(b: StructuredBuilt, res) -> dict:
     out = {"compute_type": COMPUTE[b.key], "flops": flops}
     if "cfg" in b.geo:
         out["gemm_config"] = b.geo["cfg"].as_dict()
-    t = getattr(res, "time_ms", None)
+    t = res.time_ms
     if t:
         out["tflops"] = flops / (t * 1e-3) / 1e12
     return out

@@ -53,6 +53,11 @@ class StructuredBuilt:
         self.__dict__.update(state)
         self.op = self.case.op_spec
 
+    def result(self, outputs: dict[str, np.ndarray]) -> np.ndarray:
+        """The logical result inside the output buffers an executor returned."""
+        n = int(np.prod(self.out_shape, dtype=np.int64))
+        return outputs[self.out_name][self.out_offset: self.out_offset + n].reshape(self.out_shape)
+
     @property
     def out_geometry(self) -> Layout:
         """Where the result lies in the output buffer."""
@@ -111,11 +116,6 @@ def next_pow2(n: int) -> int:
     while p < n:
         p *= 2
     return p
-
-
-def extract(b: StructuredBuilt, outputs: dict[str, np.ndarray]) -> np.ndarray:
-    n = int(np.prod(b.out_shape, dtype=np.int64))
-    return outputs[b.out_name][b.out_offset: b.out_offset + n].reshape(b.out_shape)
 
 
 def key_parts(op: Op, key: str) -> list[DType]:
@@ -178,4 +178,4 @@ def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["HostRefused", "StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
-           "extract", "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]
+           "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]
