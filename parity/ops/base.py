@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -113,6 +113,7 @@ class ShapeClass:
     geo: dict = field(default_factory=dict)     # family-specific geometry (shape, dims, ...)
 
 
+@runtime_checkable
 class Spec(Protocol):
     """How an op's cases are built, launched, judged and emulated: one protocol for every family
     (ops/elementwise.ElementwiseSpec, StructuredSpec). `built` is the family's record of a case made
