@@ -14,6 +14,7 @@ from .dtypes import ALIASES, DTYPES
 from .layouts import LAYOUT_CLASSES
 from .ops import CATALOG, select
 from .ops.base import Op
+from .shard import apply_shard
 from .values import VALUE_CLASSES
 
 SWEEP_DIR = resources.sweep_dir()
@@ -115,8 +116,10 @@ def sweep_path(name_or_path: str) -> Path:
     return p
 
 
-def load_sweep(name_or_path: str, filters: Filters | None = None) -> list[Case]:
-    """All cases of a sweep file, narrowed by the CLI filters, in a stable order."""
+def load_sweep(name_or_path: str, filters: Filters | None = None,
+               shard: tuple[int, int] | None = None) -> list[Case]:
+    """All cases of a sweep file, narrowed by the CLI filters, in a stable order; only shard
+    (K, N)'s cases when given (`--shard K/N`)."""
     path = sweep_path(name_or_path)
     try:
         spec = tomllib.loads(path.read_text())
@@ -139,8 +142,7 @@ def load_sweep(name_or_path: str, filters: Filters | None = None) -> list[Case]:
                 if not _glob_ok(c, group.get("exclude", [])):
                     continue
                 cases.setdefault(c.id, c)
-    from .session import apply_shard
-    return apply_shard(list(cases.values()))         # --shard K/N (no-op without one)
+    return apply_shard(list(cases.values()), shard)
 
 
 def _intersect(a: list[str] | None, b: list[str] | None) -> list[str] | None:

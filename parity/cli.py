@@ -4,13 +4,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .timing import TimingOptions
 
 EPILOG_RUN = """\b
 Examples:
@@ -29,6 +34,25 @@ class SetupError(click.ClickException):
 
 def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`parity run`'s options that reach below the CLI; passed down as arguments, never held globally."""
+    timing: TimingOptions | None = None   # --time: time every passing case (None: no timing)
+    gpus: str | None = None               # --gpus all|N: one worker per GPU (None: one worker)
+    shard: tuple[int, int] | None = None  # --shard K/N, 1-based (None: every case)
+
+    def meta(self) -> dict:
+        """The results.json meta entries of the options that were given."""
+        out: dict = {}
+        if self.timing is not None:
+            out["timing"] = asdict(self.timing)
+        if self.shard:
+            out["shard"] = "/".join(map(str, self.shard))
+        if self.gpus:
+            out["gpus"] = self.gpus
+        return out
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -112,25 +136,22 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
     from .levels import resolve_gpus
-    from .session import parse_shard, using
+    from .shard import parse_shard
     from .timing import TimingOptions
     try:
-        sh = parse_shard(shard)
-        timing = TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None
+        opts = RunOptions(TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None,
+                          gpus, parse_shard(shard))
         if gpus is not None:
             resolve_gpus(gpus)
     except ValueError as e:
         raise SetupError(str(e))
-    with using(timing=timing, gpus=gpus, shard=sh):
-        _run(**kw)
+    _run(opts, **kw)
 
 
-def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src, cuda_src, out: Path,
-         case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since, wave: str = "64") -> None:
-    from dataclasses import asdict
-
+def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
+         cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
+         wave: str = "64") -> None:
     from .cases import Filters, load_sweep
-    from .session import current
     from .engine import run_cases
     from .golden import summary as golden_summary
     from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, expand_waves, make, parse_waves
@@ -140,7 +161,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     console = Console(stderr=False, quiet=quiet)
     filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes))
     try:
-        cases = load_sweep(sweep, filters)
+        cases = load_sweep(sweep, filters, shard=opts.shard)
     except (KeyError, ValueError, FileNotFoundError) as e:
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
@@ -162,7 +183,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
         if not cases:
             click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
             sys.exit(0)
-    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout) for n in names]
+    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout, gpus=opts.gpus) for n in names]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
         if lv is None or not lv.availability.available:
@@ -209,7 +230,7 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
                     prog.update(task, advance=pending, status=f"[red]{fails} not passing[/]" if fails else "")
                     pending, shown = 0, time.perf_counter()
             try:
-                run_cases(todo, lv.executor, lv.availability.device, on_row=tick)
+                run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=opts.timing)
             except KeyboardInterrupt:          # keep what finished; reports below, then exit 130
                 interrupted = True
                 break
@@ -219,15 +240,10 @@ def _run(sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, 
     meta["elapsed_s"] = time.perf_counter() - t0
     meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted
     rows = journal.rows
-    session = current()
-    if session.timing is not None:
+    if opts.timing is not None:
         from .engine import add_ratios
         rows = add_ratios(rows)
-        meta["timing"] = asdict(session.timing)
-    if session.shard:
-        meta["shard"] = "/".join(map(str, session.shard))
-    if session.gpus:
-        meta["gpus"] = session.gpus
+    meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
 
     from .wave_link import evidence as wave_evidence, markdown as wave_md

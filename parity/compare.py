@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .dtypes import DType
+from .layouts import SENTINEL
 from .numerics import bits_of, ulp_order
-from .ops.abi import SENTINEL
-from .ops.base import Tolerance
+from .tolerance import Tolerance
 
 
 @dataclass

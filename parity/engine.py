@@ -52,14 +52,11 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
              prepared: Prepared | None = None) -> dict:
     """One result row (a plain dict; the results module turns rows into a table).
 
-    timing: parity.timing.TimingOptions to time the case after it passed (None: the session's,
-    see parity.session; no timing without either). prepared: reuse a prepare_case() result."""
+    timing: parity.timing.TimingOptions to time the case after it passed (None: no timing).
+    prepared: reuse a prepare_case() result."""
     refused = bench_refusal(case, executor)
     if refused is not None:
         return refused
-    if timing is None:
-        from .session import current
-        timing = current().timing
     t0, p, row = _begin(case, executor, device, prepared)
     if p.launch is None:
         return _not_launched(row, p, t0)
@@ -319,9 +316,7 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
     """Rows in case order, cases prepared ahead by prepared_stream (`prepare` worker processes;
     None: prepare_jobs()). An executor with `members` (levels.GpuPool: one per GPU) gets one drive
     process per member; on_row is called in this thread."""
-    from .session import current
     cases = list(cases)
-    timing = timing if timing is not None else current().timing
     members = getattr(executor, "members", None)
     if members and len(members) > 1:
         return _run_parallel(cases, members, device, on_row, timing)

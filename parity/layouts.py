@@ -200,6 +200,9 @@ def operand_layouts(cls: LayoutClass, n: int, shape: tuple[int, ...] | None = No
     return [view(cls.kinds[k % len(cls.kinds)], shape) for k in range(n)]
 
 
+SENTINEL = 0xA5  # byte pattern pre-filled into outputs: unwritten elements stay visibly wrong
+
+
 def poison_fill(dt: DType, size: int) -> np.ndarray:
     """A base buffer of poison: NaN for floats, 0xA5 bytes otherwise."""
     if dt.is_float:

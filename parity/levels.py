@@ -178,8 +178,7 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         return Level(name, av, None)
     if isolate:
         from .executors.worker import IsolatedExecutor
-        from .session import current
-        ids = resolve_gpus(gpus if gpus is not None else current().gpus)
+        ids = resolve_gpus(gpus)
         if ids:                                  # --gpus: one worker per GPU, pinned before CUDA starts
             pool = [IsolatedExecutor(cls, timeout_s=case_timeout, env={"CUDA_VISIBLE_DEVICES": g}, **kwargs)
                     for g in ids]

@@ -105,3 +105,16 @@ def test_smoke_sweep_under_60_seconds(tmp_path):
     elapsed = time.perf_counter() - t
     assert r.exit_code == 0, r.output[-2000:]
     assert elapsed < 60, elapsed
+
+
+def test_run_options_reach_the_run_as_arguments(tmp_path):
+    """--shard / --gpus go into this run's cases and meta, and nothing is left behind for the next caller."""
+    from parity.cases import Filters, load_sweep
+    f = Filters(ops=["unary.neg", "binary.add"], dtypes=["f32"])
+    r = invoke("run", "--levels", "cpu", "--ops", "unary.neg,binary.add", "--dtypes", "f32",
+               "--shard", "2/3", "--gpus", "1", "--out", str(tmp_path), "-q")
+    assert r.exit_code == 0, r.output
+    res = Results.from_json(next(tmp_path.glob("*/results.json")))
+    assert res.meta["shard"] == "2/3" and res.meta["gpus"] == "1" and "timing" not in res.meta
+    assert list(res.table["case_id"]) == [c.id for c in load_sweep("smoke", f, shard=(2, 3))]
+    assert len(load_sweep("smoke", f)) > len(res.table)

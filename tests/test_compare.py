@@ -2,7 +2,7 @@ import numpy as np
 
 from parity.compare import compare
 from parity.dtypes import dtype
-from parity.ops.base import EXACT, Tolerance
+from parity.tolerance import EXACT, Tolerance
 
 F32 = dtype("f32")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from parity import timing
+from parity.timing import clocks
 from parity.timing import TimingOptions, time_prepared
 
 
@@ -58,15 +59,15 @@ class Prep:
 
 @pytest.fixture(autouse=True)
 def fresh_calibrations(monkeypatch):
-    monkeypatch.setattr(timing, "_OVERHEADS", {})
-    monkeypatch.setattr(timing, "_FLOORS", {})
+    monkeypatch.setattr(clocks, "_OVERHEADS", {})
+    monkeypatch.setattr(clocks, "_FLOORS", {})
 
 
 def test_event_overhead_is_an_empty_event_pair_on_cuda_and_none_on_amd():
     clock = PairClock(0.00125)
     ms, how = timing.event_overhead(clock)
     assert ms == pytest.approx(0.00125) and how == "empty event pair: 1.25 us (median of 200)"
-    assert all(e is timing._nothing for e in clock.enclosed)          # nothing between the events
+    assert all(e is clocks._nothing for e in clock.enclosed)          # nothing between the events
     n = len(clock.enclosed)
     assert timing.event_overhead(clock) == (ms, how) and len(clock.enclosed) == n   # once per device
     assert timing.event_overhead(PairClock(0.00125, api="hip")) == (0.0, "not calibrated on hip: raw event times")

@@ -9,12 +9,12 @@ import os
 import numpy as np
 import pytest
 
-from parity import session
+from parity import shard
 from parity.executors.cpu import CpuExecutor
 from parity.executors.worker import IsolatedExecutor
 from parity.cases import Case, Filters, load_sweep
 from parity.ops.elementwise import build
-from parity.engine import add_ratios, run_case, run_cases
+from parity.engine import add_ratios, prepare_case, run_case, run_cases
 from parity.layouts import LAYOUT_CLASSES, contiguous, transposed
 from parity.results import Results
 from parity.timing import (Timing, TimingOptions, bytes_moved, bytes_moved_built, distinct_elements,
@@ -170,8 +170,8 @@ class FakePrep:
 
 
 def test_time_prepared_cold_flags_launch_bound_and_verifies(monkeypatch):
-    from parity import timing
-    monkeypatch.setattr(timing, "_FLOORS", {})
+    from parity.timing import clocks
+    monkeypatch.setattr(clocks, "_FLOORS", {})
     clock, prep = DeviceClock(0.001, 0.003), FakePrep(0.001)
     t = time_prepared(prep, clock, TimingOptions(mode="cold", min_samples=10),
                       {"out": np.frombuffer(b"\x01\x02", np.uint8)})
@@ -179,7 +179,7 @@ def test_time_prepared_cold_flags_launch_bound_and_verifies(monkeypatch):
     assert clock.flushes >= t.n and clock.copies >= t.n          # flushed + restored before every sample
     assert t.launch_bound is True and t.launch_floor_ms == pytest.approx(0.003)
     assert t.verified is True
-    monkeypatch.setattr(timing, "_FLOORS", {})
+    monkeypatch.setattr(clocks, "_FLOORS", {})
     t = time_prepared(FakePrep(0.5, out=b"\x00\x00"), DeviceClock(0.5, 0.003), TimingOptions(mode="hot"),
                       {"out": np.frombuffer(b"\x01\x02", np.uint8)})
     assert t.launch_bound is False and t.verified is False and "differs" in t.note
@@ -188,19 +188,18 @@ def test_time_prepared_cold_flags_launch_bound_and_verifies(monkeypatch):
 # ---------------------------------------------------------------------------- shard / merge
 def test_shard_split_is_deterministic_and_complete():
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]))
-    parts = [session.apply_shard(cases, (k, 3)) for k in (1, 2, 3)]
+    parts = [shard.apply_shard(cases, (k, 3)) for k in (1, 2, 3)]
     ids = [c.id for p in parts for c in p]
     assert sorted(ids) == sorted(c.id for c in cases) and len(set(ids)) == len(ids)
     assert all(p for p in parts)
-    assert [c.id for c in session.apply_shard(cases, (2, 3))] == [c.id for c in parts[1]]
-    assert session.shard_index("unary.neg/f32/contiguous/normal/s0", 4) == \
+    assert [c.id for c in shard.apply_shard(cases, (2, 3))] == [c.id for c in parts[1]]
+    assert shard.shard_index("unary.neg/f32/contiguous/normal/s0", 4) == \
         __import__("zlib").crc32(b"unary.neg/f32/contiguous/normal/s0") % 4
-    with session.using(shard=(1, 3)):
-        assert [c.id for c in load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]))] == \
-            [c.id for c in parts[0]]
+    assert [c.id for c in load_sweep("smoke", Filters(ops=["unary.neg", "binary.*", "cast"]), shard=(1, 3))] == \
+        [c.id for c in parts[0]]
     for bad in ("0/2", "3/2", "x", "1/0"):
         with pytest.raises(ValueError):
-            session.parse_shard(bad)
+            shard.parse_shard(bad)
 
 
 def _keyed(res: Results) -> dict:
@@ -219,8 +218,7 @@ def test_merge_of_shards_equals_unsharded_run_on_cpu(tmp_path):
     Results.from_rows(run_cases(cases, ex), {"sweep": "smoke"}).to_json(tmp_path / "all.json")
     paths = []
     for k in (1, 2, 3):
-        with session.using(shard=(k, 3)):
-            part = load_sweep("smoke", f)
+        part = load_sweep("smoke", f, shard=(k, 3))
         p = tmp_path / f"s{k}.json"
         Results.from_rows(run_cases(part, ex), {"sweep": "smoke", "shard": f"{k}/3"}).to_json(p)
         paths.append(p)
@@ -344,3 +342,38 @@ def test_gpu_cupy_reference_level_passes_and_times():
         row = run_case(Case.parse(cid), ex, timing=TimingOptions(time_cap_s=0.5))
         assert row["verdict"] == "pass", (cid, row["message"])
         assert row["samples"] >= 10, row.get("timing_note")
+
+
+# ------------------------------------------------------------------- the amd level, fake hip
+def test_time_on_amd_goes_through_hipclock_on_hip_images(monkeypatch):
+    """`--time` on the amd level: the executor's own prepared launch (hipMalloc'd guarded images)
+    and HipClock's events and memset flush, not the CuPy path (a fake hip-python, no AMD GPU)."""
+    from fakes_hip import FakeKernel, install, unary_f32
+    from parity.executors.amd import AmdExecutor, HipPrepared
+    from parity.timing import HipClock, Timeable, clocks
+    monkeypatch.setattr(clocks, "_CLOCKS", {})
+    monkeypatch.setattr(clocks, "_FLOORS", {})
+    dev = install(monkeypatch)
+    ex = AmdExecutor()
+    ex._avail = (True, "", "gfx942")                     # detected: skip hiprtc, the kernel is "loaded"
+    kernel = ex._functions["uneg_f32"] = FakeKernel(unary_f32(np.negative), ms=0.040)
+    assert isinstance(ex, Timeable) and isinstance(ex.clock(2.0), HipClock)
+    row = run_case(Case("unary.neg", "f32", "len1025", "normal"), ex,
+                   timing=TimingOptions(mode="cold", min_samples=10, time_cap_s=1.0))
+    assert row["verdict"] == "pass", row["message"]
+    assert row["kernel_ms"] == pytest.approx(0.040) and row["samples"] >= 10 and row["time_noise"] < 1e-9
+    assert row["time_source"] == "events" and row["event_overhead_ms"] is None    # hip: raw event times
+    assert row["timing_verified"] is True                 # output after timing == the checked output
+    assert row["launch_floor_ms"] == pytest.approx(0.001)   # HipClock's empty launch: a 4-byte memset
+    assert row["launch_bound"] is False and row["peak_gbps"] is None
+    assert kernel.launches >= 1 + 3 + 10                  # run, warm-up, samples
+    assert dev.memsets >= row["samples"] and dev.d2d_copies >= row["samples"]   # flushed + restored per sample
+    assert len(dev.allocs) == 2                           # left: the clock's flush and empty-launch buffers;
+                                                          # the run's and the prepared launch's images are freed
+    assert isinstance(ex.prepared(prepare_case(Case("unary.neg", "f32", "len1025", "normal")).launch), HipPrepared)
+
+
+def test_peak_bandwidth_is_cached_per_device_under_the_parity_cache(tmp_path, monkeypatch):
+    from parity.timing import peak_path
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    assert peak_path("NVIDIA H100 80GB HBM3") == tmp_path / "bandwidth" / "NVIDIA_H100_80GB_HBM3.json"

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..hipcall import check as _check
 from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
 from ..ops.base import Launch
 from ..suite import Suite, discover, kernels_from_binary
+from ..timing import HipClock, hip_clock
 from .base import Availability, ExecResult, Executor
 from .hip_nvidia import DEFAULT_HIP_SUITE, GUARD_BYTES, HipOnNvidiaExecutor, arg_values, guarded_image
 from .miopen import Miopen
@@ -56,17 +58,6 @@ def kernel_arg_buffer(values: list[np.generic]) -> bytes:
     return bytes(buf)
 
 
-def _check(result):
-    """hip-python calls return (err, *values); raise on an error, return the value(s)."""
-    from hip import hip, hiprtc
-    err, rest = result[0], result[1:]
-    if isinstance(err, hip.hipError_t) and err != hip.hipError_t.hipSuccess:
-        raise RuntimeError(f"{err.name}")
-    if isinstance(err, hiprtc.hiprtcResult) and err != hiprtc.hiprtcResult.HIPRTC_SUCCESS:
-        raise RuntimeError(f"{err.name}")
-    return rest[0] if len(rest) == 1 else (rest or None)
-
-
 @contextlib.contextmanager
 def device_buffers(launch: Launch):
     """A launch's buffers on the AMD device between guard bytes: yields (host arrays, device
@@ -89,6 +80,65 @@ def device_buffers(launch: Launch):
     finally:
         for d, _ in allocs.values():
             hip.hipFree(d)
+
+
+class HipPrepared:
+    """A suite kernel's Launch on hipMalloc'd guarded images, with pristine output copies, ready to
+    be enqueued any number of times (parity.timing's PreparedLaunch on AMD)."""
+
+    def __init__(self, func, launch: Launch):
+        from hip import hip
+        self.hip, self.func, self.launch = hip, func, launch
+        self.images = {n: guarded_image(np.ascontiguousarray(b)) for n, b in launch.buffers.items()}
+        self.dev = {n: int(_check(hip.hipMalloc(img.nbytes))) for n, img in self.images.items()}
+        self.pristine = {n: int(_check(hip.hipMalloc(self.images[n].nbytes))) for n in launch.outputs if n in self.dev}
+        self.inplace = any(a.kind == "ptr" and a.value is None for a in launch.args)
+        self._infos: list[int] = []
+
+        def info_address(a: np.ndarray) -> int:
+            d = int(_check(hip.hipMalloc(max(8, a.nbytes))))
+            _check(hip.hipMemcpy(d, a, a.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
+            self._infos.append(d)
+            return d
+        self.extra = tuple(ctypes_args(arg_values(launch, lambda n: self.dev[n] + GUARD_BYTES, info_address)))
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-upload every buffer from the host (inputs and the pristine outputs)."""
+        h2d = self.hip.hipMemcpyKind.hipMemcpyHostToDevice
+        for n, img in self.images.items():
+            _check(self.hip.hipMemcpy(self.dev[n], img, img.nbytes, h2d))
+        for n, d in self.pristine.items():
+            _check(self.hip.hipMemcpy(d, self.images[n], self.images[n].nbytes, h2d))
+
+    def restore(self, clock) -> None:
+        for n, d in self.pristine.items():
+            clock.copy(self.dev[n], d, self.images[n].nbytes)
+
+    def enqueue(self) -> None:
+        _check(self.hip.hipModuleLaunchKernel(self.func, *self.launch.grid, *self.launch.block,
+                                              sharedMemBytes=int(self.launch.shared_mem), stream=None,
+                                              kernelParams=None, extra=self.extra))
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Output images (guards included), downloaded."""
+        out = {}
+        for n in self.launch.outputs:
+            back = np.empty(self.images[n].nbytes, np.uint8)
+            _check(self.hip.hipMemcpy(back, self.dev[n], back.nbytes, self.hip.hipMemcpyKind.hipMemcpyDeviceToHost))
+            out[n] = back
+        return out
+
+    @staticmethod
+    def image_of(name: str, arr: np.ndarray) -> np.ndarray:
+        return guarded_image(np.ascontiguousarray(arr))
+
+    def release(self) -> None:
+        for d in [*self.dev.values(), *self.pristine.values(), *self._infos]:
+            self.hip.hipFree(d)
+        self.dev.clear()
+        self.pristine.clear()
+        self._infos.clear()
 
 
 class HipMemory:
@@ -261,6 +311,18 @@ class AmdExecutor(Executor):
             self._modules[src] = _check(hip.hipModuleLoadData(self._compiled[src].read()))
         self._functions[kernel] = _check(hip.hipModuleGetFunction(self._modules[src], kernel.encode()))
         return None
+
+    def prepared(self, launch: Launch) -> HipPrepared:
+        """The launch on device images for timing (parity.timing.Timeable)."""
+        if launch.library:
+            raise RuntimeError(f"{launch.kernel} is a host routine: its steps are not timed one by one")
+        err = self.prepare(launch.kernel)
+        if err is not None:
+            raise RuntimeError(f"{err.status}: {err.message}")
+        return HipPrepared(self._functions[launch.kernel], launch)
+
+    def clock(self, flush_factor: float = 2.0) -> HipClock:
+        return hip_clock(flush_factor)
 
     def run(self, launch: Launch) -> ExecResult:
         if launch.library:                         # host routine: parity/executors/library.py

@@ -42,6 +42,7 @@ from ..ops.structured import HostRefused
 from .base import Availability, ExecResult, Executor
 from .cupy_structured import array_code, structured_supported
 from .cupy_structured import execute as execute_structured
+from ..timing import CupyClock, cupy_clock
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -409,6 +410,9 @@ class CupyRefExecutor(Executor):
             raise RuntimeError(f"{launch.kernel}: the CuPy reference runs it as array code, not a timing baseline")
         return _prepared(self, launch)
 
+    def clock(self, flush_factor: float = 2.0) -> CupyClock:
+        return cupy_clock(flush_factor)
+
     def close(self) -> None:
         self._compiled.clear()
 
@@ -423,7 +427,7 @@ def _row_major(shape):
 
 def _prepared(ex: "CupyRefExecutor", launch: Launch):
     """parity.timing's prepared-launch interface for the reference kernels."""
-    from ..timing import DeviceImages
+    from .device_images import DeviceImages
     from .hip_nvidia import GUARD_BYTES
     p = DeviceImages(launch)
     p.enqueue = ex.plan(launch, p.dev, GUARD_BYTES)

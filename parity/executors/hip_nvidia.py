@@ -29,6 +29,7 @@ from .base import Availability, ExecResult, Executor
 from .preflight import compile_failure, not_found, signature_mismatch
 
 from .. import resources
+from ..timing import CupyClock, cupy_clock
 DEFAULT_HIP_SUITE = resources.hip_suite()
 HIP_MAPPING = resources.hip_mapping()
 CUDA_RTC_STUBS = resources.cuda_rtc_stubs()
@@ -390,6 +391,19 @@ class HipOnNvidiaExecutor(Executor):
         except Exception as e:
             return self._fault(e, f"loading {kernel}")
         return err
+
+    def prepared(self, launch: Launch):
+        """The launch on device images for timing (parity.timing.Timeable)."""
+        if launch.library:
+            raise RuntimeError(f"{launch.kernel} is a host routine: its steps are not timed one by one")
+        err = self.prepare(launch.kernel)
+        if err is not None:
+            raise RuntimeError(f"{err.status}: {err.message}")
+        from .device_images import CupyPrepared
+        return CupyPrepared(self._functions[launch.kernel], launch)
+
+    def clock(self, flush_factor: float = 2.0) -> CupyClock:
+        return cupy_clock(flush_factor)
 
     def _fault(self, e: Exception, what: str) -> ExecResult:
         text = f"{what}: {type(e).__name__}: {e}"

@@ -8,10 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType
-from ..layouts import Layout, candle_info, contiguous, poison_fill
+from ..layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
 from .base import Arg, Launch, Op, Operands, elementwise_grid
-
-SENTINEL = 0xA5  # byte pattern pre-filled into outputs: unwritten elements stay visibly wrong
 
 
 def sentinel_fill(dt: DType, n: int) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 from ..dtypes import DType, dtype
 from ..layouts import Layout
 from ..row import Verdict
+from ..tolerance import EXACT, Tolerance
 
 BLOCK = 1024  # cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024)
 
@@ -63,34 +64,6 @@ class Launch:
 def elementwise_grid(n: int) -> tuple[int, int, int]:
     """Candle's geometry; an empty tensor still gets one block so the kernel's bounds are tested."""
     return (max(1, -(-n // BLOCK)), 1, 1)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How a float result is judged. Integers, cmp and copies are always exact."""
-    exact: bool = False                      # bit patterns must match (NaN-ness for NaNs)
-    ulp: int | dict[str, int] = 0            # budget in ULPs of the output dtype
-    atol: float | dict[str, float] = 0.0     # absolute floor near zero
-    signed_zero: bool = False                # -0 and +0 must match
-    nan_payload: bool = False                # copies must keep NaN bits, not just NaN-ness
-
-    def ulp_for(self, dt: str) -> int:
-        return self.ulp.get(dt, self.ulp.get("*", 0)) if isinstance(self.ulp, dict) else self.ulp
-
-    def atol_for(self, dt: str) -> float:
-        return self.atol.get(dt, self.atol.get("*", 0.0)) if isinstance(self.atol, dict) else self.atol
-
-    def describe(self, dt: str) -> str:
-        if self.exact:
-            return "bit-exact"
-        s = f"{self.ulp_for(dt)} ulp"
-        if self.atol_for(dt):
-            s += f" or |err| <= {self.atol_for(dt):g}"
-        return s
-
-
-EXACT = Tolerance(exact=True)
-COPY = Tolerance(exact=True, signed_zero=True, nan_payload=True)
 
 
 @dataclass
@@ -239,6 +212,8 @@ class Op:
     dtypes: tuple[str, ...]                  # dtype keys: "f32", or "f32-u8" for cast/where
     inputs: tuple[str, ...]                  # operand names in ABI order
     reference: Callable[..., np.ndarray]     # (logical inputs dict, params, key) -> output
+    spec: Spec = field(compare=False, repr=False)   # ElementwiseSpec (ops/elementwise.elementwise_op)
+                                             # or the family's StructuredSpec
     params_abi: tuple[str, ...] = ()         # names of scalar params, in ABI order
     param_sets: tuple[dict[str, float], ...] = ({},)
     tolerance: Tolerance = EXACT
@@ -253,14 +228,6 @@ class Op:
     out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
     semantics: str = ""                      # one line: what the CUDA kernel computes
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
-    spec: Spec = field(default=None, compare=False, repr=False)   # None: the elementwise spec,
-                                             # derived from the fields above (non-elementwise
-                                             # families give a StructuredSpec)
-
-    def __post_init__(self) -> None:
-        if self.spec is None:
-            from .elementwise import ElementwiseSpec   # it packs through abi, which imports this module
-            object.__setattr__(self, "spec", ElementwiseSpec(self))
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]

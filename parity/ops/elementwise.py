@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compare import compare
 from ..dtypes import DType
 from ..layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                        materialize, operand_layouts, strided)
@@ -110,13 +111,19 @@ def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
 
 
+def elementwise_op(**fields: Any) -> Op:
+    """An op of an elementwise family, with the spec its own fields define."""
+    spec = ElementwiseSpec()
+    op = Op(spec=spec, **fields)
+    spec.op = op                             # the spec reads the op it belongs to
+    return op
+
+
 class ElementwiseSpec:
-    """The `Spec` of an elementwise op, derived from its `Op` fields."""
+    """The `Spec` of an elementwise op, derived from its `Op` fields (see elementwise_op)."""
     elementwise = True
     library = ""                             # always a suite kernel
-
-    def __init__(self, op: Op) -> None:
-        self.op = op
+    op: Op
 
     @property
     def shapes(self) -> dict[str, ShapeClass]:
@@ -150,7 +157,6 @@ class ElementwiseSpec:
 
     def verdict(self, b: Built, expected: np.ndarray, res) -> tuple[dict, np.ndarray | None]:
         """Verdict fields from the executor's ExecResult, and the output it read."""
-        from ..compare import compare            # compare imports ops (abi, base): not at module level
         op = b.op
         if res.status != "ok":
             return {"verdict": Verdict(res.status), "message": res.message}, res.outputs.get("out")

@@ -24,8 +24,9 @@ import numpy as np
 from ..dtypes import dtype
 from ..layouts import contiguous
 from ..numerics import round_float, to_f64
+from ..tolerance import COPY, Tolerance
 from .abi import sentinel_fill
-from .base import COPY, Arg, Launch, Op, ShapeClass, StructuredSpec, Tolerance
+from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from .structured import StructuredBuilt, for_num_elems, make_input
 
 STD_T = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")

@@ -20,7 +20,8 @@ import numpy as np
 from ..dtypes import dtype
 from ..layouts import contiguous
 from ..numerics import round_float, to_f64
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec, Tolerance
+from ..tolerance import Tolerance
+from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from .structured import StructuredBuilt, for_num_elems, make_input, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
