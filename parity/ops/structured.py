@@ -1,8 +1,9 @@
 """Shared machinery of the structured (non-elementwise) families: reduce, nn, indexing, sort.
 
 Each structured op's `Op.spec` is a `StructuredSpec` (ops/base.py) whose build -> pack -> expected
--> judge chain and `emulate` come from its family module. Everything here is family-neutral: the built-case record, value drawing,
-launch helpers and a mask-based comparator that names the worst element like `compare`.
+-> judge chain and `emulate` come from its family module. Everything here is family-neutral: the
+built-case record, value drawing, launch helpers and a mask-based comparator that names the worst
+element like `compare`.
 """
 from __future__ import annotations
 
