@@ -24,7 +24,7 @@ from parity.ops.abi import extract  # noqa: E402
 def measure(level: str, sweep: str, ops: str | None, limit: int | None, isolate: bool) -> dict:
     from parity.levels import DEFAULT_HIP_SRC, make
     cases = [c for c in load_sweep(sweep, Filters(ops=ops.split(",") if ops else None))
-             if c.op_spec.custom is None]                     # elementwise: the phases are separable
+             if c.op_spec.spec.elementwise]                     # elementwise: the phases are separable
     if limit:
         cases = cases[:limit]
     lv = make(level, DEFAULT_HIP_SRC, None, isolate=isolate)

@@ -27,6 +27,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from .results import FAILING, Results
+from .row import Verdict
 
 SCHEMA = "parity.baseline/1"
 PLACEHOLDER = "TODO: why this failure is accepted (issue link)"
@@ -116,9 +117,9 @@ def apply(res: Results, baseline: Baseline, strict: bool = False) -> Results:
             continue
         matched.add(e)
         if v in FAILING:
-            verdicts.append("xfail")
-        elif v == "pass":
-            verdicts.append("xpass-strict" if strict else "xpass")
+            verdicts.append(Verdict.XFAIL)
+        elif v == Verdict.PASS:
+            verdicts.append(Verdict.XPASS_STRICT if strict else Verdict.XPASS)
         else:                                   # unavailable and friends: not evidence either way
             verdicts.append(v)
         reasons.append(e.reason)
@@ -127,8 +128,8 @@ def apply(res: Results, baseline: Baseline, strict: bool = False) -> Results:
     t["baseline_reason"] = reasons
     meta = dict(res.meta)
     meta["baseline"] = {"path": baseline.path, "entries": len(baseline.entries), "strict": strict,
-                        "xfail": int((t["verdict"] == "xfail").sum()),
-                        "xpass": int(t["verdict"].isin(["xpass", "xpass-strict"]).sum()),
+                        Verdict.XFAIL: int((t["verdict"] == Verdict.XFAIL).sum()),
+                        Verdict.XPASS: int(t["verdict"].isin([Verdict.XPASS, Verdict.XPASS_STRICT]).sum()),
                         "unused": [e.pattern + (f" @{e.level}" if e.level else "")
                                    for e in baseline.entries if e not in matched]}
     return Results(t, meta)
@@ -141,7 +142,7 @@ def from_results(res: Results, reason: str = PLACEHOLDER) -> Baseline:
     raw = raw.where(raw.notna(), t["verdict"])
     entries, seen = [], set()
     for case_id, level, v, r in zip(t["case_id"], t["level"], raw, t["message"]):
-        if v not in FAILING or v == "xpass-strict" or (case_id, level) in seen:
+        if v not in FAILING or v == Verdict.XPASS_STRICT or (case_id, level) in seen:
             continue
         seen.add((case_id, level))
         first = str(r or "").splitlines()[0][:160] if r else ""

@@ -6,21 +6,16 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from . import resources
-from .dtypes import ALIASES, DTYPES, DType
-from .layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
-                      materialize, operand_layouts)
+from .dtypes import ALIASES, DTYPES
+from .layouts import LAYOUT_CLASSES
 from .ops import CATALOG, select
-from .ops.base import Op, Operands
-from .ops.fill import copy2d_geometry
+from .ops.base import Op
 from .shard import apply_shard
-from .values import VALUE_CLASSES, generate
+from .values import VALUE_CLASSES
 
 SWEEP_DIR = resources.sweep_dir()
 
@@ -54,71 +49,10 @@ class Case:
         return CATALOG[self.op]
 
 
-@dataclass
-class Built:
-    """A case made concrete: operands in memory, the output layout, the scalar params."""
-    case: Case
-    op: Op
-    operands: Operands
-    params: dict[str, float]
-    out_layout: Layout
-    inplace: bool
-
-    # Pickled without the op (its reference functions are closures): the case names it. Lets
-    # engine.prepared_stream build cases in worker processes.
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "op"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.op = self.case.op_spec
-
-
-def applicable_layouts(op: Op) -> list[str]:
-    if op.custom is not None:                  # structured ops: the family's shape classes
-        return list(op.custom.shapes)
-    names = layout_names(include_opt_in=True)
-    if op.root == "copy2d":
-        return ["contiguous", "narrowed"]
-    if op.root == "fill":
-        return [n for n in names if n in ("contiguous", "empty", "rank0", "huge") or n.startswith("len")]
-    return [n for n in names if op.inplace or not LAYOUT_CLASSES[n].inplace]
-
-
-def operand_dtype(op: Op, key: str, k: int) -> DType:
-    parts = op.dtype_parts(key)
-    return parts[0] if k == 0 else parts[-1]
-
-
-def build(case: Case) -> Built:
-    op = case.op_spec
-    if case.dtype not in op.dtypes:
-        raise KeyError(f"{op.name} has no dtype {case.dtype!r}; it has {', '.join(op.dtypes)}")
-    cls = LAYOUT_CLASSES[case.layout]
-    rng = np.random.default_rng([zlib.crc32(case.id.encode()), case.seed])
-    layouts = operand_layouts(cls, max(1, len(op.inputs)))
-    names = op.inputs
-    dts, lays, bases, logi = {}, {}, {}, {}
-    for k, name in enumerate(names):
-        dt = operand_dtype(op, case.dtype, k)
-        lay = layouts[k]
-        vals = generate(dt, distinct_positions(lay), case.values, rng, op.domain.get(name))
-        base = materialize(lay, dt, vals)
-        dts[name], lays[name], bases[name], logi[name] = dt, lay, base, logical(base, lay)
-    params = dict(case.params)
-    out_layout = contiguous(cls.shape)
-    if op.root == "copy2d":
-        out_layout, geometry = copy2d_geometry(lays["src"])
-        params.update(geometry)
-    elif op.root == "const_set":
-        out_layout = layouts[0]
-    return Built(case, op, Operands(names, dts, lays, bases, logi), params, out_layout, cls.inplace)
-
-
 def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: list[str] | None,
            seeds: list[int]) -> list[Case]:
     keys = [k for k in op.dtypes if not dtypes or any(p in dtypes for p in k.split("-")) or k in dtypes]
-    lays = [l for l in applicable_layouts(op) if (layouts is None and not _opt_in(l))
+    lays = [l for l in op.spec.layouts() if (layouts is None and not _opt_in(l))
             or (layouts is not None and l in layouts)]
     vals = [v for v in op.value_classes if values is None or v in values]
     out = []
@@ -139,9 +73,8 @@ def shape_class_names() -> dict[str, str]:
     """Every structured shape class name -> its doc (the layout slot of structured case IDs)."""
     out: dict[str, str] = {}
     for op in CATALOG.values():
-        if op.custom is not None:
-            for name, sc in op.custom.shapes.items():
-                out.setdefault(name, sc.doc)
+        for name, sc in op.spec.shapes.items():
+            out.setdefault(name, sc.doc)
     return out
 
 

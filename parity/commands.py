@@ -122,6 +122,7 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path, no_snip
     """
     from .levels import ALL_LEVELS as LEVELS
     from . import repro
+    from .row import Verdict
     if level not in LEVELS:
         raise SetupError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
     for p in [hip_src, cuda_src]:
@@ -135,6 +136,6 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path, no_snip
         click.echo(r.snippet)
     click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
     click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
-    if r.verdict == "unavailable":
+    if r.verdict == Verdict.UNAVAILABLE:
         sys.exit(2)
-    sys.exit(0 if r.verdict == "pass" else 1)
+    sys.exit(0 if r.verdict == Verdict.PASS else 1)

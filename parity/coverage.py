@@ -62,7 +62,7 @@ def coverage(suite: Suite, expected: dict | None = None) -> list[CoverageRow]:
         from .ops import expected_kernels
         expected = expected_kernels()
     expected = {k: v for k, v in expected.items()      # host routines (BLAS, im2col+GEMM) are no kernels
-                if not getattr(getattr(v[0], "custom", None), "library", "")}
+                if not v[0].spec.library}
     present = suite.kernels
     rows: list[CoverageRow] = []
     for name in sorted(expected):

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .results import FAILING, Results
+from .row import Verdict
 
 
 @dataclass
@@ -84,7 +85,7 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
                     d.changed.append(Change(key[0], key[1], vo, vn, msg))
             else:
                 d.new_failures.append(Change(key[0], key[1], vo, vn, msg))
-        elif vo in FAILING and vn in ("pass", "xpass", "xfail"):
+        elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.XFAIL):
             d.fixed.append(Change(key[0], key[1], vo, vn))
         if ro is None:
             continue

@@ -5,100 +5,14 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from .executors.base import Executor, Pooled, Queued, TimedWhereRun
-from .cases import Built, Case, build
-from .compare import compare
-from .ops.abi import extract, pack
-
-
-def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
-    """The reference result in the form the executor's output will be read back."""
-    op, key = b.op, b.case.dtype
-    with np.errstate(all="ignore"):
-        if op.out_mode == "buffer":
-            inputs = {n: b.operands.logical[n] for n in b.operands.names}
-            return op.reference(inputs, b.params, key, op, out_base=out_before, out_layout=b.out_layout)
-        out = op.reference(dict(b.operands.logical), b.params, key, op)
-    shape = b.operands.layouts[op.inputs[0]].shape
-    return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
-
-
-def prepare_structured(case: Case):
-    """Build a structured case (`Op.custom`): (built, launch or None if the host refuses, expected)."""
-    import zlib
-    op = case.op_spec
-    spec = op.custom
-    if case.dtype not in op.dtypes:
-        raise KeyError(f"{op.name} has no dtype {case.dtype!r}; it has {', '.join(op.dtypes)}")
-    if case.layout not in spec.shapes:
-        raise KeyError(f"{op.name} has no shape class {case.layout!r}; it has {', '.join(spec.shapes)}")
-    rng = np.random.default_rng([zlib.crc32(case.id.encode()), case.seed])
-    b = spec.build(case, rng)
-    if b.refuse and not getattr(b, "refuse_check", False):   # expected error: refused before any launch
-        return b, None, None
-    launch = spec.pack(b)
-    with np.errstate(all="ignore"):
-        expected = spec.expected(b)
-    return b, launch, expected
-
-
-def judge_structured(b, expected, res) -> tuple[dict, np.ndarray | None]:
-    """Verdict fields of a structured case from the executor's result, and the output it read."""
-    from .ops.structured import extract as s_extract
-    spec = b.op.custom
-    if b.refuse:                      # refuse_check: the executor's host code must refuse as well
-        refused = res.status == "refused"
-        return {"verdict": "pass" if refused else ("fail" if res.status == "ok" else res.status),
-                "message": (f"refused as expected: {res.message}" if refused else
-                            f"expected a refusal ({b.refuse}) but the executor computed a result"
-                            if res.status == "ok" else res.message)}, None
-    if res.status == "refused":       # the executor refused a layout Candle's host accepts
-        return {"verdict": "fail", "message": f"refused a layout Candle accepts: {res.message}"}, None
-    if res.status != "ok":
-        return {"verdict": res.status, "message": res.message}, None
-    got = s_extract(b, res.outputs)
-    with np.errstate(all="ignore"):
-        c = spec.judge(expected, got, b)
-    out = {"verdict": "pass" if c.passed else "fail", "max_ulp": c.max_ulp, "n_bad": c.n_bad,
-           "worst": c.worst.to_dict() if c.worst else None,
-           "message": f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""}
-    if b.notes:
-        out["message"] = "; ".join([out["message"]] + b.notes if out["message"] else b.notes)
-    return out, got
-
-
-def run_structured(case: Case, executor: Executor, device: str = "") -> dict:
-    """A case of a structured op (`Op.custom`): the op's own build/pack/expected/judge."""
-    t0 = time.perf_counter()
-    op = case.op_spec
-    b, launch, expected = prepare_structured(case)
-    row = {
-        "case_id": case.id, "op": op.name, "family": op.family, "kernel": op.kernel_name(case.dtype),
-        "dtype": case.dtype, "layout": case.layout, "values": case.values, "seed": case.seed,
-        "params": dict(case.params), "level": executor.level, **_wave(executor), "device": device,
-        "numel": int(np.prod(b.out_shape, dtype=np.int64)), "verdict": "", "max_ulp": None, "n_bad": 0,
-        "worst": None, "message": "", "tolerance": op.custom.tolerance(case.dtype),
-        "semantics": op.semantics, "divergences": list(op.divergences),
-        "layouts": {n: lay.describe() for n, lay in b.layouts.items()}, "launch": "", "kernel_ms": None,
-    }
-    if launch is None:
-        row["verdict"] = "pass"
-        row["message"] = f"expected error, not launched: {b.refuse}"
-        row["wall_ms"] = (time.perf_counter() - t0) * 1e3
-        return row
-    row["launch"] = launch.describe()
-    res = executor.run(launch)
-    row["kernel_ms"] = res.time_ms
-    row.update(res.detail)
-    if op.custom.row_fields is not None:
-        row.update(op.custom.row_fields(b, res))
-    row.update(judge_structured(b, expected, res)[0])
-    row["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return row
+from .cases import Case
+from .ops.base import Launch
+from .row import Row, Verdict
 
 
 def bench_refusal(case: Case, executor: Executor) -> dict | None:
@@ -107,30 +21,31 @@ def bench_refusal(case: Case, executor: Executor) -> dict | None:
     cls = LAYOUT_CLASSES.get(case.layout)
     if cls is None or not cls.bench or executor.level != "cpu":
         return None
-    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout, "values": case.values,
-            "seed": case.seed, "params": dict(case.params), "level": executor.level, "verdict": "unavailable",
-            "message": f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
-                       "levels only; the cpu level does not run it", "kernel_ms": None}
+    return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
+               params=dict(case.params), level=executor.level, verdict=Verdict.UNAVAILABLE,
+               message=f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
+                       "levels only; the cpu level does not run it").to_dict()
 
 
 @dataclass
 class Prepared:
-    """A case built, packed and its reference computed: run it on any number of levels."""
+    """A case built, packed and its reference computed by its op's spec: run it on any number of
+    levels. launch and expected are None when Candle's host refuses the case before launching."""
     case: Case
-    built: Built
-    launch: object
-    expected: np.ndarray
-    bytes_moved: int
+    built: Any                                   # the spec's record (elementwise.Built, StructuredBuilt)
+    launch: Launch | None
+    expected: np.ndarray | None
+    bytes_moved: int | None                      # timing's bytes model (elementwise launches only)
     seconds: float
 
 
 def prepare_case(case: Case) -> Prepared:
-    t0 = time.perf_counter()
-    b = build(case)
-    launch = pack(b.op, case.dtype, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
-    expected = expected_output(b, launch.buffers["out"])
     from .timing import bytes_moved_built
-    return Prepared(case, b, launch, expected, bytes_moved_built(b), time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    spec = case.op_spec.spec
+    b, launch, expected = spec.prepare(case)
+    moved = bytes_moved_built(b) if spec.elementwise else None
+    return Prepared(case, b, launch, expected, moved, time.perf_counter() - t0)
 
 
 def run_case(case: Case, executor: Executor, device: str = "", timing=None,
@@ -142,57 +57,51 @@ def run_case(case: Case, executor: Executor, device: str = "", timing=None,
     refused = bench_refusal(case, executor)
     if refused is not None:
         return refused
-    if case.op_spec.custom is not None:
-        return run_structured(case, executor, device)
     t0, p, row = _begin(case, executor, device, prepared)
+    if p.launch is None:
+        return _not_launched(row, p, t0)
     return _finish(row, p, executor.run(p.launch), executor, timing, t0)
 
 
-def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | None) -> tuple[float, Prepared, dict]:
-    """(start time, the prepared case, its row before the launch) of an elementwise case."""
+def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | None) -> tuple[float, Prepared, Row]:
+    """(start time, the prepared case, its row before the launch)."""
     t0 = time.perf_counter()
     p = prepared or prepare_case(case)
-    b, launch, expected = p.built, p.launch, p.expected
-    op, key = b.op, case.dtype
+    op, key = case.op_spec, case.dtype
     if prepared is not None:
         t0 -= p.seconds                          # wall time includes building, as for a fresh case
-    row = {
-        "case_id": case.id, "op": op.name, "family": op.family, "kernel": launch.kernel,
-        "dtype": key, "layout": case.layout, "values": case.values, "seed": case.seed,
-        "params": dict(case.params), "level": executor.level, **_wave(executor), "device": device,
-        "numel": int(expected.size), "verdict": "", "max_ulp": None, "n_bad": 0, "worst": None,
-        "message": "", "tolerance": op.tolerance.describe(op.out_dtype(key).name),
-        "semantics": op.semantics, "divergences": list(op.divergences),
-        "layouts": {n: b.operands.layouts[n].describe() for n in b.operands.names},
-        "launch": launch.describe(), "kernel_ms": None,
-    }
+    before = op.spec.describe(p.built, p.expected)
+    row = Row(case.id, op.name, family=op.family, kernel=op.kernel_name(key), dtype=key, layout=case.layout,
+              values=case.values, seed=case.seed, params=dict(case.params), level=executor.level,
+              device=device, n_bad=0, numel=before["numel"], tolerance=op.spec.tolerance(key),
+              semantics=op.semantics, divergences=list(op.divergences), layouts=before["layouts"],
+              launch=p.launch.describe() if p.launch is not None else "", wave=_wave(executor))
     return t0, p, row
 
 
-def _finish(row: dict, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
-    """Judge an elementwise case's ExecResult into its row (and time it when it passed)."""
-    b, op = p.built, p.built.op
-    row["kernel_ms"] = res.time_ms
-    row.update(res.detail)                       # source file, parameter lists, host-routine facts
-    if res.status != "ok":
-        row["verdict"], row["message"] = res.status, res.message
-    else:
-        got = extract(op, res.outputs["out"], p.expected.shape)
-        inputs = b.operands.logical if op.out_mode == "dense" else None
-        c = compare(p.expected, got, op.out_dtype(row["dtype"]), op.tolerance, inputs, b.operands.dtypes)
-        row["verdict"] = "pass" if c.passed else "fail"
-        row["max_ulp"], row["n_bad"] = c.max_ulp, c.n_bad
-        row["worst"] = c.worst.to_dict() if c.worst else None
-        if c.worst:
-            row["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
-    row["bytes_moved"] = p.bytes_moved
-    if timing is not None and row["verdict"] == "pass":
-        time_row(row, executor, p.launch, timing, res.outputs)
-    row["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return row
+def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
+    """The row of a case Candle's host refuses before any launch: the refusal is what it expects."""
+    row.verdict = Verdict.PASS
+    row.message = f"expected error, not launched: {p.built.refuse}"
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
 
 
-def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
+def _finish(row: Row, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
+    """Judge a case's ExecResult into its row (and time it when it passed)."""
+    spec = p.case.op_spec.spec
+    row.kernel_ms = res.time_ms
+    row.extra.update(res.detail)                 # source file, parameter lists, host-routine facts
+    row.extra.update(spec.row_fields(p.built, res))
+    row.judged(spec.verdict(p.built, p.expected, res)[0])
+    row.bytes_moved = p.bytes_moved
+    if p.bytes_moved is not None and timing is not None and row.verdict == Verdict.PASS:
+        time_row(row, executor, p.launch, timing, res.outputs)   # without a bytes model: not timed
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
+
+
+def time_row(row: Row, executor: Executor, launch, timing, outputs) -> None:
     """Add the timing columns to a passing row (kernel_ms = median, p10/p90, GB/s, % of peak)."""
     from .timing import gbps
     if executor.level == "cpu":                      # the NumPy emulation has no kernel time
@@ -204,16 +113,16 @@ def time_row(row: dict, executor: Executor, launch, timing, outputs) -> None:
             from .timing import time_launch
             t = time_launch(executor, launch, timing, outputs)
     except Exception as e:                           # a level that cannot be timed keeps its verdict
-        row["timing_note"] = f"not timed: {e}"
+        row.timing_note = f"not timed: {e}"
         return
     if t is None:
-        row["timing_note"] = "not timed"
+        row.timing_note = "not timed"
         return
-    row.update(t.fields())
-    row["gbps"] = gbps(row.get("bytes_moved"), t.median_ms)
-    peak = getattr(t, "peak_gbps", None)
-    row["peak_gbps"] = peak
-    row["pct_peak"] = 100.0 * row["gbps"] / peak if row["gbps"] and peak else None
+    row.timing(t.fields())
+    row.gbps = gbps(row.bytes_moved, t.median_ms)
+    peak = t.peak_gbps
+    row.peak_gbps = peak
+    row.pct_peak = 100.0 * row.gbps / peak if row.gbps and peak else None
 
 
 def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]], timing=None,
@@ -222,12 +131,12 @@ def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]]
     rows = []
     for case in cases:
         try:
-            p = None if case.op_spec.custom is not None else prepare_case(case)
+            p = prepare_case(case)
         except Exception as e:
             p, err = None, e
         for ex, device in executors:
             try:
-                if p is None and case.op_spec.custom is None:
+                if p is None:
                     raise err
                 row = run_case(case, ex, device, timing, prepared=p)
             except Exception as e:
@@ -239,15 +148,15 @@ def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]]
 
 
 def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
-    return {"case_id": case.id, "op": case.op, "dtype": case.dtype, "layout": case.layout,
-            "values": case.values, "seed": case.seed, "level": executor.level,
-            "verdict": "error", "message": f"parity internal error: {type(e).__name__}: {e}"}
+    return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
+               level=executor.level, verdict=Verdict.ERROR,
+               message=f"parity internal error: {type(e).__name__}: {e}").to_dict()
 
 
-def _wave(executor) -> dict:
-    """{"wave": 32|64} for a hip-on-nvidia level (its wavefront size), else {}."""
+def _wave(executor) -> int | None:
+    """The wavefront size (32|64) of a hip-on-nvidia level, else None."""
     w = executor.wave
-    return {"wave": int(w)} if w else {}
+    return int(w) if w else None
 
 
 def add_ratios(rows: list[dict]) -> list[dict]:
@@ -292,7 +201,7 @@ def prepare_jobs() -> int:
 def _poolable(case: Case) -> bool:
     from .layouts import LAYOUT_CLASSES
     cls = LAYOUT_CLASSES.get(case.layout)
-    return case.op_spec.custom is None and cls is not None and not cls.opt_in   # huge/bench: never pickled
+    return cls is None or not cls.opt_in         # huge/bench layouts: never pickled (shape classes are small)
 
 
 def _prepare_chunk(cases: list[Case]) -> list:
@@ -307,8 +216,8 @@ def _prepare_chunk(cases: list[Case]) -> list:
 
 def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
     """For each case in order: its Prepared (built by worker processes, a bounded window ahead),
-    the exception its preparation raised, or None (structured and opt-in cases, and short runs:
-    run_case prepares those itself)."""
+    the exception its preparation raised, or None (opt-in layouts and short runs: run_case prepares
+    those itself)."""
     jobs = prepare_jobs() if jobs is None else jobs
     todo = [i for i, c in enumerate(cases) if _poolable(c)]
     if jobs <= 1 or len(todo) < POOL_MIN_CASES:
@@ -360,7 +269,7 @@ def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device
            emit: Callable[[int, dict], None]) -> None:
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
     timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
-    PIPELINE_DEPTH small elementwise launches ahead."""
+    PIPELINE_DEPTH small launches ahead."""
     queue = timing is None and isinstance(executor, Queued)
     window: deque = deque()
 
@@ -372,7 +281,7 @@ def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device
             emit(i, _error_row(case, executor, e))
 
     for i, case, prepared in items:
-        if not queue or case.op_spec.custom is not None or bench_refusal(case, executor) is not None:
+        if not queue or bench_refusal(case, executor) is not None:
             while window:
                 retire()
             emit(i, _run_one(case, executor, device, timing, prepared))
@@ -385,6 +294,11 @@ def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device
             while window:
                 retire()
             emit(i, _error_row(case, executor, e))
+            continue
+        if p.launch is None:
+            while window:
+                retire()
+            emit(i, _not_launched(row, p, t0))
             continue
         if sum(a.nbytes for a in p.launch.buffers.values()) > PIPELINE_MAX_BYTES:
             while window:

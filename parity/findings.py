@@ -15,18 +15,20 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .results import FAILING, Results
+from .row import Verdict
 
-OK = ("pass", "xfail")
+OK = (Verdict.PASS, Verdict.XFAIL)
 # Causes worst first: build-level causes hide everything after them, then parity's own gap (the
 # port was not verified), memory safety, wrong values, absent kernels, parity's internal errors,
 # baseline drift. Ties: more kernels, then more cases, first.
-SEVERITY = ["compile-error", "mapping-gap", "signature-mismatch", "crash", "oob-write", "input-clobbered",
-            "timeout", "fail", "missing", "error", "xpass-strict", "xpass"]
-CRASHLIKE = ("crash", "timeout", "oob-write", "input-clobbered")
-_VERB = {"crash": "crash", "timeout": "time out", "oob-write": "write out of bounds",
-         "input-clobbered": "overwrite an input"}
-_VERB1 = {"crash": "crashes", "timeout": "times out", "oob-write": "writes out of bounds",
-          "input-clobbered": "overwrites an input"}
+SEVERITY = [Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.CRASH, Verdict.OOB_WRITE,
+            Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.FAIL, Verdict.MISSING, Verdict.ERROR,
+            Verdict.XPASS_STRICT, Verdict.XPASS]
+CRASHLIKE = (Verdict.CRASH, Verdict.TIMEOUT, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED)
+_VERB = {Verdict.CRASH: "crash", Verdict.TIMEOUT: "time out", Verdict.OOB_WRITE: "write out of bounds",
+         Verdict.INPUT_CLOBBERED: "overwrite an input"}
+_VERB1 = {Verdict.CRASH: "crashes", Verdict.TIMEOUT: "times out", Verdict.OOB_WRITE: "writes out of bounds",
+          Verdict.INPUT_CLOBBERED: "overwrites an input"}
 # short human names of layout classes; others fall back to LAYOUT_CLASSES' doc
 _LAYOUT_NAMES = {"inplace": "in-place (null input)", "empty": "empty tensor", "huge": "huge (> 2^31 elements)",
                  "rank0": "rank-0 tensor", "contiguous": "contiguous", "transposed": "transposed (t() view)",
@@ -161,7 +163,7 @@ def _prepared(table: pd.DataFrame, levels: list[dict] | None) -> pd.DataFrame:
         t[c] = t[c].fillna("").astype(str)
     t["message"] = t["message"].fillna("").astype(str)
     down = {lv["level"] for lv in (levels or []) if not lv.get("available", True)}
-    keep = (t["verdict"] != "unavailable") & ~t["level"].isin(down)
+    keep = (t["verdict"] != Verdict.UNAVAILABLE) & ~t["level"].isin(down)
     return t[keep]
 
 
@@ -236,7 +238,8 @@ def _compile_error(g: pd.DataFrame) -> list[Finding]:
     # "path: compiler output" when the row has no source column
     src = src.where(src.notna(), g["message"].str.extract(r"^(\S+?\.(?:hip|cu|cuh|h|hpp|cpp)):", expand=False))
     g = g.assign(_src=src.fillna("(unknown source)").astype(str))
-    return [_make("compile-error", info, f"`{s}` does not compile: {_counts(info)}", _first_error(info["message"], s),
+    return [_make(Verdict.COMPILE_ERROR, info, f"`{s}` does not compile: {_counts(info)}",
+                  _first_error(info["message"], s),
                   key=(s,)) for (s,), info in _groups(g, ["_src"])]
 
 
@@ -263,7 +266,8 @@ def _mapping_gap(g: pd.DataFrame) -> list[Finding]:
         msg = info["message"]
         where = first_line(msg.split(" — ", 1)[1] if " — " in msg else msg)
         title = (f"parity's HIP→CUDA mapping lacks `{ident}`, which ROCm declares: {_counts(info)} not verified")
-        out.append(_make("mapping-gap", info, title, f"parity's gap, not the port's: {where}", "parity", (ident,)))
+        out.append(_make(Verdict.MAPPING_GAP, info, title, f"parity's gap, not the port's: {where}", "parity",
+                         (ident,)))
     return out
 
 
@@ -292,7 +296,7 @@ def _signature(g: pd.DataFrame) -> list[Finding]:
         detail = ps[0] if ps[0] != "expected ?, found ?" else first_line(info["message"])
         if len(ps) > 1:
             detail += f" (and {_plural(len(ps) - 1, 'other parameter list')})"
-        out.append(_make("signature-mismatch", info, title, detail, key=(op,)))
+        out.append(_make(Verdict.SIGNATURE_MISMATCH, info, title, detail, key=(op,)))
     return out
 
 
@@ -308,7 +312,7 @@ def _missing(g: pd.DataFrame) -> list[Finding]:
     for (op,), info in _groups(g, ["op"]):
         near = [c for c in close[(op,)] if c]
         title = f"`{op}`: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
-        out.append(_make("missing", info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
+        out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
     return out
 
 
@@ -365,13 +369,14 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
         title = (f"{what} {dt}, {kind}: {_plural(info['cases'], 'case')} wrong "
                  f"(values: {_names(vals[k])}; layouts: {_names(lays[k])})")
         w = info.get("worst")
-        out.append(_make("fail", info, title, worst_text(w if isinstance(w, dict) else None, info["message"]), key=k))
+        detail = worst_text(w if isinstance(w, dict) else None, info["message"])
+        out.append(_make(Verdict.FAIL, info, title, detail, key=k))
     return out
 
 
 def _error(g: pd.DataFrame) -> list[Finding]:
     g = g.assign(_first=g["message"].map(lambda m: first_line(m, 200) or "(no message)"))
-    return [_make("error", info, f"parity internal error in {_plural(info['cases'], 'case')}: {msg}", msg,
+    return [_make(Verdict.ERROR, info, f"parity internal error in {_plural(info['cases'], 'case')}: {msg}", msg,
                   "parity", (msg,)) for (msg,), info in _groups(g, ["_first"])]
 
 
@@ -388,6 +393,8 @@ def _generic(g: pd.DataFrame) -> list[Finding]:
                   key=(op,)) for (op,), info in _groups(g, ["op"])]
 
 
-_BUILDERS = {"compile-error": _compile_error, "mapping-gap": _mapping_gap, "signature-mismatch": _signature,
-             "missing": _missing, "fail": _fail, "error": _error, "xpass": _xpass, "xpass-strict": _xpass,
+_BUILDERS = {Verdict.COMPILE_ERROR: _compile_error, Verdict.MAPPING_GAP: _mapping_gap,
+             Verdict.SIGNATURE_MISMATCH: _signature, Verdict.MISSING: _missing, Verdict.FAIL: _fail,
+             Verdict.ERROR: _error,
+             Verdict.XPASS: _xpass, Verdict.XPASS_STRICT: _xpass,
              **{c: _crashlike for c in CRASHLIKE}}

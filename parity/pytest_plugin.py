@@ -76,12 +76,13 @@ class ParityCase(pytest.Item):
     def runtest(self) -> None:
         from .engine import run_case
         from .results import FAILING
+        from .row import Verdict
         lv = self.config.stash[_KEY]["level"]
         if not lv.availability.available:
             pytest.skip(f"level {lv.name} unavailable: {lv.availability.reason}")
         row = run_case(self.case, lv.executor, lv.availability.device)
         self.user_properties.append(("verdict", row["verdict"]))
-        if row["verdict"] == "unavailable":
+        if row["verdict"] == Verdict.UNAVAILABLE:
             pytest.skip(row.get("message") or "unavailable")
         if row["verdict"] in FAILING:
             raise CaseFailed(row)

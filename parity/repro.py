@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .cases import Case, build
-from .compare import compare
-from .engine import expected_output
+from .cases import Case
+from .host.marshal import scalar_arg
 from .ops import CATALOG
-from .ops.abi import extract, pack
+from .row import Verdict
 
 NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
              "float16", "float32", "float64"}
@@ -29,7 +28,7 @@ class Repro:
     case_id: str
     level: str
     kernel: str
-    verdict: str                 # pass, fail, an executor verdict, or "unavailable"
+    verdict: Verdict             # pass, fail, an executor verdict, or unavailable
     message: str
     npz: Path | None
     source: Path | None          # the suite file defining the kernel (when found)
@@ -45,7 +44,6 @@ def _raw(a: np.ndarray, dt: str) -> np.ndarray:
 
 
 def _args(launch) -> list[dict]:
-    from .executors.hip_nvidia import scalar_arg
     out = []
     for a in launch.args:
         d = {"name": a.name, "kind": a.kind}
@@ -74,40 +72,6 @@ def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | 
         return None
 
 
-def _elementwise(case: Case):
-    """(launch, expected, out dtype, operand layouts, output layout, judge(ExecResult))."""
-    b = build(case)
-    op, key = b.op, case.dtype
-    launch = pack(op, key, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)
-    expected = expected_output(b, launch.buffers["out"])
-    out_dt = op.out_dtype(key)
-
-    def judge(res):
-        if res.status != "ok":
-            return res.status, res.message, res.outputs.get("out")
-        got = extract(op, res.outputs["out"], expected.shape)
-        c = compare(expected, got, out_dt, op.tolerance, b.operands.logical if op.out_mode == "dense" else None,
-                    b.operands.dtypes)
-        return ("pass" if c.passed else "fail"), (f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
-                                                  if c.worst else ""), got
-    return launch, expected, out_dt, dict(b.operands.layouts), b.out_layout, judge
-
-
-def _structured(case: Case):
-    """The same for a structured op (`Op.custom`); a case the host refuses is reported, not launched."""
-    from .engine import judge_structured, prepare_structured
-    from .layouts import contiguous
-    b, launch, expected = prepare_structured(case)
-    if launch is None:
-        raise ValueError(f"{case.id}: Candle's host refuses this case before any launch ({b.refuse})")
-    out_geo = contiguous(tuple(b.out_shape), offset=b.out_offset)
-
-    def judge(res):
-        fields, got = judge_structured(b, expected, res)
-        return fields["verdict"], fields.get("message", ""), got
-    return launch, expected, b.out_dtype, dict(b.layouts), out_geo, judge
-
-
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
         out: Path | None = None) -> Repro:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
@@ -115,19 +79,21 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     case = Case.parse(case_id)
     if case.op not in CATALOG:
         raise KeyError(f"no op {case.op!r} (see `parity list`)")
-    if CATALOG[case.op].custom is not None:
-        launch, expected, out_dt, layouts, out_geo, judge = _structured(case)
-    else:
-        launch, expected, out_dt, layouts, out_geo, judge = _elementwise(case)
+    spec = CATALOG[case.op].spec
+    b, launch, expected = spec.prepare(case)
+    if launch is None:
+        raise ValueError(f"{case.id}: Candle's host refuses this case before any launch ({b.refuse})")
+    out_dt, layouts, out_geo = b.out_dtype, dict(b.layouts), b.out_geometry
     before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
     lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
-    got, verdict, message = None, "unavailable", lv.availability.reason
+    got, verdict, message = None, Verdict.UNAVAILABLE, lv.availability.reason
     if lv.availability.available:
         try:
             res = lv.executor.run(launch)
         finally:
             lv.executor.close()
-        verdict, message, got = judge(res)
+        fields, got = spec.verdict(b, expected, res)
+        verdict, message = fields["verdict"], fields.get("message", "")
     source = find_source(launch.kernel, level, hip_src, cuda_src)
     npz = None
     if out is not None:

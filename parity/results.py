@@ -11,20 +11,21 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .row import Row, Verdict
 
 SCHEMA = "parity.results/1"
-COLUMNS = ["case_id", "op", "family", "kernel", "dtype", "layout", "values", "seed", "params", "level",
-           "device", "verdict", "max_ulp", "n_bad", "numel", "worst", "message", "tolerance",
-           "semantics", "divergences", "layouts", "launch", "kernel_ms", "wall_ms"]
+COLUMNS = Row.columns()
 # Verdicts that mean "the subject is wrong or broken" (exit 1); unavailable is neither pass nor fail.
 # signature-mismatch: a kernel declared with a parameter list other than the ABI's; mapping-gap: parity's
 # HIP->CUDA mapping lacks an identifier ROCm declares (parity's bug, but the port was not verified: exit 1).
 # Their rows may carry extra columns (kept by from_rows, lists survive JSON): `source` (file of a
 # compile error), `expected_params` / `found_params` (type names, e.g. ["size_t", "ptr", "f32"]).
-FAILING = ("fail", "missing", "compile-error", "crash", "timeout", "oob-write", "input-clobbered",
-           "error", "xpass-strict", "signature-mismatch", "mapping-gap")
-ORDER = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "mapping-gap",
-         "signature-mismatch", "missing", "error", "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
+FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, Verdict.TIMEOUT,
+           Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.ERROR, Verdict.XPASS_STRICT,
+           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP)
+ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT,
+         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING, Verdict.ERROR,
+         Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.PASS]
 
 
 @dataclass

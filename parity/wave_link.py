@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .row import Verdict
+
 W64, W32 = "hip-on-nvidia", "hip-on-nvidia/w32"
-PASSING = ("pass", "xfail")
-RUNTIME = ("fail", "crash", "timeout", "oob-write", "input-clobbered")   # what a launch at wave 64 showed
+PASSING = (Verdict.PASS, Verdict.XFAIL)
+# what a launch at wave 64 showed
+RUNTIME = (Verdict.FAIL, Verdict.CRASH, Verdict.TIMEOUT, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED)
 
 
 def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
@@ -29,11 +32,11 @@ def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
         v = bad[k]
         failing = sorted({r["case_id"] for r in v[W64] if r["verdict"] in RUNTIME})
         at32 = {r["case_id"]: r["verdict"] for r in v.get(W32, [])}
-        wave32 = ("pass" if failing and all(at32.get(c) in PASSING for c in failing)
+        wave32 = (Verdict.PASS if failing and all(at32.get(c) in PASSING for c in failing)
                   else "not run" if not at32 else "fails too")
         # evidence of a warp-size bug: wave 32 passes what wave 64 fails, or the scan flagged the
         # kernel; a missing kernel or one that fails at both sizes is another finding's business
-        if failing and (wave32 == "pass" or notes.get(k)):
+        if failing and (wave32 == Verdict.PASS or notes.get(k)):
             out.append({"kernel": k, "cases": failing,
                         "verdicts64": sorted({r["verdict"] for r in v[W64] if r["verdict"] in RUNTIME}),
                         "wave32": wave32, "static": notes.get(k, [])})

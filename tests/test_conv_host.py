@@ -13,14 +13,19 @@ from fakes_matmul_conv import (ConvGemmReadsOriginalKernel, HostMemory, Im2colIg
 from parity import resources
 from parity.executors.cpu import CpuExecutor
 from parity.cases import Case
-from parity.engine import prepare_structured, run_case
+from parity.engine import prepare_case, run_case
 from parity.numerics import to_f64
 from parity.ops import CATALOG
 from parity.ops.conv import HostConv, KNOWN_DIVERGENCES
 
 HOST_OPS = ("conv.conv1d_host", "conv.conv2d_host")
-ALL = [f"{op}/{dt}/{sh}/normal/s0" for op in HOST_OPS for sh in CATALOG[op].custom.shapes
+ALL = [f"{op}/{dt}/{sh}/normal/s0" for op in HOST_OPS for sh in CATALOG[op].spec.shapes
        for dt in CATALOG[op].dtypes]
+
+
+def _prepared(case: Case):
+    p = prepare_case(case)
+    return p.built, p.launch, p.expected
 
 
 def _geo(b):
@@ -44,8 +49,8 @@ def test_reference_is_a_direct_convolution(op):
     """Every shape class: the float64 reference equals the convolution from its definition, and
     the CPU level's im2col -> GEMM -> copy sequence computes it."""
     n = 0
-    for sh in CATALOG[op].custom.shapes:
-        b, launch, expected = prepare_structured(Case.parse(f"{op}/f64/{sh}/normal/s0"))
+    for sh in CATALOG[op].spec.shapes:
+        b, launch, expected = _prepared(Case.parse(f"{op}/f64/{sh}/normal/s0"))
         want = _direct(b)
         assert expected.shape == want.shape == b.out_shape, sh
         np.testing.assert_allclose(expected, want, rtol=1e-13, atol=1e-13, err_msg=sh)
@@ -128,7 +133,7 @@ def test_conv2d_steps_carry_candles_arguments():
 
 
 def test_host_conv_round_trips_through_its_launch():
-    b, launch, _ = prepare_structured(Case.parse("conv.conv2d_host/bf16/c2-koffset/normal/s0"))
+    b, launch, _ = _prepared(Case.parse("conv.conv2d_host/bf16/c2-koffset/normal/s0"))
     hc = HostConv.from_launch(launch)
     assert (hc.key, hc.src.shape, hc.kernel.shape, hc.kernel.offset) == ("bf16", (2, 3, 7, 6), (4, 3, 3, 2), 18)
     assert hc.kernel.is_contiguous() and hc.out_spatial() == (5, 5) and hc.bmnk() == (1, 50, 4, 18)
@@ -165,7 +170,7 @@ def test_cuda_gemm_bug_matches_its_numpy_model(case_id):
     """What the GEMM computes when it reads the original buffer as a packed (c_out, c_in*k) matrix
     from the kernel's start offset: the poisoned gaps of the channel slice come in as NaN (out
     channels 1..3); out channel 0 reads exactly its own slice (offset 3, then 9 packed values)."""
-    b, launch, expected = prepare_structured(Case.parse(case_id))
+    b, launch, expected = _prepared(Case.parse(case_id))
     kl = b.layouts["k"]
     packed = b.bases["k"][kl.offset:kl.offset + kl.numel].reshape(kl.shape)
     model = _direct(b, packed)
@@ -246,7 +251,7 @@ def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():
 ])
 def test_miopen_or_fallback_decision(case_id, want):
     from parity.host.miopen import conv_problem
-    _, launch, _ = prepare_structured(Case.parse(case_id))
+    _, launch, _ = _prepared(Case.parse(case_id))
     p = conv_problem(HostConv.from_launch(launch))
     assert (p if isinstance(p, str) else (p.dtype, p.x, p.w, p.pad, p.stride, p.dilation)) == want
 

@@ -28,8 +28,8 @@ from parity.ops import CATALOG
 needs_cupy = pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="CuPy not installed")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or importlib.util.find_spec("cupy") is None,
                                 reason="nvcc not on PATH or CuPy not installed (the kernels are CuPy's)")
-ELEMENTWISE = [name for name, op in CATALOG.items() if op.custom is None]
-REFERENCE = [(op, key) for op in CATALOG.values() if op.custom is None for key in op.dtypes if not supported(op, key)]
+ELEMENTWISE = [name for name, op in CATALOG.items() if op.spec.elementwise]
+REFERENCE = [(op, key) for op in CATALOG.values() if op.spec.elementwise for key in op.dtypes if not supported(op, key)]
 C_OF = {NP_NAMES[k]: CT[k] for k in NP_NAMES}            # storage dtype name -> C type
 SCALARS = ("p", "mul", "add")                            # the kernels' by-value parameters
 
@@ -41,7 +41,7 @@ def _params(spec: str) -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------------------- coverage
 def test_every_elementwise_kernel_but_the_fill_family_has_an_elementwise_kernel():
-    missing = {op.name for op in CATALOG.values() if op.custom is None for k in op.dtypes if supported(op, k)}
+    missing = {op.name for op in CATALOG.values() if op.spec.elementwise for k in op.dtypes if supported(op, k)}
     assert missing == {"fill.const_set", "fill.copy2d", "fill.fill"}
     assert "not in the CuPy reference" in supported(CATALOG["fill.const_set"], "bf16")
     assert cupy_ref.level_supported(CATALOG["fill.const_set"], "bf16") == ""    # array code instead

@@ -150,7 +150,7 @@ def test_hipblas_fake_library_call_and_status():
 
 def test_gemm_pointers_swap_operands_and_apply_offsets():
     from parity.host.marshal import gemm_pointers
-    b = CATALOG["matmul.gemm"].custom
+    b = CATALOG["matmul.gemm"].spec
     case = Case.parse("matmul.gemm/f32/mm-offset/normal/s0")
     la = b.pack(b.build(case, np.random.default_rng(0)))
     a, bb, c = gemm_pointers(la, {"lhs": 1000, "rhs": 5000, "dst": 9000}, 4)
@@ -164,7 +164,7 @@ def _cases(family):
         if op.family != family:
             continue
         for key in op.dtypes:
-            for shape in op.custom.shapes:
+            for shape in op.spec.shapes:
                 for v in op.value_classes:
                     yield Case(name, key, shape, v)
 

@@ -57,20 +57,19 @@ def test_sentinel_cases_write_zero():
 
 def test_reduce_host_preparation():
     """kept dims first, reduced last in the given order; block next_pow2(min(1024, el)); info never null."""
-    from parity.cases import build  # noqa: F401  (structured builds go through the op's spec)
     op = CATALOG["reduce.sum"]
     import zlib
     case = Case.parse("reduce.sum/f32/multi/normal/s0")
-    b = op.custom.build(case, np.random.default_rng([zlib.crc32(case.id.encode()), 0]))
-    la = op.custom.pack(b)
+    b = op.spec.build(case, np.random.default_rng([zlib.crc32(case.id.encode()), 0]))
+    la = op.spec.pack(b)
     args = {a.name: a for a in la.args}
     assert list(map(int, args["info"].value)) == [6, 5, 4, 5, 1, 30]   # (4,6,5) over (2,0): dims [6,5,4]
     assert (int(args["src_numel"].value), int(args["el_to_sum_per_block"].value)) == (120, 20)
     assert int(args["num_dims"].value) == 3
     assert la.grid == (6, 1, 1) and la.block == (32, 1, 1)
     case = Case.parse("reduce.argmax/f32/row1900/normal/s0")
-    b = CATALOG["reduce.argmax"].custom.build(case, np.random.default_rng(0))
-    la = CATALOG["reduce.argmax"].custom.pack(b)
+    b = CATALOG["reduce.argmax"].spec.build(case, np.random.default_rng(0))
+    la = CATALOG["reduce.argmax"].spec.pack(b)
     assert la.grid == (3, 1, 1) and la.block == (1024, 1, 1)
 
 
@@ -103,7 +102,7 @@ def test_launch_geometry_of_nn_and_sort():
     def launch(cid):
         c = Case.parse(cid)
         op = CATALOG[c.op]
-        return op.custom.pack(op.custom.build(c, np.random.default_rng([zlib.crc32(c.id.encode()), 0])))
+        return op.spec.pack(op.spec.build(c, np.random.default_rng([zlib.crc32(c.id.encode()), 0])))
     assert launch("nn.softmax/f32/c100/normal/s0").block == (1, 32, 1)
     assert launch("nn.rmsnorm/f32/c100/normal/s0@alpha=0").block == (32, 1, 1)
     la = launch("nn.rmsnorm/f32/c1024/normal/s0@alpha=0")

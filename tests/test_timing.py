@@ -12,7 +12,8 @@ import pytest
 from parity import shard
 from parity.executors.cpu import CpuExecutor
 from parity.executors.worker import IsolatedExecutor
-from parity.cases import Case, Filters, build, load_sweep
+from parity.cases import Case, Filters, load_sweep
+from parity.ops.elementwise import build
 from parity.engine import add_ratios, prepare_case, run_case, run_cases
 from parity.layouts import LAYOUT_CLASSES, contiguous, transposed
 from parity.results import Results

@@ -11,7 +11,6 @@ import numpy as np
 
 from ..host.blas import EmulatedBlas
 from ..host.routines import run_library
-from ..numerics import scalar_to_dtype
 from ..ops import expected_kernels
 from ..ops.base import ExecResult, Launch, Op
 from ..ops.matmul import GemmConfig, gemm_strided_batched
@@ -126,44 +125,8 @@ class CpuExecutor(Executor):
             return run_library(self, launch)
         op, key = self._kernels[launch.kernel]
         bufs = {n: b.copy() for n, b in launch.buffers.items()}
-        if op.custom is not None:                    # structured family: the op's interpreter
-            try:
-                op.custom.emulate(self, launch, bufs, op, key)
-            except IndexError as e:
-                return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
-            return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})
-        args = {a.name: a for a in launch.args}
-        t = op.dtype_parts(key)[-1]
-        numel = int(args["numel"].value) if "numel" in args else 0
-        nd = int(args["num_dims"].value) if "num_dims" in args else 0
-        info = args["info"].value if "info" in args else None
-        out_name, out_off = args["out"].value
-        out = bufs[out_name][self.pointer_offset(out_off):]
-        params = {n: a.value for n, a in args.items() if a.kind not in ("ptr", "info", "size_t")}
-
-        if op.root == "const_set":
-            value = scalar_to_dtype(params["value"], t)[0]
-            if info is None:
-                out[:numel] = value
-            else:
-                idx = self.gather(np.arange(out.size), 0, info, nd, 0, numel)
-                out[idx] = value
-        elif op.root == "fill":
-            out[:numel] = scalar_to_dtype(params["value"], t)[0]
-        elif op.root == "copy2d":
-            d1, d2, ss, ds = (int(params[k]) for k in ("d1", "d2", "src_s", "dst_s"))
-            name, off = args["src"].value
-            src = bufs[name][self.pointer_offset(off):]
-            r, c = np.divmod(np.arange(d1 * d2), d2) if d2 else (np.zeros(0, int), np.zeros(0, int))
-            out[r * ds + c] = src[r * ss + c]
-        else:
-            inputs = {}
-            for k, name in enumerate(op.inputs):
-                ptr = args[name].value
-                if ptr is None:                      # in place: the kernel reads out[i]
-                    inputs[name] = out[:numel].copy()
-                else:
-                    inputs[name] = self.gather(bufs[ptr[0]], self.pointer_offset(ptr[1]), info, nd, k, numel)
-            values = self.compute(op, key, inputs, params)
-            self.store(out, np.asarray(values).reshape(-1))
+        try:                                         # the op's interpreter of its launches
+            op.spec.emulate(self, launch, bufs, op, key)
+        except IndexError as e:
+            return ExecResult("crash", message=f"emulated {launch.kernel} accessed memory out of bounds: {e}")
         return ExecResult("ok", outputs={n: bufs[n] for n in launch.outputs})

@@ -41,7 +41,7 @@ ARRAY_FAMILIES = ("reduce", "nn", "indexing", "sort", "fill", "matmul", "pool", 
 
 def array_code(op: Op) -> bool:
     """Whether the level runs this op as array code here (else as an ElementwiseKernel)."""
-    return op.custom is not None or op.family == "fill"
+    return not op.spec.elementwise or op.family == "fill"
 
 
 def structured_supported(op: Op) -> str:

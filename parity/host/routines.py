@@ -26,7 +26,7 @@ def library_kernels() -> frozenset:
     """Launch names served by host routines (an isolated worker's `prepare` must not look them
     up in the suite)."""
     return frozenset(op.kernel_name(k) for op in CATALOG.values()
-                     if op.custom is not None and op.custom.library for k in op.dtypes)
+                     if op.spec.library for k in op.dtypes)
 
 
 def is_library_kernel(name: str) -> bool:
@@ -40,8 +40,7 @@ def suite_kernels(names: Iterable[str]) -> list[str]:
     out = []
     for name in names:
         op, key = known.get(name, (None, None))
-        out += list(op.custom.suite_kernels(key)) if op is not None and op.custom is not None and op.custom.library \
-            else [name]
+        out += list(op.spec.suite_kernels(key)) if op is not None and op.spec.library else [name]
     return list(dict.fromkeys(out))
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..numerics import fma, scalar_to_dtype
 from ..tolerance import Tolerance
-from .base import Op
+from .elementwise import elementwise_op
 
 
 def reference(inputs, params, key, op):
@@ -21,7 +21,7 @@ def reference(inputs, params, key, op):
         return fma(x, np.full(x.shape, float(mul)), np.full(x.shape, float(add)), dt)
 
 
-OPS = [Op(name="affine", family="affine", root="affine",
+OPS = [elementwise_op(name="affine", family="affine", root="affine",
           dtypes=("u8", "u32", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3"),
           inputs=("x",), reference=reference, tolerance=Tolerance(ulp=0),
           params_abi=("mul", "add"),

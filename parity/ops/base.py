@@ -1,13 +1,15 @@
 """What every op declares, and the launch description every executor consumes."""
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..dtypes import DType, dtype
 from ..layouts import Layout
+from ..row import Verdict
 from ..tolerance import EXACT, Tolerance
 
 BLOCK = 1024  # cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024)
@@ -95,33 +97,126 @@ class ShapeClass:
     geo: dict = field(default_factory=dict)     # family-specific geometry (shape, dims, ...)
 
 
+@runtime_checkable
+class Spec(Protocol):
+    """How an op's cases are built, launched, judged and emulated: one protocol for every family
+    (ops/elementwise.ElementwiseSpec, StructuredSpec). `built` is the family's record of a case made
+    concrete (elementwise.Built, structured.StructuredBuilt); `res` an executor's ExecResult."""
+
+    @property
+    def elementwise(self) -> bool:
+        """Launches packed from the op's declared ABI (timing's bytes model knows them)."""
+
+    @property
+    def shapes(self) -> dict[str, ShapeClass]:
+        """The family's geometry classes (empty: cases run over the layout classes)."""
+
+    @property
+    def library(self) -> str:
+        """Non-empty when launches are host routines (BLAS, im2col+GEMM), not suite kernels."""
+
+    def layouts(self) -> list[str]:
+        """Layout-slot names of this op's cases."""
+
+    def tolerance(self, key: str) -> str:
+        """How results are judged, for reports."""
+
+    def suite_kernels(self, key: str) -> tuple[str, ...]:
+        """Suite kernels a host routine launches (loaded before it runs)."""
+
+    def prepare(self, case) -> tuple[Any, Launch | None, np.ndarray | None]:
+        """(built, launch, expected); launch and expected None when Candle's host refuses the case
+        before any launch (the refusal is the expected behaviour)."""
+
+    def describe(self, built, expected: np.ndarray | None) -> dict:
+        """Row fields known before the launch: numel, layouts."""
+
+    def row_fields(self, built, res) -> dict:
+        """Extra row fields from the executor's result (host-routine facts)."""
+
+    def verdict(self, built, expected: np.ndarray | None, res) -> tuple[dict, np.ndarray | None]:
+        """Verdict fields (verdict, message, max_ulp, n_bad, worst) and the output read back."""
+
+    def emulate(self, executor, launch: Launch, bufs: dict[str, np.ndarray], op: "Op", key: str) -> Any:
+        """The CPU level: interpret the launch like the kernel, writing into `bufs`; calls the
+        executor's hooks so broken subjects can override one behaviour. May return the
+        ExecResult of a host routine that ran its own launches."""
+
+
+def _host_routine(executor, launch: Launch, *_) -> None:
+    raise TypeError(f"{launch.kernel} is a host routine: the executor runs it (parity/host/routines.py)")
+
+
 @dataclass(frozen=True)
 class StructuredSpec:
-    """The extension point for launches that are not elementwise: custom grid/block/shared
-    memory, custom `info`, u32 or several outputs, inputs of other shapes than the output.
+    """The `Spec` of launches that are not elementwise: custom grid/block/shared memory, custom
+    `info`, u32 or several outputs, inputs of other shapes than the output. A family supplies:
 
     build(case, rng) -> StructuredBuilt   operands in memory + geometry (or `refuse`: the host
                                           errors out before launching, e.g. EmptyTensor)
     pack(built) -> Launch                 exactly what Candle's host code launches
     expected(built) -> np.ndarray         the reference result (logical shape)
     judge(expected, got, built) -> Comparison
-    emulate(executor, launch, bufs, op, key)   the CPU level: interpret the launch like the kernel,
-                                          writing into `bufs`; calls the executor's hooks so broken
-                                          subjects can override one behaviour
-    tolerance(key) -> str                 how results are judged, for reports
+    emulate, tolerance, row_fields, suite_kernels: as in `Spec`
     """
     shapes: dict[str, ShapeClass]
     build: Callable[..., Any]
     pack: Callable[..., Launch]
     expected: Callable[..., np.ndarray]
     judge: Callable[..., Any]
-    emulate: Callable[..., None] | None = None   # None: a host routine (`library`), run by the executor
+    emulate: Callable[..., Any] = _host_routine  # a `library` op's launches are run by the executor's
+                                               # host sequence (parity/host), never emulated here
     tolerance: Callable[[str], str] = lambda key: "exact"
     library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
                                              # kernel of that name, so coverage skips the op
-    row_fields: Callable[..., dict] | None = None   # (built, ExecResult) -> extra result-row fields
+    row_fields: Callable[..., dict] = lambda built, res: {}
     suite_kernels: Callable[[str], tuple[str, ...]] = lambda key: ()   # suite kernels a host routine
                                              # launches (loaded before it runs, under the compile limit)
+    elementwise = False
+
+    def layouts(self) -> list[str]:
+        return list(self.shapes)
+
+    def prepare(self, case) -> tuple[Any, Launch | None, np.ndarray | None]:
+        op = case.op_spec
+        if case.dtype not in op.dtypes:
+            raise KeyError(f"{op.name} has no dtype {case.dtype!r}; it has {', '.join(op.dtypes)}")
+        if case.layout not in self.shapes:
+            raise KeyError(f"{op.name} has no shape class {case.layout!r}; it has {', '.join(self.shapes)}")
+        rng = np.random.default_rng([zlib.crc32(case.id.encode()), case.seed])
+        b = self.build(case, rng)
+        if b.refuse and not b.refuse_check:  # expected error: refused before any launch
+            return b, None, None
+        launch = self.pack(b)
+        with np.errstate(all="ignore"):
+            expected = self.expected(b)
+        return b, launch, expected
+
+    def describe(self, b, expected: np.ndarray | None) -> dict:
+        return {"numel": int(np.prod(b.out_shape, dtype=np.int64)),
+                "layouts": {n: lay.describe() for n, lay in b.layouts.items()}}
+
+    def verdict(self, b, expected: np.ndarray | None, res) -> tuple[dict, np.ndarray | None]:
+        if b.refuse:                      # refuse_check: the executor's host code must refuse as well
+            refused = res.status == "refused"
+            verdict = Verdict.PASS if refused else Verdict.FAIL if res.status == "ok" else Verdict(res.status)
+            return {"verdict": verdict,
+                    "message": (f"refused as expected: {res.message}" if refused else
+                                f"expected a refusal ({b.refuse}) but the executor computed a result"
+                                if res.status == "ok" else res.message)}, None
+        if res.status == "refused":       # the executor refused a layout Candle's host accepts
+            return {"verdict": Verdict.FAIL, "message": f"refused a layout Candle accepts: {res.message}"}, None
+        if res.status != "ok":
+            return {"verdict": Verdict(res.status), "message": res.message}, None
+        got = b.result(res.outputs)
+        with np.errstate(all="ignore"):
+            c = self.judge(expected, got, b)
+        out = {"verdict": Verdict.PASS if c.passed else Verdict.FAIL, "max_ulp": c.max_ulp, "n_bad": c.n_bad,
+               "worst": c.worst.to_dict() if c.worst else None,
+               "message": f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""}
+        if b.notes:
+            out["message"] = "; ".join([out["message"]] + b.notes if out["message"] else b.notes)
+        return out, got
 
 
 @dataclass(frozen=True)
@@ -133,6 +228,8 @@ class Op:
     dtypes: tuple[str, ...]                  # dtype keys: "f32", or "f32-u8" for cast/where
     inputs: tuple[str, ...]                  # operand names in ABI order
     reference: Callable[..., np.ndarray]     # (logical inputs dict, params, key) -> output
+    spec: Spec = field(compare=False, repr=False)   # ElementwiseSpec (ops/elementwise.elementwise_op)
+                                             # or the family's StructuredSpec
     params_abi: tuple[str, ...] = ()         # names of scalar params, in ABI order
     param_sets: tuple[dict[str, float], ...] = ({},)
     tolerance: Tolerance = EXACT
@@ -147,7 +244,6 @@ class Op:
     out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
     semantics: str = ""                      # one line: what the CUDA kernel computes
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
-    custom: StructuredSpec | None = None     # set for non-elementwise families (reduce, nn, ...)
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]

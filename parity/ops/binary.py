@@ -7,7 +7,7 @@ import numpy as np
 from ..dtypes import DType
 from ..numerics import round_float, to_f64
 from ..tolerance import EXACT, Tolerance
-from .base import Op
+from .elementwise import elementwise_op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")
 ABI = ("numel", "num_dims", "info", "lhs", "rhs", "out")
@@ -81,13 +81,13 @@ _DIV_CPU = {
 }
 
 OPS = [
-    Op(name=f"binary.{n}", family="binary", root=f"b{n}", dtypes=DTYPES, inputs=("lhs", "rhs"),
+    elementwise_op(name=f"binary.{n}", family="binary", root=f"b{n}", dtypes=DTYPES, inputs=("lhs", "rhs"),
        reference=_binary_ref(n), tolerance=Tolerance(ulp=0, signed_zero=n in ("minimum", "maximum")),
        domain={"rhs": "divisor"} if n == "div" else {}, semantics=_SEM[n], divergences=_DIV_CPU.get(n, ()),
        abi=ABI)
     for n in _SEM
 ] + [
-    Op(name=f"cmp.{n}", family="binary", root=n, dtypes=DTYPES, inputs=("lhs", "rhs"),
+    elementwise_op(name=f"cmp.{n}", family="binary", root=n, dtypes=DTYPES, inputs=("lhs", "rhs"),
        reference=_cmp_ref(n), tolerance=EXACT, out_rule="u8",
        semantics=f"lhs {n} rhs as u8 0/1; NaN compares false (ne -> 1)", abi=ABI)
     for n in _CMP

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..numerics import cast
 from ..tolerance import EXACT
-from .base import Op
+from .elementwise import elementwise_op
 
 _STD = ("u8", "u32", "i64", "f32", "f64")
 PAIRS = [(s, d) for s in _STD for d in _STD] + \
@@ -21,7 +21,7 @@ def reference(inputs, params, key, op):
     return cast(inputs["x"], src, dst)
 
 
-OPS = [Op(name="cast", family="cast", root="cast", dtypes=tuple(f"{s}-{d}" for s, d in PAIRS),
+OPS = [elementwise_op(name="cast", family="cast", root="cast", dtypes=tuple(f"{s}-{d}" for s, d in PAIRS),
           inputs=("x",), reference=reference, tolerance=EXACT,
           value_classes=("normal", "special", "out-of-range"),
           semantics="float->u8: truncate, saturate to u32, keep the low byte (300->44); float->u32 "

@@ -351,7 +351,7 @@ def _shapes_out(root, g, sshape, kshape):
 def _build(case, rng) -> StructuredBuilt:
     op = case.op_spec
     dt = dtype(case.dtype)
-    g = dict(op.custom.shapes[case.layout].geo)
+    g = dict(op.spec.shapes[case.layout].geo)
     root = op.root
     sl = _view(g["sview"], g["src"])
     sb, sv = make_input(dt, sl, case.values, rng)
@@ -601,7 +601,7 @@ def _pack_host(b: StructuredBuilt) -> Launch:
 def _host_row_fields(b: StructuredBuilt, res) -> dict:
     hc = HostConv(b.key, b.layouts["src"], b.layouts["k"], b.geo["stride"], b.geo["padding"], b.geo["dilation"])
     _, m, n, k = hc.bmnk()
-    return {"flops": 2.0 * m * n * k, **getattr(res, "detail", {})}
+    return {"flops": 2.0 * m * n * k, **res.detail}
 
 
 def _host_kernels(root: str) -> Callable[[str], tuple[str, str]]:
@@ -643,17 +643,17 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
               abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
                    "kernel", "dst"),
               semantics=_SEM[root], divergences=_DIVS[root],
-              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
-                                    tolerance=_tol(root), library="conv.host",
-                                    row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
+                                  tolerance=_tol(root), library="conv.host",
+                                  row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
 
 
 def _op(name, root, shapes, abi) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
               else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
               info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()),
-              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                    emulate=_emulate, tolerance=_tol(root)))
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
+                                  emulate=_emulate, tolerance=_tol(root)))
 
 
 OPS = [

@@ -7,7 +7,7 @@ import numpy as np
 from ..layouts import Layout
 from ..numerics import scalar_to_dtype
 from ..tolerance import COPY
-from .base import Op
+from .elementwise import elementwise_op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")
 
@@ -33,31 +33,17 @@ def copy2d_reference(inputs, params, key, op, out_base: np.ndarray, out_layout: 
 
 
 OPS = [
-    Op(name="fill.const_set", family="fill", root="const_set", dtypes=DTYPES, inputs=(),
+    elementwise_op(name="fill.const_set", family="fill", root="const_set", dtypes=DTYPES, inputs=(),
        reference=const_set_reference, tolerance=COPY, params_abi=("value",),
        param_sets=({"value": 3.0}, {"value": -0.5}), out_mode="buffer", value_classes=("normal",),
        semantics="out[strided_i] = value: only the view's elements change",
        abi=("numel", "num_dims", "info", "value:T", "out")),
-    Op(name="fill.copy2d", family="fill", root="copy2d", dtypes=DTYPES, inputs=("src",),
+    elementwise_op(name="fill.copy2d", family="fill", root="copy2d", dtypes=DTYPES, inputs=("src",),
        reference=copy2d_reference, tolerance=COPY, out_mode="buffer",
        semantics="dst[r*dst_s+c] = src[r*src_s+c], one thread per element (not grid-stride)",
        abi=("src", "out", "d1:u32", "d2:u32", "src_s:u32", "dst_s:u32")),
-    Op(name="fill.fill", family="fill", root="fill", dtypes=DTYPES, inputs=(),
+    elementwise_op(name="fill.fill", family="fill", root="fill", dtypes=DTYPES, inputs=(),
        reference=fill_reference, tolerance=COPY, params_abi=("value",),
        param_sets=({"value": 3.0}, {"value": -0.5}), out_mode="buffer", value_classes=("normal",),
        semantics="buf[0..numel) = value", abi=("out", "value:T", "numel")),
 ]
-
-
-def copy2d_geometry(src: Layout) -> tuple[Layout, dict[str, int]]:
-    """copy2d's destination and u32 parameters for a 2-D source view with unit inner stride.
-
-    A contiguous source copies into a packed destination; any other source copies into a
-    destination with its own row pitch and start offset, so swapped pitches are caught."""
-    from ..layouts import strided
-    d1, d2 = src.shape
-    if src.is_contiguous():
-        dst = strided((d1, d2), (d2, 1), 0)
-    else:
-        dst = strided((d1, d2), (d2 + 5, 1), 3, slack=2)
-    return dst, {"d1": d1, "d2": d2, "src_s": src.strides[0], "dst_s": dst.strides[0]}

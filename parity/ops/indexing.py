@@ -271,7 +271,7 @@ OPS = [
        divergences=(("Candle's CUDA host passes self's original layout to index_add, so a non-zero start "
                      "offset is applied twice (PR README divergence 1); parity launches the ABI correctly",)
                     if r == "ia" else ()),
-       custom=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
+       spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
                              emulate=_emulate, tolerance=_tol(r)))
     for r in ("is", "gather", "ia", "sa", "s")
 ]

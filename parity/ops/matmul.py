@@ -332,7 +332,7 @@ def _row_fields(b: StructuredBuilt, res) -> dict:
     out = {"compute_type": COMPUTE[b.key], "flops": flops}
     if "cfg" in b.geo:
         out["gemm_config"] = b.geo["cfg"].as_dict()
-    t = getattr(res, "time_ms", None)
+    t = res.time_ms
     if t:
         out["tflops"] = flops / (t * 1e-3) / 1e12
     return out
@@ -346,6 +346,6 @@ OPS = [
                  "GEMM, alpha 1 beta 0; f32/f16/bf16 GemmStridedBatchedEx with COMPUTE_32F and f32 alpha/beta "
                  "(DEFAULT_TENSOR_OP), f64 dgemmStridedBatched; MatMulNonContiguous for other layouts",
        divergences=("Candle CPU backend uses the gemm crate (different summation order)",),
-       custom=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                             tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
+       spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
+                           tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
 ]

@@ -304,7 +304,7 @@ OPS = [
        semantics="softmax over the last dim: max in T (maxg), e=exp(x-max) in T, sum in ACC (f32 for f16/bf16), "
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",
        divergences=("Candle CPU divides by the sum in T",),
-       custom=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"])),
     Op(name="nn.rmsnorm", family="nn", root="rmsnorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["rmsnorm"], value_classes=("normal",),
        param_sets=({"alpha": 1.0}, {"alpha": 0.0}),
@@ -312,7 +312,7 @@ OPS = [
        semantics="float sum of squares, rsqrtf(mean+eps) (approximate), T(scale*x*alpha); alpha may be null; "
                  "f64 is computed in float",
        divergences=("Candle CPU fast path divides in T; rms_norm_slow runs in f32 for f16/bf16",),
-       custom=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"])),
     Op(name="nn.layernorm", family="nn", root="layernorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["layernorm"], value_classes=("normal",),
        param_sets=({"affine": 1.0}, {"affine": 0.0}),
@@ -320,13 +320,13 @@ OPS = [
        semantics="one-pass float mean and var=E[x^2]-mean^2, rsqrtf(var+eps), T((x-mean)*inv*alpha+beta); "
                  "alpha/beta may be null; f64 is computed in float",
        divergences=("layer_norm_slow (Candle's reference) is two-pass",),
-       custom=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"])),
 ] + [
     Op(name=f"nn.{root}", family="nn", root=root, dtypes=DTYPES, inputs=("src", "cos", "sin"),
        reference=lambda *a, **k: None, tolerance=TOL["rope"], value_classes=("normal",), abi=abi,
        semantics=sem + "; T arithmetic; one thread per pair, early return; cos/sin index += (2*idx/stride_b)*"
                  "(t*d/2) when stride_b > 0 (3-D per-batch cos/sin)",
-       custom=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"]))
+       spec=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"]))
     for root, abi, sem in [
         ("rope_i", ("src", "cos", "sin", "dst", "bh:u32", "td:u32", "stride_b:u32"),
          "interleaved pairs (x[2i], x[2i+1]) of (b,h,t,d)"),

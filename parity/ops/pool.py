@@ -194,7 +194,7 @@ def bilinear(x: np.ndarray, out_hw, align: bool, scales, dt) -> np.ndarray:
 def _build(case, rng) -> StructuredBuilt:
     op = case.op_spec
     dt = dtype(case.dtype)
-    g = op.custom.shapes[case.layout].geo
+    g = op.spec.shapes[case.layout].geo
     lay = _view(g["view"], g["shape"])
     base, x = make_input(dt, lay, case.values, rng)
     b_, c, h, w = g["shape"]
@@ -343,7 +343,7 @@ def _op(name, root, shapes, abi) -> Op:
               info_always=True, semantics=_POOL_SEM[root],
               divergences=("Candle CPU avg_pool2d averages in T (no float accumulator for f16/bf16)",)
               if root == "avg_pool2d" else (),
-              custom=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
                                     emulate=_emulate, tolerance=_tol(root)))
 
 

@@ -130,7 +130,7 @@ OPS = [
        abi=("x", "dst", "ncols:i32", "ncols_pad:i32"),
        semantics=f"u32 argsort of each row, {'ascending' if o == 'asc' else 'descending'}; bitonic network over "
                  "ncols_pad indices in shared memory, padding sorts last; unstable",
-       custom=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
+       spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
                              emulate=_emulate,
                              tolerance=lambda key: "values in order (exact) and indices a permutation of the row"))
     for o in ("asc", "desc")

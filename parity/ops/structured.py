@@ -1,9 +1,9 @@
 """Shared machinery of the structured (non-elementwise) families: reduce, nn, indexing, sort.
 
-Each structured op carries an `Op.custom` (`StructuredSpec`); the engine calls its build ->
-pack -> expected -> execute -> judge chain instead of the elementwise packer, and the CPU level
-calls its `emulate`. Everything here is family-neutral: the built-case record, value drawing,
-launch helpers and a mask-based comparator that names the worst element like `compare`.
+Each structured op's `Op.spec` is a `StructuredSpec` (ops/base.py) whose build -> pack -> expected
+-> judge chain and `emulate` come from its family module. Everything here is family-neutral: the
+built-case record, value drawing, launch helpers and a mask-based comparator that names the worst
+element like `compare`.
 """
 from __future__ import annotations
 
@@ -44,6 +44,25 @@ class StructuredBuilt:
     refuse_check: bool = False               # with `refuse`: launch anyway; the executor must refuse
                                              # too (ExecResult "refused": pass; computing: fail)
     notes: list[str] = field(default_factory=list)
+
+    # Pickled without the op (its reference functions are closures): the case names it. Lets
+    # engine.prepared_stream build cases in worker processes.
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "op"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.op = self.case.op_spec
+
+    def result(self, outputs: dict[str, np.ndarray]) -> np.ndarray:
+        """The logical result inside the output buffers an executor returned."""
+        n = int(np.prod(self.out_shape, dtype=np.int64))
+        return outputs[self.out_name][self.out_offset: self.out_offset + n].reshape(self.out_shape)
+
+    @property
+    def out_geometry(self) -> Layout:
+        """Where the result lies in the output buffer."""
+        return contiguous(tuple(self.out_shape), offset=self.out_offset)
 
 
 def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
@@ -98,11 +117,6 @@ def next_pow2(n: int) -> int:
     while p < n:
         p *= 2
     return p
-
-
-def extract(b: StructuredBuilt, outputs: dict[str, np.ndarray]) -> np.ndarray:
-    n = int(np.prod(b.out_shape, dtype=np.int64))
-    return outputs[b.out_name][b.out_offset: b.out_offset + n].reshape(b.out_shape)
 
 
 def key_parts(op: Op, key: str) -> list[DType]:
@@ -165,4 +179,4 @@ def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["HostRefused", "StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
-           "extract", "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]
+           "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tolerance import COPY
-from .base import Op
+from .elementwise import elementwise_op
 
 _VALUES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64")
 KEYS = [f"{c}-{t}" for c in ("u8", "u32", "i64") for t in _VALUES] + \
@@ -15,7 +15,7 @@ def reference(inputs, params, key, op):
     return np.where(inputs["cond"] != 0, inputs["t"], inputs["f"])
 
 
-OPS = [Op(name="where", family="ternary", root="where", dtypes=tuple(KEYS), inputs=("cond", "t", "f"),
+OPS = [elementwise_op(name="where", family="ternary", root="where", dtypes=tuple(KEYS), inputs=("cond", "t", "f"),
           reference=reference, tolerance=COPY, fp8_spelling="fp8_e4m3", info_always=True,
           domain={"cond": "mask"},
           semantics="cond != 0 ? t : f, each operand through its own stride array",

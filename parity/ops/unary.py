@@ -10,6 +10,7 @@ from ..dtypes import FLOATS, DType, dtype
 from ..numerics import round_float, to_f64
 from ..tolerance import COPY, EXACT, Tolerance
 from .base import Op
+from .elementwise import elementwise_op
 
 ABI = ("numel", "num_dims", "info", "x", "out")
 ABI_PARAM = ("numel", "num_dims", "info", "param:T", "x", "out")
@@ -91,7 +92,7 @@ _UNARY = {
 
 def _op(name, fn, tol, domain, sem, div) -> Op:
     needs_dtype = name == "relu"
-    return Op(name=f"unary.{name}", family="unary", root=f"u{name}", dtypes=FLOATS, inputs=("x",),
+    return elementwise_op(name=f"unary.{name}", family="unary", root=f"u{name}", dtypes=FLOATS, inputs=("x",),
               reference=_elementwise(fn, needs_dtype), tolerance=tol,
               domain={"x": domain} if domain else {}, fp8_spelling="fp8_e4m3", inplace=True,
               semantics=sem, divergences=div, abi=ABI)
@@ -131,19 +132,19 @@ def _powf(x, exponent):
 
 
 OPS = [_op(n, *spec) for n, spec in _UNARY.items()] + [
-    Op(name="unary.elu", family="unary", root="uelu", dtypes=FLOATS, inputs=("x",),
+    elementwise_op(name="unary.elu", family="unary", root="uelu", dtypes=FLOATS, inputs=("x",),
        reference=_elementwise(_elu, needs_dtype=True),
        # exp(x)-1 cancels near 0: one ulp of expf near 1 is alpha*2^-24 absolute in the result
        tolerance=Tolerance(ulp={"f32": 2, "f64": 2, "*": 1}, atol={"f32": 1.2e-7, "f64": 2.3e-16, "*": 0.0}),
        params_abi=("param",), param_sets=({"param": 0.5}, {"param": 1.0}), fp8_spelling="fp8_e4m3",
        inplace=True, semantics="x>0 ? x : alpha*(exp(x)-1), each step rounded to T (fp8: float)", abi=ABI_PARAM),
-    Op(name="unary.powf", family="unary", root="upowf", dtypes=FLOATS, inputs=("x",),
+    elementwise_op(name="unary.powf", family="unary", root="upowf", dtypes=FLOATS, inputs=("x",),
        reference=_elementwise(lambda x, param: _powf(x, param)),
        tolerance=Tolerance(ulp={"f32": 2, "f64": 2, "*": 1}), params_abi=("param",),
        param_sets=({"param": 2.0}, {"param": 0.5}, {"param": -1.5}), domain={"x": "positive"},
        fp8_spelling="fp8_e4m3", inplace=True, semantics="powf(x, p) (via float for f16/bf16/fp8)",
        abi=ABI_PARAM),
-    Op(name="copy.ucopy", family="unary", root="ucopy",
+    elementwise_op(name="copy.ucopy", family="unary", root="ucopy",
        dtypes=("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3"), inputs=("x",),
        reference=lambda inputs, params, key, op: np.array(inputs["x"], copy=True),
        tolerance=COPY, inplace=True, semantics="strided copy into a dense output",

@@ -22,17 +22,17 @@ import jinja2
 import pandas as pd
 
 from ..findings import of
-from ..results import FAILING, Results
+from ..results import FAILING, ORDER, Results
+from ..row import Verdict
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # worst first; anything unknown sorts with the failures
-RANK = ["fail", "crash", "oob-write", "input-clobbered", "timeout", "compile-error", "mapping-gap",
-        "signature-mismatch", "missing", "error", "xpass-strict", "xfail", "xpass", "unavailable", "pass"]
-COLORS = {"pass": "#2e9e4f", "fail": "#d62828", "crash": "#8b0000", "oob-write": "#b5179e",
-          "input-clobbered": "#9d0208", "timeout": "#e85d04", "compile-error": "#f48c06",
-          "missing": "#e9c46a", "error": "#7b2cbf", "signature-mismatch": "#c1121f", "mapping-gap": "#5a189a",
-          "xpass-strict": "#ff006e", "xfail": "#6c8ebf",
-          "xpass": "#f4a261", "unavailable": "#9e9e9e"}
+RANK = ORDER                # worst first
+COLORS = {Verdict.PASS: "#2e9e4f", Verdict.FAIL: "#d62828", Verdict.CRASH: "#8b0000", Verdict.OOB_WRITE: "#b5179e",
+          Verdict.INPUT_CLOBBERED: "#9d0208", Verdict.TIMEOUT: "#e85d04", Verdict.COMPILE_ERROR: "#f48c06",
+          Verdict.MISSING: "#e9c46a", Verdict.ERROR: "#7b2cbf", Verdict.SIGNATURE_MISMATCH: "#c1121f",
+          Verdict.MAPPING_GAP: "#5a189a", Verdict.XPASS_STRICT: "#ff006e", Verdict.XFAIL: "#6c8ebf",
+          Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e"}
 HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000
 MAX_FINDINGS = 500
@@ -123,7 +123,7 @@ def _grid(t: pd.DataFrame):
 
 
 def _failures(t: pd.DataFrame) -> list[dict]:
-    f = t[t["verdict"].isin(list(FAILING) + ["xfail", "xpass"])].copy()
+    f = t[t["verdict"].isin(list(FAILING) + [Verdict.XFAIL, Verdict.XPASS])].copy()
     f["_r"] = f["verdict"].map(rank)
     f = f.sort_values(["_r", "op", "case_id", "level"], kind="stable")
     out = []
@@ -227,7 +227,7 @@ def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
     for case_id, op, dtype, level, verdict, layout, values, mu, message in zip(*(t[c].tolist() for c in cols)):
         rk, ck = grid_key(str(op), str(dtype))
         mu = None if mu is None or (isinstance(mu, float) and math.isnan(mu)) else _fmt(float(mu))
-        msg = _first_line(message) if verdict != "pass" else ""
+        msg = _first_line(message) if verdict != Verdict.PASS else ""
         rows.append([case_id, level, verdict, layout, values, mu, msg, index.get(f"{rk}|{ck}", -1)])
     return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
 
@@ -258,14 +258,14 @@ def context(res: Results) -> dict:
     keys = [c["key"] for row in grid for c in row["cells"] if c]
     counts = res.counts()
     n_fail = int(t["verdict"].isin(FAILING).sum())
-    verdicts = sorted(set(t["verdict"].dropna()) | {"pass", "fail"}, key=rank)
+    verdicts = sorted(set(t["verdict"].dropna()) | {Verdict.PASS, Verdict.FAIL}, key=rank)
     payload = json.dumps(_cases_payload(t, keys), separators=(",", ":"), default=str)
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     failures = _failures(t)
-    n_listed = int(t["verdict"].isin(list(FAILING) + ["xfail", "xpass"]).sum())
+    n_listed = int(t["verdict"].isin(list(FAILING) + [Verdict.XFAIL, Verdict.XPASS]).sum())
     return {
         "title": f"parity — {meta.get('sweep', 'results')}", "meta": meta, "total": len(t),
-        "passed": counts.get("pass", 0), "n_fail": n_fail, "counts": counts, "levels": _levels(res),
+        "passed": counts.get(Verdict.PASS, 0), "n_fail": n_fail, "counts": counts, "levels": _levels(res),
         "cols": cols, "grid": grid, "verdicts": verdicts, "colors": COLORS,
         "failures": failures, "failures_cut": max(0, n_listed - len(failures)),
         "timing": _timing(t), "golden": meta.get("golden"), "environment": meta.get("environment") or {},

@@ -5,6 +5,7 @@ import re
 from xml.sax.saxutils import escape, quoteattr
 
 from ..results import FAILING, Results
+from ..row import Verdict
 
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -27,7 +28,7 @@ def render(res: Results) -> str:
     for level in sorted(by_level):
         g = by_level[level]
         fails = sum(r["verdict"] in FAILING for r in g)
-        skipped = sum(r["verdict"] in ("unavailable", "xfail") for r in g)
+        skipped = sum(r["verdict"] in (Verdict.UNAVAILABLE, Verdict.XFAIL) for r in g)
         wall = sum(_ms(r.get("wall_ms")) for r in g) / 1e3
         out.append(f"  <testsuite name={_q(f'parity.{level}')} tests=\"{len(g)}\" failures=\"{fails}\" errors=\"0\" "
                    f"skipped=\"{skipped}\" time=\"{wall:.3f}\">")
@@ -41,7 +42,7 @@ def render(res: Results) -> str:
             if r["verdict"] in FAILING:
                 out.append(f"      <failure type={_q(r['verdict'])} message={_q(msg[:500])}>"
                            f"{_t(str(r.get('launch') or '') + chr(10) + msg)}</failure>")
-            elif r["verdict"] in ("unavailable", "xfail"):
+            elif r["verdict"] in (Verdict.UNAVAILABLE, Verdict.XFAIL):
                 out.append(f"      <skipped message={_q(msg or r['verdict'])} />")
             out.append(f"      <system-out>{_t(chr(10).join(facts))}</system-out>")
             out.append("    </testcase>")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import findings as fnd
 from ..results import FAILING, Results
+from ..row import Verdict
 
 LIMIT = 60_000          # GitHub's comment limit is 65,536 characters; headroom for a wrapper
 MAX_FINDINGS = 100      # past this a PR comment is no longer read; the rest are in index.html
@@ -35,7 +36,7 @@ def _md(s: str) -> str:
 
 def _head(res: Results, f: fnd.Findings) -> list[str]:
     t, meta, counts = res.table, res.meta, res.counts()
-    passed, n_fail = counts.get("pass", 0), f.failing_cases
+    passed, n_fail = counts.get(Verdict.PASS, 0), f.failing_cases
     icon = "✅" if n_fail == 0 else "❌"
     n = len(f.findings)
     lines = [f"## {icon} parity: {passed}/{len(t)} cases pass"
@@ -90,12 +91,12 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
 def finding_lines(i: int, x: fnd.Finding) -> list[str]:
     """One finding: a numbered title line, then its detail, kernels and worst example."""
     who = " (parity's gap)" if x.blame == "parity" else ""
-    if x.cause == "missing":              # one line per op: the title names the dtypes, so no kernel list
+    if x.cause == Verdict.MISSING:              # one line per op: the title names the dtypes, so no kernel list
         return [f"{i}. **missing** — {x.title}" + (f" · {x.detail}" if x.detail else "")]
     lines = [f"{i}. **{x.cause}**{who} — {x.title}"]
     sub = []
     if x.detail:
-        sub.append(x.detail if x.cause == "fail" else _md(x.detail))
+        sub.append(x.detail if x.cause == Verdict.FAIL else _md(x.detail))
     if x.kernels:
         sub.append("kernels: " + x.kernel_list())
     sub.append(f"e.g. `{x.example}` ({x.example_level})")
@@ -167,7 +168,7 @@ def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
     if room > 600:
         rows = []
         t = res.table
-        g = t.assign(_ok=t["verdict"] == "pass", _bad=t["verdict"].isin(FAILING)).groupby("op", sort=True)
+        g = t.assign(_ok=t["verdict"] == Verdict.PASS, _bad=t["verdict"].isin(FAILING)).groupby("op", sort=True)
         agg = pd.DataFrame({"dtypes": g["dtype"].nunique(), "cases": g.size(), "pass": g["_ok"].sum(),
                             "failing": g["_bad"].sum()})
         for op, *r in zip(agg.index.tolist(), *(agg[c].tolist() for c in agg.columns)):

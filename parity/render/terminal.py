@@ -10,11 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import Results
+from ..row import Verdict
 
-STYLE = {"pass": "green", "fail": "bold red", "crash": "bold red", "oob-write": "bold red",
-         "input-clobbered": "bold red", "timeout": "red", "compile-error": "red", "missing": "yellow",
-         "error": "magenta", "unavailable": "dim", "xfail": "cyan", "xpass": "yellow", "xpass-strict": "bold yellow",
-         "signature-mismatch": "red", "mapping-gap": "magenta"}
+STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold red", Verdict.OOB_WRITE: "bold red",
+         Verdict.INPUT_CLOBBERED: "bold red", Verdict.TIMEOUT: "red", Verdict.COMPILE_ERROR: "red",
+         Verdict.MISSING: "yellow", Verdict.ERROR: "magenta", Verdict.UNAVAILABLE: "dim", Verdict.XFAIL: "cyan",
+         Verdict.XPASS: "yellow", Verdict.XPASS_STRICT: "bold yellow", Verdict.SIGNATURE_MISMATCH: "red",
+         Verdict.MAPPING_GAP: "magenta"}
 
 
 def progress(console: Console) -> "Progress | LogProgress":
