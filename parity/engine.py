@@ -13,6 +13,7 @@ from .executors.base import Executor, Pooled, Queued, TimedWhereRun
 from .cases import Case
 from .ops.base import Launch
 from .row import Row, Verdict
+from .timing import bytes_moved_built, gbps, time_launch
 
 
 def bench_refusal(case: Case, executor: Executor) -> dict | None:
@@ -40,7 +41,6 @@ class Prepared:
 
 
 def prepare_case(case: Case) -> Prepared:
-    from .timing import bytes_moved_built
     t0 = time.perf_counter()
     spec = case.op_spec.spec
     b, launch, expected = spec.prepare(case)
@@ -103,14 +103,12 @@ def _finish(row: Row, p: Prepared, res, executor: Executor, timing, t0: float) -
 
 def time_row(row: Row, executor: Executor, launch, timing, outputs) -> None:
     """Add the timing columns to a passing row (kernel_ms = median, p10/p90, GB/s, % of peak)."""
-    from .timing import gbps
     if executor.level == "cpu":                      # the NumPy emulation has no kernel time
         return
     try:
         if isinstance(executor, TimedWhereRun):      # an isolated worker: timed where it ran
             t = executor.time(launch, timing)
         else:
-            from .timing import time_launch
             t = time_launch(executor, launch, timing, outputs)
     except Exception as e:                           # a level that cannot be timed keeps its verdict
         row.timing_note = f"not timed: {e}"
