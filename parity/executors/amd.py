@@ -24,7 +24,7 @@ from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
 from ..timing import HipClock, hip_clock
-from .base import Availability, Executor
+from .base import Availability, Executor, loaded_for_timing
 from .hip_nvidia import DEFAULT_HIP_SUITE
 from .preflight import compile_failure, not_found, signature_mismatch
 
@@ -251,12 +251,7 @@ class AmdExecutor(Executor):
 
     def prepared(self, launch: Launch) -> HipPrepared:
         """The launch on device images for timing (parity.timing.Timeable)."""
-        if launch.library:
-            raise RuntimeError(f"{launch.kernel} is a host routine: its steps are not timed one by one")
-        err = self.prepare(launch.kernel)
-        if err is not None:
-            raise RuntimeError(f"{err.status}: {err.message}")
-        return HipPrepared(self._functions[launch.kernel], launch)
+        return HipPrepared(loaded_for_timing(self, launch, self._functions), launch)
 
     def clock(self, flush_factor: float = 2.0) -> HipClock:
         return hip_clock(flush_factor)

@@ -84,3 +84,14 @@ class TimedWhereRun(Protocol):
 class Pooled(Protocol):
     """Several executors of one level (one per GPU), each driven by its own process."""
     members: list[Executor]
+
+
+def loaded_for_timing(executor: Preparing, launch: Launch, functions: dict[str, object]) -> object:
+    """The loaded kernel function a timed launch enqueues (parity.timing.Timeable.prepared);
+    RuntimeError for host routines and for kernels that do not load."""
+    if launch.library:
+        raise RuntimeError(f"{launch.kernel} is a host routine: its steps are not timed one by one")
+    err = executor.prepare(launch.kernel)
+    if err is not None:
+        raise RuntimeError(f"{err.status}: {err.message}")
+    return functions[launch.kernel]

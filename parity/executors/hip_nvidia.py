@@ -26,7 +26,7 @@ from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
-from .base import Availability, Executor
+from .base import Availability, Executor, loaded_for_timing
 from .preflight import compile_failure, not_found, signature_mismatch
 
 from .. import resources
@@ -323,12 +323,7 @@ class HipOnNvidiaExecutor(Executor):
 
     def prepared(self, launch: Launch):
         """The launch on device images for timing (parity.timing.Timeable)."""
-        if launch.library:
-            raise RuntimeError(f"{launch.kernel} is a host routine: its steps are not timed one by one")
-        err = self.prepare(launch.kernel)
-        if err is not None:
-            raise RuntimeError(f"{err.status}: {err.message}")
-        return CupyPrepared(self._functions[launch.kernel], launch)
+        return CupyPrepared(loaded_for_timing(self, launch, self._functions), launch)
 
     def clock(self, flush_factor: float = 2.0) -> CupyClock:
         return cupy_clock(flush_factor)
