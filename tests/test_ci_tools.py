@@ -247,7 +247,6 @@ def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
 def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch):
     from fakes import NanDroppingMinimum
     from parity import levels
-    from parity.executors.base import Availability
     monkeypatch.setattr(levels, "CpuExecutor", NanDroppingMinimum)
     out = tmp_path / "f.npz"
     r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "-o", out, "--no-snippet")

@@ -2,7 +2,6 @@
 import json
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

@@ -1,7 +1,6 @@
 """Matmul (gemm_config, BLAS marshalling), pooling/upsampling, convolution and MIOpen: host
 rules, marshalling and the CPU emulation against the reference, plus broken subjects each
 caught. No GPU needed (the GPU side is tests/test_matmul_conv_gpu.py)."""
-import ctypes
 
 import numpy as np
 import pytest
