@@ -101,6 +101,15 @@ class CpuExecutor(Executor):
         """The order in which a thread visits j (ia/s/sa loop j serially: last writer wins)."""
         return np.arange(n)
 
+    # --- hooks of the quantized family (GGUF dequantize) -------------------------------------
+    def quant_scale(self, blocks: np.ndarray, at: int) -> np.ndarray:
+        """The f16 scale field at byte `at` of each block (rows of u8), as f32 (`__half2float`)."""
+        return blocks[:, at:at + 2].copy().view(np.float16).reshape(-1).astype(np.float32)
+
+    def quant_nibbles(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A quant byte split as the kernels do: (low nibble, high nibble)."""
+        return q & 0xF, q >> 4
+
     # --- hooks of pooling, convolution and the host routines --------------------------------
     def pool_params(self, w_k: int, h_k: int, w_stride: int, h_stride: int) -> tuple[int, int, int, int]:
         """The window and stride a pool kernel reads from its arguments."""

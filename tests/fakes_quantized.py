@@ -1,0 +1,25 @@
+"""Broken subjects for the quantized family (GGUF dequantize), built on the CPU ABI emulation: each
+overrides one hook of `CpuExecutor` to reproduce a block-layout bug a port of Candle's
+`dequantize_block_*` kernels can ship. tests/test_quantized.py asserts each is caught exactly."""
+from __future__ import annotations
+
+import numpy as np
+
+from parity.executors.cpu import CpuExecutor
+
+
+class NibblesSwapped(CpuExecutor):
+    """A quant byte's high nibble taken as the first element, the low one as the element 16 on."""
+    def quant_nibbles(self, q):
+        return q >> 4, q & 0xF
+
+
+class ScaleReadAsF32(CpuExecutor):
+    """The f16 scale read as an f32: its two bytes and the two that follow, reinterpreted (zeros
+    past a block's end, where the emulation has no next field to show)."""
+    def quant_scale(self, blocks, at):
+        padded = np.pad(blocks, ((0, 0), (0, 2)))
+        return padded[:, at:at + 4].copy().view(np.float32).reshape(-1)
+
+
+__all__ = ["NibblesSwapped", "ScaleReadAsF32"]
