@@ -1,0 +1,32 @@
+"""The quantized family on Candle's own CUDA kernels (`cuda` level, quantized.cu): every dequantize
+case of the pr sweep must pass bit-exact. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
+PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
+import os
+from pathlib import Path
+
+import pytest
+
+from parity.cases import Filters, load_sweep
+from parity.engine import run_cases
+
+
+@pytest.fixture(scope="module")
+def candle_level():
+    src = os.environ.get("PARITY_CANDLE_KERNELS")
+    if not src:
+        pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")
+    from parity.levels import DEFAULT_HIP_SRC, make
+    lv = make("cuda", DEFAULT_HIP_SRC, Path(src), case_timeout=600)   # quantized.cu compiles for minutes
+    if not lv.availability.available:
+        pytest.skip(f"cuda level unavailable: {lv.availability.reason}")
+    yield lv
+    lv.executor.close()
+
+
+@pytest.mark.gpu
+def test_dequantize_pr_sweep_passes_on_candles_cuda_kernels(candle_level):
+    cases = load_sweep("pr", Filters(ops=["quant.*"]))
+    assert len(cases) == 196
+    rows = run_cases(cases, candle_level.executor, candle_level.availability.device)
+    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
+    assert not bad, f"{len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])
