@@ -116,9 +116,11 @@ def test_every_pr_case_of_the_covered_families_passes_its_own_judge(pr_cases):
 
 
 def test_every_catalog_op_is_on_the_level():
-    """No op answers `unavailable` on the cupy level: an ElementwiseKernel or array code each."""
-    assert all(cupy_ref.level_supported(op, k) == "" for op in CATALOG.values() for k in op.dtypes)
-    assert {op.family for op in CATALOG.values() if cs.array_code(op)} == set(cs.ARRAY_FAMILIES)
+    """No op answers `unavailable` on the cupy level: an ElementwiseKernel or array code each
+    (but the quantized family, #18's first landing: no CuPy dequantizer yet)."""
+    assert all(cupy_ref.level_supported(op, k) == "" for op in CATALOG.values() for k in op.dtypes
+               if op.family != "quantized")
+    assert {op.family for op in CATALOG.values() if cs.array_code(op)} == set(cs.ARRAY_FAMILIES) | {"quantized"}
     assert not cs.array_code(CATALOG["unary.exp"]) and cs.array_code(CATALOG["fill.copy2d"])
     from types import SimpleNamespace
     why = cs.structured_supported(SimpleNamespace(name="x.y", family="quantized"))
