@@ -22,4 +22,16 @@ class ScaleReadAsF32(CpuExecutor):
         return padded[:, at:at + 4].copy().view(np.float32).reshape(-1)
 
 
-__all__ = ["NibblesSwapped", "ScaleReadAsF32"]
+class KMinHighBitsMisread(CpuExecutor):
+    """q4_K/q5_K sub-blocks 4..7: the min's two high bits taken from the byte that holds the
+    scale's (q[j-4] >> 6) instead of q[j] >> 6, a slip of get_scale_min_k4's unpacking."""
+    def quant_scale_min_k4(self, packed):
+        d, m = super().quant_scale_min_k4(packed)
+        q = packed.astype(np.int64)
+        m = m.copy()
+        for j in range(4, 8):
+            m[:, j] = (q[:, j + 4] >> 4) | ((q[:, j - 4] >> 6) << 4)
+        return d, m
+
+
+__all__ = ["NibblesSwapped", "ScaleReadAsF32", "KMinHighBitsMisread"]

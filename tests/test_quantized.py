@@ -6,7 +6,7 @@ import zlib
 import numpy as np
 import pytest
 
-from fakes_quantized import NibblesSwapped, ScaleReadAsF32
+from fakes_quantized import KMinHighBitsMisread, NibblesSwapped, ScaleReadAsF32
 from parity.cases import Case, expand, load_sweep
 from parity.engine import run_case
 from parity.executors.cpu import CpuExecutor
@@ -21,6 +21,8 @@ CAUGHT = [
      "-1.990966796875", "1.990966796875"),
     (ScaleReadAsF32, "quant.dequantize_q4_0/f32/b13/normal/s0", "fail", 372, [248],
      "2.578125", "-8.655955637815429e+35"),
+    (KMinHighBitsMisread, "quant.dequantize_q4_K/f32/b3/normal/s0", "fail", 288, [497],
+     "-0.2339630126953125", "0.1071624755859375"),
 ]
 
 
@@ -31,7 +33,8 @@ def test_broken_quantized_subject_is_caught(subject, case_id, verdict, n_bad, co
     assert (row["verdict"], row["n_bad"]) == (verdict, n_bad)
     w = row["worst"]
     assert (w["coords"], w["expected"], w["got"]) == (coords, expected, got)
-    assert w["inputs"]["block"] == str(coords[0] // 32)
+    qk = FORMATS[case_id.split("/")[0].removeprefix("quant.dequantize_")].qk
+    assert (w["inputs"]["block"], w["inputs"]["element"]) == (str(coords[0] // qk), str(coords[0] % qk))
 
 
 @pytest.mark.parametrize("case_id", sorted({c[1] for c in CAUGHT}))

@@ -110,6 +110,11 @@ class CpuExecutor(Executor):
         """A quant byte split as the kernels do: (low nibble, high nibble)."""
         return q & 0xF, q >> 4
 
+    def quant_scale_min_k4(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """q4_K/q5_K: the 12 packed bytes of each block -> (rows, 8) 6-bit scales and mins."""
+        from ..ops.quantized import scale_min_k4
+        return scale_min_k4(packed)
+
     # --- hooks of pooling, convolution and the host routines --------------------------------
     def pool_params(self, w_k: int, h_k: int, w_stride: int, h_stride: int) -> tuple[int, int, int, int]:
         """The window and stride a pool kernel reads from its arguments."""

@@ -196,7 +196,8 @@ def _judge(expected, got, b: StructuredBuilt):
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     """The kernels' own indexing, vectorised over (blockIdx.x, threadIdx.x): which thread reads
     which block bytes and writes which element. Scales go through `ex.quant_scale`, the split of a
-    quant byte into its low and high nibble through `ex.quant_nibbles`."""
+    quant byte into its low and high nibble through `ex.quant_nibbles`, q4_K/q5_K's packed 6-bit
+    sub-block scales and mins through `ex.quant_scale_min_k4`."""
     a = {x.name: x for x in launch.args}
     fmt = FORMATS[op.root.removeprefix("dequantize_block_")]
     vn, vo = a["vx"].value
@@ -322,11 +323,18 @@ def _q3_scales(sc: np.ndarray) -> np.ndarray:
     return np.stack([one(s) for s in range(16)], axis=1)
 
 
-def _scale_min_k4(blk: np.ndarray, rows: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) from the 12 bytes at 4."""
-    q = blk[:, 4:16].astype(np.int64)
+def scale_min_k4(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """get_scale_min_k4 for every sub-block: (rows, 8) 6-bit scales and mins of q4_K/q5_K from
+    their 12 packed bytes (rows, 12)."""
+    q = q.astype(np.int64)
     d = np.stack([q[:, k] & 63 if k < 4 else (q[:, k + 4] & 0xF) | ((q[:, k - 4] >> 6) << 4) for k in range(8)], 1)
     m = np.stack([q[:, k + 4] & 63 if k < 4 else (q[:, k + 4] >> 4) | ((q[:, k] >> 6) << 4) for k in range(8)], 1)
+    return d, m
+
+
+def _scale_min_k4(ex, blk: np.ndarray, rows: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sub-block j's scale and min as the thread reads them (through `ex.quant_scale_min_k4`)."""
+    d, m = ex.quant_scale_min_k4(blk[:, 4:16])
     return d[rows, j].astype(np.float32), m[rows, j].astype(np.float32)
 
 
@@ -336,8 +344,8 @@ def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     blk = blocks[i]
     rows = np.arange(i.size)
     dall, dmin = ex.quant_scale(blk, 0), ex.quant_scale(blk, 2)
-    s1, m1 = _scale_min_k4(blk, rows, 2 * il)
-    s2, m2 = _scale_min_k4(blk, rows, 2 * il + 1)
+    s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
+    s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
     d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
     for l in range(4):
         lo, hi = ex.quant_nibbles(blk[rows, 16 + 32 * il + 4 * ir + l])
@@ -352,8 +360,8 @@ def _q5_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     blk = blocks[i]
     rows = np.arange(i.size)
     dall, dmin = ex.quant_scale(blk, 0), ex.quant_scale(blk, 2)
-    s1, m1 = _scale_min_k4(blk, rows, 2 * il)
-    s2, m2 = _scale_min_k4(blk, rows, 2 * il + 1)
+    s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
+    s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
     d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
     hm = 1 << (2 * il)
     for e in range(2):
