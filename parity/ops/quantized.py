@@ -48,6 +48,11 @@ class Format:
     k_arg: str              # "nb32" (k = n/32), "n" (k = n) or "" (no k parameter)
 
 
+# Byte layouts (quantized.cu's block_* structs; d, m, dmin are f16):
+#   q4_0 d|qs[16]   q4_1 d m|qs[16]   q5_0 d|qh[4]|qs[16]   q5_1 d m|qh[4]|qs[16]   q8_0 d|qs[32] int8
+#   q2_K scales[16]|qs[64]|d dmin   q3_K hmask[32]|qs[64]|scales[12]|d   q4_K d dmin|scales[12]|qs[128]
+#   q5_K d dmin|scales[12]|qh[32]|qs[128]   q6_K ql[128]|qh[64]|scales[16] int8|d
+#   q8_K d (f32)|qs[256] int8|bsums[16] int16
 FORMATS = {f.name: f for f in [
     Format("q4_0", 32, 18, (0,), 2, 32, 256, "nb32"),
     Format("q4_1", 32, 20, (0, 2), 4, 32, 256, "nb32"),
@@ -64,12 +69,12 @@ FORMATS = {f.name: f for f in [
 GGUF_QUANTIZES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")   # gguf.quants.quantize has no K-quants
 
 # (name, quant blocks, doc): 32-element formats tile 8 blocks per CUDA block (q5: 16)
-_LEGACY_SHAPES = [("b1", 1, "one block: 7 of the 8 tile slots return early"),
+_LEGACY_SHAPES = [("b1", 1, "one block; the rest of the launch tile returns early"),
                   ("b8", 8, "exactly one 256-element tile"),
                   ("b13", 13, "13 blocks: the second tile is partial (q5: one partial 512 tile)"),
                   ("b100", 100, "100 blocks (3200 elements): 13 tiles, the last partial"),
                   ("b1000", 1000, "1000 blocks (32000 elements): pr only")]
-_K_SHAPES = [("b1", 1, "one super-block"), ("b3", 3, "three super-blocks"),
+_K_SHAPES = [("b1", 1, "one block; the rest of the launch tile returns early"), ("b3", 3, "three super-blocks"),
              ("b16", 16, "16 super-blocks (4096 elements)"), ("b250", 250, "250 super-blocks (64000 elements): pr only")]
 
 # Adversarial f16 scale bit patterns: ±max, min normal, ±min subnormal, max subnormal, ±0, NaNs.
@@ -282,8 +287,8 @@ def _q2_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     is_ = 8 * n + l // 16
     blk = blocks[i]
     rows = np.arange(i.size)
-    q = blk[rows, 16 + 32 * n + l].astype(np.int64)
-    dall, dmin = ex.quant_scale(blk, 80), ex.quant_scale(blk, 82)
+    q = blk[rows, fmt.qs_at + 32 * n + l].astype(np.int64)
+    dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
     for j in range(4):
         sc = blk[rows, is_ + 2 * j]
         val = dall * (sc & 0xF).astype(np.float32) * ((q >> 2 * j) & 3).astype(np.float32) \
@@ -303,10 +308,10 @@ def _q3_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     blk = blocks[i]
     rows = np.arange(i.size)
     us = _q3_scales(blk[:, 96:108].astype(np.int64))[rows, is_]
-    dl = ex.quant_scale(blk, 108) * (us - 32).astype(np.float32)
+    dl = ex.quant_scale(blk, fmt.half_at[0]) * (us - 32).astype(np.float32)
     for l in range(4):
         ll = l0 + l
-        q = ((blk[rows, 32 + 32 * n + ll].astype(np.int64) >> (2 * j)) & 3) - np.where(blk[rows, ll] & m, 0, 4)
+        q = ((blk[rows, fmt.qs_at + 32 * n + ll].astype(np.int64) >> (2 * j)) & 3) - np.where(blk[rows, ll] & m, 0, 4)
         _store(y, i * QK_K + 128 * n + 32 * j + ll, dl * q.astype(np.float32))
 
 
@@ -343,12 +348,12 @@ def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     il, ir = t // 8, t % 8
     blk = blocks[i]
     rows = np.arange(i.size)
-    dall, dmin = ex.quant_scale(blk, 0), ex.quant_scale(blk, 2)
+    dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
     s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
     s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
     d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
     for l in range(4):
-        lo, hi = ex.quant_nibbles(blk[rows, 16 + 32 * il + 4 * ir + l])
+        lo, hi = ex.quant_nibbles(blk[rows, fmt.qs_at + 32 * il + 4 * ir + l])
         base = i * QK_K + 64 * il + 4 * ir + l
         _store(y, base, d1 * lo.astype(np.float32) - mm1)
         _store(y, base + 32, d2 * hi.astype(np.float32) - mm2)
@@ -359,13 +364,13 @@ def _q5_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     il, ir = t // 16, t % 16
     blk = blocks[i]
     rows = np.arange(i.size)
-    dall, dmin = ex.quant_scale(blk, 0), ex.quant_scale(blk, 2)
+    dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
     s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
     s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
     d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
     hm = 1 << (2 * il)
     for e in range(2):
-        lo, hi = ex.quant_nibbles(blk[rows, 48 + 32 * il + 2 * ir + e])
+        lo, hi = ex.quant_nibbles(blk[rows, fmt.qs_at + 32 * il + 2 * ir + e])
         qh = blk[rows, 16 + 2 * ir + e].astype(np.int64)
         base = i * QK_K + 64 * il + 2 * ir + e
         _store(y, base, d1 * (lo.astype(np.int64) + np.where(qh & hm, 16, 0)).astype(np.float32) - mm1)
@@ -378,7 +383,7 @@ def _q6_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     is_ = 8 * ip + il // 16
     blk = blocks[i]
     rows = np.arange(i.size)
-    d = ex.quant_scale(blk, 208)
+    d = ex.quant_scale(blk, fmt.half_at[0])
     qh = blk[rows, 128 + 32 * ip + il].astype(np.int64)
     sc = blk[:, 192:208].view(np.int8).astype(np.float32)
     lo0, hi0 = ex.quant_nibbles(blk[rows, 64 * ip + il])
