@@ -108,3 +108,20 @@ def test_sweeps_hold_every_format():
     assert smoke == {op.name for op in QUANT}
     pr = [c for c in load_sweep("pr") if c.op.startswith("quant.")]
     assert len(pr) == 196
+
+
+def test_coverage_knows_candles_dequantize_declarations(tmp_path):
+    """Declared as quantized.cu's DEQUANTIZE / DEQUANTIZE_K macros expand them: present, not extra;
+    a k-less q4_0 is a signature mismatch."""
+    from parity.coverage import coverage
+    from parity.suite import discover
+    (tmp_path / "q.cu").write_text(
+        '#include <cuda_fp16.h>\n'
+        'extern "C" __global__ void dequantize_block_q4_0_f32(const void * __restrict__ vx, float * __restrict__ y,'
+        ' const int k) {}\n'
+        'extern "C" __global__ void dequantize_block_q4_K_f16(const void * __restrict__ vx, half * __restrict__ y) {}\n'
+        'extern "C" __global__ void dequantize_block_q8_0_f16(const void * __restrict__ vx, half * __restrict__ y) {}\n')
+    rows = {r.kernel: r.status for r in coverage(discover(tmp_path, use_cpp=False))}
+    assert rows["dequantize_block_q4_0_f32"] == "present" and rows["dequantize_block_q4_K_f16"] == "present"
+    assert rows["dequantize_block_q8_0_f16"] == "signature-mismatch"
+    assert "extra" not in {s for k, s in rows.items() if k.startswith("dequantize_block")}
