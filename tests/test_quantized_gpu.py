@@ -1,12 +1,12 @@
 """The quantized family on Candle's own CUDA kernels (`cuda` level, quantized.cu): every dequantize
-case of the pr sweep must pass bit-exact. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
+case of the quant sweep must pass bit-exact. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
 PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
 import os
 from pathlib import Path
 
 import pytest
 
-from parity.cases import Filters, load_sweep
+from parity.cases import load_sweep
 from parity.engine import run_cases
 
 
@@ -24,8 +24,8 @@ def candle_level():
 
 
 @pytest.mark.gpu
-def test_dequantize_pr_sweep_passes_on_candles_cuda_kernels(candle_level):
-    cases = load_sweep("pr", Filters(ops=["quant.*"]))
+def test_dequantize_sweep_passes_on_candles_cuda_kernels(candle_level):
+    cases = load_sweep("quant")
     assert len(cases) == 196
     rows = run_cases(cases, candle_level.executor, candle_level.availability.device)
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
