@@ -343,15 +343,20 @@ def _scale_min_k4(ex, blk: np.ndarray, rows: np.ndarray, j: np.ndarray) -> tuple
     return d[rows, j].astype(np.float32), m[rows, j].astype(np.float32)
 
 
-def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
-    il, ir = t // 8, t % 8
-    blk = blocks[i]
-    rows = np.arange(i.size)
+def _pair_scales_k4(ex, fmt, blk: np.ndarray, rows: np.ndarray, il: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(d1, m1, d2, m2): the scale and min of sub-blocks 2*il and 2*il+1, times the super-block's d and
+    dmin, as q4_K and q5_K threads compute them."""
     dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
     s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
     s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
-    d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
+    return dall * s1, dmin * m1, dall * s2, dmin * m2
+
+
+def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
+    i, t = _flat(cta, tid)
+    il, ir = t // 8, t % 8
+    blk, rows = blocks[i], np.arange(i.size)
+    d1, mm1, d2, mm2 = _pair_scales_k4(ex, fmt, blk, rows, il)
     for l in range(4):
         lo, hi = ex.quant_nibbles(blk[rows, fmt.qs_at + 32 * il + 4 * ir + l])
         base = i * QK_K + 64 * il + 4 * ir + l
@@ -362,12 +367,8 @@ def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
 def _q5_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     i, t = _flat(cta, tid)
     il, ir = t // 16, t % 16
-    blk = blocks[i]
-    rows = np.arange(i.size)
-    dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
-    s1, m1 = _scale_min_k4(ex, blk, rows, 2 * il)
-    s2, m2 = _scale_min_k4(ex, blk, rows, 2 * il + 1)
-    d1, mm1, d2, mm2 = dall * s1, dmin * m1, dall * s2, dmin * m2
+    blk, rows = blocks[i], np.arange(i.size)
+    d1, mm1, d2, mm2 = _pair_scales_k4(ex, fmt, blk, rows, il)
     hm = 1 << (2 * il)
     for e in range(2):
         lo, hi = ex.quant_nibbles(blk[rows, fmt.qs_at + 32 * il + 2 * ir + e])
