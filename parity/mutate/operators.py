@@ -44,8 +44,7 @@ class Mutant:
 
 
 # ------------------------------------------------------------------------------- masking
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w*)")
-_DEFINE_HEAD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+(\([^)]*\))?")
+_DEFINE_HEAD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+(\([^)]*\))?", re.M)
 
 
 def mask(text: str) -> str:
