@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import queue
+import threading
 import shutil
 import tempfile
 import time
@@ -73,14 +74,14 @@ def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, 
 class GpuRunner:
     """Mutants on one GPU level, through `jobs` scratch copies of the suite (slots).
 
-    A mutant is written into a free slot and only the sources it changes are compiled there;
-    the original is compiled in the same slot too (a cache hit after the first time), so the
-    object code hashes compare like with like and every unchanged file's compile-cache entry
-    (keyed by content and flags, the slot's path among them) serves every later mutant of that
-    slot. The run phase writes the mutant into its slot again and starts a fresh isolated worker
-    there: a worker's loaded modules cannot be swapped for a new suite, and a mutant that faults
-    must not cost the next one its context. That worker costs about a second per mutant
-    (process start, CUDA context, suite discovery)."""
+    A mutant is written into a free slot and only the sources it changes are compiled there, in
+    parallel over the slots. Its object code is compared with the original's, compiled once in
+    the suite folder itself (the cubin does not record the folder: a mutant the compiler folds
+    away hashes the same from a slot). The run phase writes the mutant into its slot again and
+    starts a fresh isolated worker there: a worker's loaded modules cannot be swapped for a new
+    suite, and a mutant that faults must not cost the next one its context. That worker costs
+    about a second per mutant (process start, CUDA context, suite discovery); an unchanged file
+    a case also needs (ucopy for conv.host) compiles once per slot, then comes from the cache."""
 
     def __init__(self, suite_dir: Path, level_cls: type[Executor], targets: dict[str, FileTarget],
                  cases: list[Case], jobs: int = 1, case_timeout: float = 30.0, mutant_timeout: float = 120.0):
@@ -97,7 +98,8 @@ class GpuRunner:
         for j in range(len(self.slots)):
             self._free.put(j)
         self._dirty: dict[int, str] = {}                 # slot -> the file holding a mutant there
-        self._original: dict[tuple[int, str], str] = {}  # (slot, source) -> sha256 of its object code
+        self._original: dict[str, str] = {}              # source -> sha256 of its original object code
+        self._original_lock = threading.Lock()
         self._slot_of: dict[str, int] = {}               # mutant id -> the slot it was compiled in
         self._early: dict[str, Outcome | None] = {}      # mutant id -> outcome decided by compiling
 
@@ -130,6 +132,12 @@ class GpuRunner:
         return hashlib.sha256(res.read()).hexdigest(), ""
 
     # --- compilation (parallel, no GPU) ---------------------------------------------------
+    def _original_digest(self, source: str) -> str:
+        with self._original_lock:             # one compile per source, not one per waiting thread
+            if source not in self._original:
+                self._original[source] = self._digest(self.suite_dir, source)[0] or ""
+            return self._original[source]
+
     def compile_one(self, mutant: Mutant) -> Outcome | None:
         """Compile a mutant: its early outcome (equivalent, compile-error, no-case), or None to run it."""
         t0 = time.perf_counter()
@@ -139,16 +147,13 @@ class GpuRunner:
         j = self._free.get()
         try:
             self._slot_of[mutant.id] = j
-            for s in srcs:
-                if (j, s) not in self._original:
-                    self._original[j, s] = self._digest(self._write(j, None), s)[0] or ""
             suite = self._write(j, mutant)
             same = True
             for s in srcs:
                 digest, err = self._digest(suite, s)
                 if digest is None:
                     return Outcome(mutant, "compile-error", message=f"{s}: {err}", seconds=time.perf_counter() - t0)
-                same = same and bool(digest) and digest == self._original[j, s]
+                same = same and bool(digest) and digest == self._original_digest(s)
         finally:
             self._free.put(j)
         if same:
