@@ -55,6 +55,7 @@ def test_off_by_one_and_ternary():
 def test_stride_index_nan_rounding_truncation():
     assert mutated("s = strides[k * num_dims + d];", "stride-index") == ["s = strides[k + num_dims + d];"]
     assert mutated("s = dims[d];", "stride-index") == ["s = dims[0];"]
+    assert ops("__shared__ C shr[kMaxBlock]; T a[N];", "stride-index") == []
     assert mutated("if (isnan(x) || is_nan(f(y))) return;", "nan-check") == \
         ["if (false || is_nan(f(y))) return;", "if (isnan(x) || false) return;"]
     assert ops("PK_DEV bool is_nan(float x) { return x != x; }", "nan-check") == []

@@ -223,11 +223,14 @@ def _arm_end(code: str, k: int, stop: str) -> int | None:
     return None
 
 
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*|k[A-Z]\w*")   # array extents (kMaxBlock, N), not indices
+
+
 def stride_index(code: str) -> Iterator[Edit]:
     """Stride/dim confusion: `[k * num_dims + d]` -> `[k + num_dims + d]`, `[d]` -> `[0]`."""
     for a, b in _brackets(code):
         inner = code[a + 1:b]
-        if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", inner) and not inner.strip().isupper():
+        if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", inner) and not _CONSTANT.fullmatch(inner.strip()):
             lead = len(inner) - len(inner.lstrip())
             yield a + 1 + lead, inner.strip(), "0"
         for m in re.finditer(r"(?<=\s)\*(?=\s)", inner):
