@@ -27,7 +27,7 @@ from ..executors.worker import IsolatedExecutor
 from .operators import Mutant
 from .targets import FileTarget, cases_for, sources_needed
 
-VERDICTS = ("killed", "survived", "timeout", "equivalent", "compile-error", "no-case")
+VERDICTS = ("killed", "survived", "timeout", "equivalent", "compile-error")
 COUNTED = ("killed", "survived")
 
 
@@ -139,11 +139,10 @@ class GpuRunner:
             return self._original[source]
 
     def compile_one(self, mutant: Mutant) -> Outcome | None:
-        """Compile a mutant: its early outcome (equivalent, compile-error, no-case), or None to run it."""
+        """Compile a mutant: its early outcome (equivalent, compile-error), or None to run it.
+        (Every target reaches a case: the CLI keeps only those.)"""
         t0 = time.perf_counter()
         srcs = self._sources(mutant)
-        if not srcs:
-            return Outcome(mutant, "no-case", message="no case of the sweep reaches this file")
         j = self._free.get()
         try:
             self._slot_of[mutant.id] = j
