@@ -321,6 +321,7 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
 # register the other commands: coverage, compile, doctor; baseline, diff, repro; run --time, bench, merge
 from . import cli_bench, cli_suite, commands  # noqa: E402,F401,I001
 from . import cli_peak  # noqa: E402,F401  (register peak)
+from . import cli_mutate  # noqa: E402,F401  (register mutate)
 
 if __name__ == "__main__":
     main()

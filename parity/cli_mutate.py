@@ -1,0 +1,106 @@
+"""`parity mutate`: how many single-change kernel bugs a sweep catches, and the ones it misses (#17)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .cli import SetupError, _csv, main
+
+EPILOG = """\b
+Examples:
+  parity mutate --list --max 40                  # the mutants that would run (no GPU needed)
+  parity mutate --sweep pr --max 300 --min-score 0.95
+  parity mutate --ops 'unary.*' --max 20 --level amd
+Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error (no GPU level).
+"""
+
+
+@main.command("mutate", epilog=EPILOG)
+@click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled].")
+@click.option("--sweep", default="pr", show_default=True, help="Bundled sweep or a sweep TOML file.")
+@click.option("--ops", help="Op glob patterns, comma separated: only mutate files defining their kernels.")
+@click.option("--max", "max_n", type=int, help="Run at most N mutants, sampled over every file.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (reproducible).")
+@click.option("--level", default="hip-on-nvidia", show_default=True, type=click.Choice(["hip-on-nvidia", "amd"]))
+@click.option("--jobs", type=int, default=None, help="Parallel compiles [default: cores].")
+@click.option("--min-score", type=float, default=0.0, show_default=True, help="Exit 1 below this score (0..1).")
+@click.option("--mutant-timeout", type=float, default=120.0, show_default=True, help="Seconds a mutant's cases may take.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--list", "list_only", is_flag=True, help="Print the mutants that would run and stop.")
+def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, min_score, mutant_timeout, out, list_only) -> None:
+    """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
+    and count the changes the sweep catches (score = killed / (killed + survived))."""
+    from .cases import Filters, load_sweep
+    from .levels import DEFAULT_HIP_SRC
+    from .mutate.operators import mutants_of, sample
+    from .mutate.targets import cases_for, targets
+    from .resources import hip_mapping
+    suite = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
+    if not suite.is_dir():
+        raise SetupError(f"kernel suite folder {suite} does not exist")
+    try:
+        cases = load_sweep(sweep, Filters(_csv(ops)))
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise SetupError(str(e.args[0]) if e.args else str(e))
+    files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}
+    if not files:
+        raise SetupError("no suite file defines a kernel of the selected cases")
+    mutants = sample(mutants_of(suite, list(files)), max_n, seed)
+    if list_only:
+        for m in mutants:
+            click.echo(f"{m.operator:20s} {m.diff()}")
+        per_file = Counter(m.file for m in mutants)
+        click.echo(f"{len(mutants)} mutants over {len(per_file)} files: "
+                   + ", ".join(f"{f} {n}" for f, n in sorted(per_file.items())))
+        return
+    _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, min_score, mutant_timeout, out)
+
+
+def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
+         min_score: float, mutant_timeout: float, out: Path) -> None:
+    from .levels import make
+    from .mutate.report import summary, write
+    from .mutate.run import GpuRunner, evaluate
+    from .ops import expected_kernels
+    from .render import terminal
+    lv = make(level, suite, None, isolate=False)
+    if not lv.availability.available:
+        raise SetupError(f"parity mutate needs a GPU level: {level} is unavailable ({lv.availability.reason})")
+    known = expected_kernels()
+    families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
+    console = Console()
+    t0 = time.perf_counter()
+    runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout)
+    try:
+        with terminal.progress(console) as prog:
+            task = prog.add_task(f"compile {len(mutants)} mutants", total=len(mutants), status="")
+            runner.precompile(mutants, on_done=lambda m: prog.update(task, advance=1))
+            compile_s = time.perf_counter() - t0
+            task = prog.add_task(level, total=len(mutants), status="", unit="mutants")
+            tally: Counter = Counter()
+
+            def done(o) -> None:
+                tally[o.verdict] += 1
+                prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
+            outcomes = evaluate(mutants, runner.run_mutant, done)
+    finally:
+        runner.close()
+    meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
+            "mutants": len(mutants), "jobs": jobs, "compile_s": compile_s, "elapsed_s": time.perf_counter() - t0}
+    s = summary(outcomes, families, meta)
+    folder = Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    write(s, folder)
+    pct = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
+    click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items())
+               + f" in {meta['elapsed_s']:.0f} s ({compile_s:.0f} s compiling)")
+    for v in s["survivors"][:20]:
+        click.echo(f"  survived {v['operator']:20s} {v['diff']}")
+    click.echo(f"reports: {folder}/ (mutants.json, summary.md, index.html)")
+    sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)

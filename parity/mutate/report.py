@@ -1,0 +1,129 @@
+"""The mutation report: score, counts, survivors with a hint at the case that would catch them."""
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+from .run import COUNTED, VERDICTS, Outcome
+
+_HINTS = {
+    "relational-boundary": "sizes around the block / grid / tile boundary (numel = k*block +- 1)",
+    "off-by-one": "sizes around the block / grid / tile boundary (numel = k*block +- 1)",
+    "equality": "a case where both branches differ (layout or value class the branch tests)",
+    "logical": "a case where exactly one of the two conditions holds",
+    "arithmetic-sign": "a non-zero offset or a sliced / strided layout",
+    "stride-index": "a strided layout with unequal dims and strides (transposed, permuted 3-D+)",
+    "nan-check": "the special value class (NaN inputs)",
+    "rounding-bias": "values on a rounding tie (the special / out-of-range value classes, f16 / bf16)",
+    "ternary-swap": "a case reaching both arms (mixed signs, NaN, both layouts)",
+    "index-truncation": "a huge case (numel or an offset past 2^32)",
+}
+_STRIDED = ("strided", "info[", "strides", "num_dims", "dims[")
+
+
+def score(outcomes: list[Outcome]) -> float | None:
+    """killed / (killed + survived); None when no mutant counts."""
+    c = Counter(o.verdict for o in outcomes)
+    n = c["killed"] + c["survived"]
+    return c["killed"] / n if n else None
+
+
+def hint(o: Outcome, family: str) -> str:
+    """The case class that would most likely have caught a survivor, where the text tells."""
+    line = o.mutant.source_line
+    if o.mutant.operator in ("relational-boundary", "arithmetic-sign", "off-by-one") \
+            and any(s in line for s in _STRIDED):
+        return f"add a strided layout reaching this branch ({family})"
+    return _HINTS.get(o.mutant.operator, "")
+
+
+def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> dict:
+    """Everything the markdown and HTML show, JSON-ready."""
+    s = score(outcomes)
+    per_op: dict[str, Counter] = {}
+    per_file: dict[str, Counter] = {}
+    for o in outcomes:
+        per_op.setdefault(o.mutant.operator, Counter())[o.verdict] += 1
+        per_file.setdefault(o.mutant.file, Counter())[o.verdict] += 1
+    survivors = [{"where": f"{o.mutant.file}:{o.mutant.line}", "operator": o.mutant.operator,
+                  "diff": o.mutant.diff(), "family": families.get(o.mutant.file, ""),
+                  "hint": hint(o, families.get(o.mutant.file, ""))}
+                 for o in outcomes if o.verdict == "survived"]
+    return {"schema": "parity.mutate/1", "meta": meta, "score": s,
+            "counts": {v: n for v in VERDICTS if (n := sum(o.verdict == v for o in outcomes))},
+            "per_operator": {k: dict(v) for k, v in sorted(per_op.items())},
+            "per_file": {k: dict(v) for k, v in sorted(per_file.items())},
+            "survivors": survivors,
+            "outcomes": [{**{k: v for k, v in asdict(o).items() if k != "mutant"}, "mutant": o.mutant.id,
+                          "diff": o.mutant.diff()} for o in outcomes]}
+
+
+def _pct(s: float | None) -> str:
+    return "n/a (no mutant counted)" if s is None else f"{100 * s:.1f}%"
+
+
+def _counts_table(title: str, rows: dict[str, dict]) -> list[str]:
+    cols = [v for v in VERDICTS if any(v in r for r in rows.values())]
+    out = [f"| {title} | " + " | ".join(cols) + " | score |", "|---" * (len(cols) + 2) + "|"]
+    for k, r in rows.items():
+        n = r.get("killed", 0) + r.get("survived", 0)
+        out.append(f"| `{k}` | " + " | ".join(str(r.get(c, 0)) for c in cols)
+                   + f" | {_pct(r.get('killed', 0) / n) if n else '-'} |")
+    return out
+
+
+def markdown(s: dict) -> str:
+    counts = ", ".join(f"{n} {v}" for v, n in s["counts"].items())
+    eq = s["counts"].get("equivalent", 0)
+    lines = [f"# Mutation score: {_pct(s['score'])}", "",
+             f"Sweep `{s['meta'].get('sweep')}` on level `{s['meta'].get('level')}`: {counts}. "
+             f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged) "
+             "and compile errors are not counted.", ""]
+    lines += _counts_table("operator", s["per_operator"]) + [""] + _counts_table("file", s["per_file"]) + [""]
+    lines += [f"## Survivors ({len(s['survivors'])})", ""]
+    if s["survivors"]:
+        lines += ["| where | operator | diff | family | hint |", "|---|---|---|---|---|"]
+        lines += [f"| {v['where']} | {v['operator']} | `{v['diff'].split(': ', 1)[1].replace('|', '&#124;')}` "
+                  f"| {v['family']} | {v['hint']} |" for v in s["survivors"]]
+    else:
+        lines.append("None: every counted mutant was killed.")
+    return "\n".join(lines) + "\n"
+
+
+def html_page(s: dict) -> str:
+    """A standalone page (the run reports' palette), the markdown's content as tables."""
+    e = html.escape
+    rows = "".join(f"<tr><td>{e(v['where'])}</td><td>{e(v['operator'])}</td><td><code>{e(v['diff'])}</code></td>"
+                   f"<td>{e(v['family'])}</td><td>{e(v['hint'])}</td></tr>" for v in s["survivors"])
+
+    def table(title: str, data: dict) -> str:
+        cols = [v for v in VERDICTS if any(v in r for r in data.values())]
+        body = "".join(f"<tr><td><code>{e(k)}</code></td>" + "".join(f"<td>{r.get(c, 0)}</td>" for c in cols)
+                       + "</tr>" for k, r in data.items())
+        return (f"<table><tr><th>{title}</th>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{body}</table>")
+    counts = ", ".join(f"{n} {v}" for v, n in s["counts"].items())
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>parity mutate: {_pct(s['score'])}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;margin:1em 0}}
+td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left}} th{{background:#f4f4f4}}
+.score{{font-size:2em;color:{'#2e9e4f' if (s['score'] or 0) >= 0.95 else '#d62828'}}}</style></head><body>
+<h1>Mutation score: <span class="score">{_pct(s['score'])}</span></h1>
+<p>Sweep <code>{e(str(s['meta'].get('sweep')))}</code> on <code>{e(str(s['meta'].get('level')))}</code>: {e(counts)}.
+Equivalent mutants and compile errors are not counted.</p>
+{table('operator', s['per_operator'])}{table('file', s['per_file'])}
+<h2>Survivors ({len(s['survivors'])})</h2>
+<table><tr><th>where</th><th>operator</th><th>diff</th><th>family</th><th>hint</th></tr>{rows}</table>
+</body></html>
+"""
+
+
+def write(s: dict, folder: Path) -> list[Path]:
+    """mutants.json, summary.md and index.html in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "mutants.json", folder / "summary.md", folder / "index.html"]
+    paths[0].write_text(json.dumps(s, indent=1))
+    paths[1].write_text(markdown(s))
+    paths[2].write_text(html_page(s))
+    return paths

@@ -1,0 +1,157 @@
+"""parity mutate (#17): operators on snippets, sampling, classification, score and reports with a
+fake runner, the CLI's --list and no-GPU answer; one GPU test (run on the device with -m gpu)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parity.cli import main
+from parity.mutate.operators import mask, mutants_of_text, sample
+from parity.mutate.report import markdown, score, summary, write
+from parity.mutate.run import Outcome, evaluate
+
+
+def ops(text: str, operator: str) -> list[tuple[str, str]]:
+    return [(m.original, m.replacement) for m in mutants_of_text(text, "k.hip", [operator])]
+
+
+def mutated(text: str, operator: str) -> list[str]:
+    return [m.apply(text) for m in mutants_of_text(text, "k.hip", [operator])]
+
+
+def test_mask_blanks_comments_strings_and_directives_but_keeps_define_bodies():
+    text = '#include "a.h"\nint x = a < b; // c < d\nconst char* s = "e < f"; /* g < h */\n#define M(a) a < 1\n'
+    code = mask(text)
+    assert len(code) == len(text) and code.count("\n") == text.count("\n")
+    assert "c < d" not in code and "e < f" not in code and "g < h" not in code and "include" not in code
+    assert "a < b" in code and "a < 1" in code and "define" not in code
+    assert ops(text, "relational-boundary") == [("<", "<="), ("<", "<=")]
+
+
+def test_relational_equality_logical():
+    assert mutated("if (i < n && j >= m) {}", "relational-boundary") == \
+        ["if (i <= n && j >= m) {}", "if (i < n && j > m) {}"]
+    assert mutated("b = x == y;", "equality") == ["b = x != y;"]
+    assert mutated("b = p && q;", "logical") == ["b = p || q;"]
+    assert ops("template <class T> f(Num<T>::C x) { a->b; c >> 2; }", "relational-boundary") == []
+
+
+def test_arithmetic_sign_only_in_index_arithmetic():
+    assert mutated("y = x[i + 1];", "arithmetic-sign") == ["y = x[i - 1];"]
+    assert mutated("usize off = base + k;", "arithmetic-sign") == ["usize off = base - k;"]
+    assert ops("float y = a + b;", "arithmetic-sign") == []
+
+
+def test_off_by_one_and_ternary():
+    assert mutated("for (i = 0; i < n; ++i) {}", "off-by-one") == ["for (i = 0; i < n - 1; ++i) {}"]
+    assert mutated("r = c ? f(a, b) : g[1];", "ternary-swap") == ["r = c ? g[1] : f(a, b);"]
+    assert ops("r = c ? a : d ? b : e;", "ternary-swap") == [("b : e", "e : b")]   # the outer one: skipped
+    assert ops("r = pk::f(x);", "ternary-swap") == []
+
+
+def test_stride_index_nan_rounding_truncation():
+    assert mutated("s = strides[k * num_dims + d];", "stride-index") == ["s = strides[k + num_dims + d];"]
+    assert mutated("s = dims[d];", "stride-index") == ["s = dims[0];"]
+    assert ops("__shared__ C shr[kMaxBlock]; T a[N];", "stride-index") == []
+    assert mutated("if (isnan(x) || is_nan(f(y))) return;", "nan-check") == \
+        ["if (false || is_nan(f(y))) return;", "if (isnan(x) || false) return;"]
+    assert ops("PK_DEV bool is_nan(float x) { return x != x; }", "nan-check") == []
+    assert mutated("u = (u + 0x7fffu) >> 16;", "rounding-bias") == ["u = (u + 0x8000u) >> 16;"]
+    assert mutated("size_t i = g; usize n;", "index-truncation") == \
+        ["unsigned int i = g; usize n;", "size_t i = g; unsigned int n;"]
+
+
+def test_mutant_records_position_and_one_line_diff():
+    [m] = mutants_of_text("int a;\n  if (i == n) {}\n", "x.hip", ["equality"])
+    assert (m.file, m.line, m.column, m.original, m.replacement, m.operator) == ("x.hip", 2, 9, "==", "!=", "equality")
+    assert m.diff() == "x.hip:2: if (i == n) {}  ->  if (i != n) {}"
+
+
+def test_sampling_is_deterministic_and_spread_over_files():
+    ms = [m for f in ("a.hip", "b.hip", "c.h") for m in mutants_of_text("x = a < b && c == d;\n" * 5, f)]
+    one, again = sample(ms, 6, seed=3), sample(ms, 6, seed=3)
+    assert one == again and len(one) == 6
+    assert {m.file for m in one} == {"a.hip", "b.hip", "c.h"}
+    assert sample(ms, 6, seed=4) != one
+    assert [m for m in ms if m in one] == one                 # in the deterministic order
+    assert sample(ms, None) == ms
+
+
+def _fake(verdicts: dict[str, str]):
+    def run_mutant(m):
+        v = verdicts[m.operator]
+        return Outcome(m, v, case="unary.neg/f32/contiguous/normal/s0" if v == "killed" else "", case_verdict="fail"
+                       if v == "killed" else "")
+    return run_mutant
+
+
+def test_classification_score_and_reports(tmp_path: Path):
+    ms = mutants_of_text("if (i < n && dims[d] == 0) { y = x[i + 1]; }\n", "k.hip")
+    verdicts = {"relational-boundary": "killed", "logical": "killed", "off-by-one": "survived",
+                "stride-index": "equivalent", "equality": "compile-error", "arithmetic-sign": "survived"}
+    seen = []
+    outs = evaluate(ms, _fake(verdicts), seen.append)
+    assert seen == outs and [o.mutant for o in outs] == ms
+    assert score(outs) == pytest.approx(2 / 4)                 # equivalent and compile-error not counted
+    s = summary(outs, {"k.hip": "unary"}, {"sweep": "pr", "level": "hip-on-nvidia"})
+    assert s["counts"] == {"killed": 2, "survived": 2, "equivalent": 1, "compile-error": 1}
+    assert {v["operator"] for v in s["survivors"]} == {"off-by-one", "arithmetic-sign"}
+    assert all(v["family"] == "unary" and v["hint"] for v in s["survivors"])
+    md = markdown(s)
+    assert "# Mutation score: 50.0%" in md and "1 equivalent" in md and "k.hip:1" in md
+    paths = write(s, tmp_path)
+    assert json.loads(paths[0].read_text())["score"] == 0.5 and "50.0%" in paths[2].read_text()
+    assert score([Outcome(ms[0], "equivalent")]) is None
+
+
+def test_cli_list_needs_no_gpu():
+    r = CliRunner().invoke(main, ["mutate", "--list", "--max", "12", "--sweep", "smoke"])
+    assert r.exit_code == 0, r.output
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith("12 mutants over ") and "common.h" in last
+
+
+def test_cli_without_gpu_level_says_so_in_one_line(monkeypatch):
+    from parity.executors.base import Availability
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    monkeypatch.setattr(HipOnNvidiaExecutor, "availability", lambda self: Availability(False, "no GPU here"))
+    r = CliRunner().invoke(main, ["mutate", "--max", "2", "--sweep", "smoke"])
+    assert r.exit_code == 2
+    assert r.output.strip() == "Error: parity mutate needs a GPU level: hip-on-nvidia is unavailable (no GPU here)"
+
+
+@pytest.mark.gpu
+def test_gpu_known_killable_unary_mutant_is_killed(tmp_path: Path):
+    """~5 mutants of the unary family (unary.h, compiled through unary_f32.hip) on hip-on-nvidia:
+    swapping relu's arms is killed; dropping relu's NaN check is equivalent in f32 (the check is
+    `N::nan_max && is_nan(x)`, nan_max false for f32: the compiler folds it away)."""
+    from parity.cases import Filters, load_sweep
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.mutate.operators import mutants_of
+    from parity.mutate.run import GpuRunner
+    from parity.mutate.targets import targets
+    from parity.resources import hip_mapping
+    if not HipOnNvidiaExecutor().availability().available:
+        pytest.skip("no hip-on-nvidia level")
+    cases = [c for c in load_sweep("smoke", Filters(["unary.relu", "unary.neg", "unary.abs"])) if c.dtype == "f32"]
+    files = {"unary.h": targets(DEFAULT_HIP_SRC, [hip_mapping()])["unary.h"]}
+    ms = mutants_of(DEFAULT_HIP_SRC, ["unary.h"])
+    relu = [m for m in ms if "OpRelu" in m.source_line]
+    swap = [m for m in relu if m.operator == "ternary-swap"]
+    nan = [m for m in relu if m.operator == "nan-check"]
+    chosen = swap + nan + [m for m in ms if m.operator == "relational-boundary"][:3]
+    runner = GpuRunner(DEFAULT_HIP_SRC, HipOnNvidiaExecutor, files, cases, jobs=4)
+    try:
+        runner.precompile(chosen)
+        outs = evaluate(chosen, runner.run_mutant)
+    finally:
+        runner.close()
+    for o in outs:
+        print(o.verdict, o.case, o.case_verdict, o.mutant.diff(), f"{o.seconds:.1f}s")
+    assert outs[0].verdict == "killed" and outs[0].case.startswith("unary.relu/f32"), outs[0]
+    assert outs[1].verdict == "equivalent", outs[1]
+    assert all(o.verdict in ("killed", "survived", "equivalent") for o in outs)
