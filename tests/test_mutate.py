@@ -62,6 +62,8 @@ def test_stride_index_nan_rounding_truncation():
     assert mutated("u = (u + 0x7fffu) >> 16;", "rounding-bias") == ["u = (u + 0x8000u) >> 16;"]
     assert mutated("size_t i = g; usize n;", "index-truncation") == \
         ["unsigned int i = g; usize n;", "size_t i = g; unsigned int n;"]
+    assert mutated("f(pk::usize numel, pk::usize n)", "index-truncation") == \
+        ["f(unsigned int numel, pk::usize n)", "f(pk::usize numel, unsigned int n)"]   # qualified: whole
 
 
 def test_mutant_records_position_and_one_line_diff():

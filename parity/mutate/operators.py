@@ -116,7 +116,7 @@ _OFFSETY = re.compile(r"\w*(idx|index|off|offset|pos|stride|base|start)\w*", re.
 _BOUND = re.compile(r"(?<=\s)<\s+([A-Za-z_][\w.]*(?:->\w+)*(?:\[[^\]\[]*\])?)(?=\s*(?:[;)]|&&|\|\|))")
 _NAN = re.compile(r"\b(?:std::)?(isnan|isnanf|is_nan|__hisnan)\s*\(")
 _ROUND = re.compile(r"\b0x(7fff|8000)(?=[uU]?\b)", re.I)
-_WIDE = re.compile(r"\b(size_t|uint64_t|usize|u64|int64_t|i64)(?=\s+[A-Za-z_]\w*\s*[=;,)])")
+_WIDE = re.compile(r"(?:\b[A-Za-z_]\w*::)*\b(size_t|uint64_t|usize|u64|int64_t|i64)(?=\s+[A-Za-z_]\w*\s*[=;,)])")
 _NARROW = {"size_t": "unsigned int", "uint64_t": "unsigned int", "usize": "unsigned int",
            "u64": "unsigned int", "int64_t": "int", "i64": "int"}
 
@@ -257,9 +257,10 @@ def rounding_bias(code: str) -> Iterator[Edit]:
 
 
 def index_truncation(code: str) -> Iterator[Edit]:
-    """A 64-bit index or size declaration becomes 32-bit (`size_t i = ...` -> `unsigned int i = ...`)."""
+    """A 64-bit index or size declaration becomes 32-bit (`size_t i = ...` -> `unsigned int i = ...`;
+    a qualified `pk::usize` as a whole: `pk::unsigned int` would not compile)."""
     for m in _WIDE.finditer(code):
-        yield m.start(), m.group(1), _NARROW[m.group(1)]
+        yield m.start(), m.group(0), _NARROW[m.group(1)]
 
 
 OPERATORS: dict[str, Callable[[str], Iterator[Edit]]] = {
