@@ -275,18 +275,18 @@ def _pairs(ex, fmt, blocks, y, cta, tid, a) -> None:
     _store(y, iybs + iqs + 16, vy_)
 
 
-def _flat(cta, tid):
+def _threads(blocks: np.ndarray, cta, tid) -> tuple[np.ndarray, ...]:
+    """Per thread of a K-quant launch: (super-block index, thread index, the super-block's bytes,
+    row numbers into those bytes)."""
     i = np.broadcast_to(cta, (cta.shape[0], tid.shape[1])).reshape(-1)
     t = np.broadcast_to(tid, (cta.shape[0], tid.shape[1])).reshape(-1)
-    return i, t
+    return i, t, blocks[i], np.arange(i.size)
 
 
 def _q2_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     n, l = t // 32, t % 32
     is_ = 8 * n + l // 16
-    blk = blocks[i]
-    rows = np.arange(i.size)
     q = blk[rows, fmt.qs_at + 32 * n + l].astype(np.int64)
     dall, dmin = ex.quant_scale(blk, fmt.half_at[0]), ex.quant_scale(blk, fmt.half_at[1])
     for j in range(4):
@@ -297,7 +297,7 @@ def _q2_k(ex, fmt, blocks, y, cta, tid, a) -> None:
 
 
 def _q3_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     r = t // 4
     tt, is0 = r // 2, r % 2
     l0 = 16 * is0 + 4 * (t % 4)
@@ -305,8 +305,6 @@ def _q3_k(ex, fmt, blocks, y, cta, tid, a) -> None:
     j = tt - 4 * n
     m = 1 << (4 * n + j)
     is_ = 8 * n + 2 * j + is0
-    blk = blocks[i]
-    rows = np.arange(i.size)
     us = _q3_scales(blk[:, 96:108].astype(np.int64))[rows, is_]
     dl = ex.quant_scale(blk, fmt.half_at[0]) * (us - 32).astype(np.float32)
     for l in range(4):
@@ -353,9 +351,8 @@ def _pair_scales_k4(ex, fmt, blk: np.ndarray, rows: np.ndarray, il: np.ndarray) 
 
 
 def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     il, ir = t // 8, t % 8
-    blk, rows = blocks[i], np.arange(i.size)
     d1, mm1, d2, mm2 = _pair_scales_k4(ex, fmt, blk, rows, il)
     for l in range(4):
         lo, hi = ex.quant_nibbles(blk[rows, fmt.qs_at + 32 * il + 4 * ir + l])
@@ -365,9 +362,8 @@ def _q4_k(ex, fmt, blocks, y, cta, tid, a) -> None:
 
 
 def _q5_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     il, ir = t // 16, t % 16
-    blk, rows = blocks[i], np.arange(i.size)
     d1, mm1, d2, mm2 = _pair_scales_k4(ex, fmt, blk, rows, il)
     hm = 1 << (2 * il)
     for e in range(2):
@@ -379,11 +375,9 @@ def _q5_k(ex, fmt, blocks, y, cta, tid, a) -> None:
 
 
 def _q6_k(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     ip, il = t // 32, t % 32
     is_ = 8 * ip + il // 16
-    blk = blocks[i]
-    rows = np.arange(i.size)
     d = ex.quant_scale(blk, fmt.half_at[0])
     qh = blk[rows, 128 + 32 * ip + il].astype(np.int64)
     sc = blk[:, 192:208].view(np.int8).astype(np.float32)
@@ -396,10 +390,8 @@ def _q6_k(ex, fmt, blocks, y, cta, tid, a) -> None:
 
 
 def _q8_k_kernel(ex, fmt, blocks, y, cta, tid, a) -> None:
-    i, t = _flat(cta, tid)
+    i, t, blk, rows = _threads(blocks, cta, tid)
     il, ir = t // 8, t % 8
-    blk = blocks[i]
-    rows = np.arange(i.size)
     d = blk[:, 0:4].copy().view(np.float32).reshape(-1)
     for l in range(8):
         q = blk[rows, 4 + 64 * il + 8 * ir + l].view(np.int8).astype(np.float32)
