@@ -27,7 +27,7 @@ _STRIDED = ("strided", "info[", "strides", "num_dims", "dims[")
 def score(outcomes: list[Outcome]) -> float | None:
     """killed / (killed + survived); None when no mutant counts."""
     c = Counter(o.verdict for o in outcomes)
-    n = c["killed"] + c["survived"]
+    n = sum(c[v] for v in COUNTED)
     return c["killed"] / n if n else None
 
 
