@@ -99,7 +99,8 @@ class GpuRunner:
             self._free.put(j)
         self._dirty: dict[int, str] = {}                 # slot -> the file holding a mutant there
         self._original: dict[str, str] = {}              # source -> sha256 of its original object code
-        self._original_lock = threading.Lock()
+        self._original_lock = threading.Lock()          # guards _original_locks
+        self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
         self._slot_of: dict[str, int] = {}               # mutant id -> the slot it was compiled in
         self._early: dict[str, Outcome | None] = {}      # mutant id -> outcome decided by compiling
 
@@ -133,7 +134,9 @@ class GpuRunner:
 
     # --- compilation (parallel, no GPU) ---------------------------------------------------
     def _original_digest(self, source: str) -> str:
-        with self._original_lock:             # one compile per source, not one per waiting thread
+        with self._original_lock:
+            lock = self._original_locks.setdefault(source, threading.Lock())
+        with lock:                            # one compile per source, not one per waiting thread
             if source not in self._original:
                 self._original[source] = self._digest(self.suite_dir, source)[0] or ""
             return self._original[source]
