@@ -29,12 +29,15 @@ Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error 
 @click.option("--max", "max_n", type=int, help="Run at most N mutants, sampled over every file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (reproducible).")
 @click.option("--level", default="hip-on-nvidia", show_default=True, type=click.Choice(["hip-on-nvidia", "amd"]))
-@click.option("--jobs", type=int, default=None, help="Parallel compiles [default: cores].")
+@click.option("--jobs", type=int, default=None, help="Mutants worked on at once, each compiling in its own copy "
+              "of the suite [default: cores].")
+@click.option("--runners", type=int, default=4, show_default=True, help="Mutants launching on the GPU at once.")
 @click.option("--min-score", type=float, default=0.0, show_default=True, help="Exit 1 below this score (0..1).")
 @click.option("--mutant-timeout", type=float, default=120.0, show_default=True, help="Seconds a mutant's cases may take.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
 @click.option("--list", "list_only", is_flag=True, help="Print the mutants that would run and stop.")
-def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, min_score, mutant_timeout, out, list_only) -> None:
+def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score, mutant_timeout, out,
+               list_only) -> None:
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
     from .cases import Filters, load_sweep
@@ -60,11 +63,12 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, min_score, mutant_
         click.echo(f"{len(mutants)} mutants over {len(per_file)} files: "
                    + ", ".join(f"{f} {n}" for f, n in sorted(per_file.items())))
         return
-    _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, min_score, mutant_timeout, out)
+    _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
+         mutant_timeout, out)
 
 
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
-         min_score: float, mutant_timeout: float, out: Path) -> None:
+         runners: int, min_score: float, mutant_timeout: float, out: Path) -> None:
     from .levels import make
     from .mutate.report import summary, write
     from .mutate.run import GpuRunner, evaluate
@@ -77,29 +81,28 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
     console = Console()
     t0 = time.perf_counter()
-    runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout)
+    runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout, runners=runners)
     try:
         with terminal.progress(console) as prog:
-            task = prog.add_task(f"compile {len(mutants)} mutants", total=len(mutants), status="")
-            runner.precompile(mutants, on_done=lambda m: prog.update(task, advance=1))
-            compile_s = time.perf_counter() - t0
             task = prog.add_task(level, total=len(mutants), status="", unit="mutants")
             tally: Counter = Counter()
 
             def done(o) -> None:
                 tally[o.verdict] += 1
                 prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
-            outcomes = evaluate(mutants, runner.run_mutant, done)
+            outcomes = evaluate(mutants, runner.run_mutant, done, workers=len(runner.slots))
     finally:
         runner.close()
     meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
-            "mutants": len(mutants), "jobs": jobs, "compile_s": compile_s, "elapsed_s": time.perf_counter() - t0}
+            "mutants": len(mutants), "jobs": jobs, "runners": runners, "elapsed_s": time.perf_counter() - t0,
+            "compile_s": runner.seconds["compile"], "run_s": runner.seconds["run"]}
     s = summary(outcomes, families, meta)
     folder = Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     write(s, folder)
     pct = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
     click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items())
-               + f" in {meta['elapsed_s']:.0f} s ({compile_s:.0f} s compiling)")
+               + f" in {meta['elapsed_s']:.0f} s (summed over {jobs} lanes: {meta['compile_s']:.0f} s compiling,"
+               f" {meta['run_s']:.0f} s on the GPU)")
     for v in s["survivors"][:20]:
         click.echo(f"  survived {v['operator']:20s} {v['diff']}")
     click.echo(f"reports: {folder}/ (mutants.json, summary.md, index.html)")

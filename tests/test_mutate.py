@@ -146,10 +146,9 @@ def test_gpu_known_killable_unary_mutant_is_killed(tmp_path: Path):
     swap = [m for m in relu if m.operator == "ternary-swap"]
     nan = [m for m in relu if m.operator == "nan-check"]
     chosen = swap + nan + [m for m in ms if m.operator == "relational-boundary"][:3]
-    runner = GpuRunner(DEFAULT_HIP_SRC, HipOnNvidiaExecutor, files, cases, jobs=4)
+    runner = GpuRunner(DEFAULT_HIP_SRC, HipOnNvidiaExecutor, files, cases, jobs=4, runners=2)
     try:
-        runner.precompile(chosen)
-        outs = evaluate(chosen, runner.run_mutant)
+        outs = evaluate(chosen, runner.run_mutant, workers=4)
     finally:
         runner.close()
     for o in outs:
@@ -157,3 +156,47 @@ def test_gpu_known_killable_unary_mutant_is_killed(tmp_path: Path):
     assert outs[0].verdict == "killed" and outs[0].case.startswith("unary.relu/f32"), outs[0]
     assert outs[1].verdict == "equivalent", outs[1]
     assert all(o.verdict in ("killed", "survived", "equivalent") for o in outs)
+
+
+def test_evaluate_in_parallel_keeps_the_mutants_order():
+    import threading
+    import time
+    ms = mutants_of_text("if (i < n && dims[d] == 0) { y = x[i + 1]; }\n", "k.hip")
+    threads = set()
+
+    def slow(m):
+        threads.add(threading.get_ident())
+        time.sleep(0.05 * (len(ms) - ms.index(m)))          # the first mutant finishes last
+        return Outcome(m, "survived")
+    seen = []
+    outs = evaluate(ms, slow, seen.append, workers=len(ms))
+    assert [o.mutant for o in outs] == ms and len(threads) > 1
+    assert [o.mutant for o in seen][-1] == ms[0]             # reported as they finish
+
+
+def test_spread_interleaves_case_classes():
+    from parity.cases import Filters, load_sweep
+    from parity.mutate.targets import spread
+    cases = load_sweep("smoke", Filters(["unary.neg"]))
+    out = spread(cases)
+    assert sorted(c.id for c in out) == sorted(c.id for c in cases)
+    first = out[:len({(c.op, c.dtype, c.layout, c.values) for c in cases})]
+    assert len({(c.dtype, c.layout, c.values) for c in first}) == len(first)   # one of each class first
+
+
+def test_header_mutant_compiles_the_sources_using_the_changed_definition_first(tmp_path: Path):
+    from parity.mutate.targets import FileTarget, enclosing_name, source_order
+    header = ("#pragma once\nnamespace pk {\n// f(x) here\nstruct Acc {\n  int v;\n};\n"
+              "__device__ int clamp_idx(int i, int n) {\n  return i < n ? i : n - 1;\n}\n"
+              "#define APPLY(x) \\\n  ((x) < 0 ? 0 : (x))\n}\n")
+    at = header.index("i < n")
+    assert enclosing_name(header, at) == "clamp_idx"
+    assert enclosing_name(header, header.index("(x) < 0")) == "APPLY"
+    assert enclosing_name(header, header.index("int v")) == "Acc"
+    assert enclosing_name(header, header.index("#pragma")) is None
+    (tmp_path / "h.h").write_text(header)
+    (tmp_path / "a.hip").write_text('#include "h.h"\nint a() { return 1; }\n')
+    (tmp_path / "b.hip").write_text('#include "h.h"\nint b(int i) { return pk::clamp_idx(i, 3); }\n')
+    t = FileTarget("h.h", (("a.hip", frozenset({"a"})), ("b.hip", frozenset({"b"}))))
+    assert source_order(t, ["a.hip", "b.hip"], header, at, tmp_path) == ["b.hip", "a.hip"]
+    assert source_order(t, ["a.hip", "b.hip"], header, header.index("#pragma"), tmp_path) == ["a.hip", "b.hip"]

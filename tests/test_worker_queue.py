@@ -153,3 +153,20 @@ def test_prestart_overlaps_the_first_worker_s_start():
         assert time.perf_counter() - t0 < 0.5 and ex.restarts == 0
     finally:
         ex.close()
+
+
+def test_renew_rereads_the_suite_in_the_same_process(tmp_path):
+    from fakes_worker import FromFile
+    path = tmp_path / "suite"
+    path.write_text("1")
+    ex = IsolatedExecutor(FromFile, timeout_s=5.0, spare=False, path=str(path))
+    try:
+        first = ex.run(launch("ok_a", 0))
+        path.write_text("2")
+        assert ex.run(launch("ok_a", 0)).outputs["out"][0] == 1     # the loaded code, until renewed
+        ex.renew()
+        again = ex.run(launch("ok_a", 0))
+        assert again.outputs["out"][0] == 2 and again.message == first.message   # same worker pid
+        assert ex.restarts == 0
+    finally:
+        ex.close()

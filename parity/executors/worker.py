@@ -81,6 +81,10 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
                 if launch is None and last is not None:
                     launch, ref = last[0], (last[1].outputs if last[1].status == "ok" else None)
                 out = time_launch(ex, launch, opts, ref) if launch is not None else None
+            elif msg == "renew":                 # the suite's files changed (parity mutate): a new
+                ex.close()                       # executor over them, this process's context kept
+                ex = cls(**kwargs)
+                out = None
             elif msg == "close":
                 ex.close()
                 conn.send(("ok", None))
@@ -195,6 +199,18 @@ class IsolatedExecutor(Executor):
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             code = self._proc.exitcode if self._proc else None
             return "died", code
+
+    def renew(self) -> None:
+        """Forget every loaded kernel: the suite's sources changed on disk. The worker keeps its
+        process and CUDA context and rediscovers the suite (no worker: the next one starts fresh).
+        Spares are dropped: they loaded the old code."""
+        while self._spares:
+            self._stop(*self._spares.popleft())
+        if self._alive():
+            tag, _ = self._call("renew", None, self.prepare_timeout_s)
+            if tag != "ok":
+                self._restart()
+        self._ready = set()
 
     def prestart(self) -> None:
         """Start the first worker now, without waiting for it: its process, imports and CUDA

@@ -16,19 +16,20 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..cases import Case
-from ..engine import run_case
+from ..engine import Prepared, prepare_case, run_case
 from ..executors.base import Compiling, Executor
 from ..executors.worker import IsolatedExecutor
 from .operators import Mutant
-from .targets import FileTarget, cases_for, sources_needed
+from .targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 
 VERDICTS = ("killed", "survived", "timeout", "equivalent", "compile-error")
 COUNTED = ("killed", "survived")
+CACHED_BYTES = 16 << 20        # cases with larger outputs are built again for each mutant
 
 
 @dataclass(frozen=True)
@@ -46,25 +47,34 @@ RunMutant = Callable[[Mutant], Outcome]
 
 
 def evaluate(mutants: list[Mutant], run_mutant: RunMutant,
-             on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Every mutant's outcome, in the mutants' order."""
-    out = []
-    for m in mutants:
-        o = run_mutant(m)
-        out.append(o)
-        if on_done is not None:
-            on_done(o)
-    return out
+             on_done: Callable[[Outcome], None] | None = None, workers: int = 1) -> list[Outcome]:
+    """Every mutant's outcome, in the mutants' order; `workers` mutants at a time (threads: a
+    runner's work is compiling in subprocesses and waiting on a GPU worker)."""
+    if workers <= 1:
+        out = []
+        for m in mutants:
+            out.append(run_mutant(m))
+            if on_done is not None:
+                on_done(out[-1])
+        return out
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_mutant, m): i for i, m in enumerate(mutants)}
+        done: dict[int, Outcome] = {}
+        for f in as_completed(futures):
+            done[futures[f]] = f.result()
+            if on_done is not None:
+                on_done(done[futures[f]])
+    return [done[i] for i in range(len(mutants))]
 
 
 def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, limit_s: float,
-                         t0: float) -> Outcome:
+                         t0: float, prepared: Callable[[Case], Prepared | None] = lambda c: None) -> Outcome:
     """Run `cases` on `executor` and stop at the first one that does not pass."""
     for n, case in enumerate(cases, 1):
         if time.perf_counter() - t0 > limit_s:
             return Outcome(mutant, "timeout", message=f"{n - 1} of {len(cases)} cases in {limit_s:.0f} s",
                            seconds=time.perf_counter() - t0, cases_run=n - 1)
-        row = run_case(case, executor)
+        row = run_case(case, executor, prepared=prepared(case))
         if row["verdict"] != "pass":
             return Outcome(mutant, "killed", case.id, str(row["verdict"]), str(row.get("message") or "")[:300],
                            time.perf_counter() - t0, n)
@@ -72,23 +82,26 @@ def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, 
 
 
 class GpuRunner:
-    """Mutants on one GPU level, through `jobs` scratch copies of the suite (slots).
+    """Mutants on one GPU level, each in a lane of its own: a scratch copy of the suite (a slot)
+    where the mutant is written, compiled and run. `jobs` lanes work at once, so compiles of some
+    mutants overlap the GPU runs of others; at most `runners` lanes launch on the GPU at a time.
 
-    A mutant is written into a free slot and only the sources it changes are compiled there, in
-    parallel over the slots. Its object code is compared with the original's, compiled once in
-    the suite folder itself (the cubin does not record the folder: a mutant the compiler folds
-    away hashes the same from a slot). The run phase writes the mutant into its slot again and
-    starts a fresh isolated worker there: a worker's loaded modules cannot be swapped for a new
-    suite, and a mutant that faults must not cost the next one its context. That worker costs
-    about a second per mutant (process start, CUDA context, suite discovery); an unchanged file
-    a case also needs (ucopy for conv.host) compiles once per slot, then comes from the cache."""
+    A mutant compiles one source at a time, the sources most likely to use the changed code first,
+    and runs the cases of each source whose object code differs from the original's: it stops at
+    the first case that does not pass, so a header mutant that the first source kills never
+    compiles the other sixteen. No source changed: `equivalent`. The original object code is
+    compiled once in the suite folder itself (the cubin does not record the folder). Each slot
+    keeps one isolated GPU worker across its mutants, renewed (kernels forgotten, context kept) for
+    each one; a mutant that faults costs that worker, and the next mutant starts a fresh one.
+    Cases are built and referenced once and reused by every mutant that runs them."""
 
     def __init__(self, suite_dir: Path, level_cls: type[Executor], targets: dict[str, FileTarget],
-                 cases: list[Case], jobs: int = 1, case_timeout: float = 30.0, mutant_timeout: float = 120.0):
+                 cases: list[Case], jobs: int = 1, case_timeout: float = 30.0, mutant_timeout: float = 120.0,
+                 runners: int = 4):
         self.suite_dir = Path(suite_dir).resolve()
         self.level_cls = level_cls
         self.targets = targets
-        self.cases = {f: cases_for(t, cases) for f, t in targets.items()}
+        self.cases = {f: spread(cases_for(t, cases)) for f, t in targets.items()}
         self.case_timeout, self.mutant_timeout = case_timeout, mutant_timeout
         self.scratch = Path(tempfile.mkdtemp(prefix="parity-mutate-"))
         self.slots = [self.scratch / f"slot{j}" for j in range(max(1, jobs))]
@@ -97,14 +110,19 @@ class GpuRunner:
         self._free: queue.Queue[int] = queue.Queue()
         for j in range(len(self.slots)):
             self._free.put(j)
+        self._workers: dict[int, IsolatedExecutor] = {}  # slot -> its GPU worker
+        self._gpu = threading.Semaphore(max(1, runners))
         self._dirty: dict[int, str] = {}                 # slot -> the file holding a mutant there
         self._original: dict[str, str] = {}              # source -> sha256 of its original object code
         self._original_lock = threading.Lock()          # guards _original_locks
         self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
-        self._slot_of: dict[str, int] = {}               # mutant id -> the slot it was compiled in
-        self._early: dict[str, Outcome | None] = {}      # mutant id -> outcome decided by compiling
+        self._prepared: dict[str, Prepared] = {}         # case id -> built and referenced once
+        self.seconds = {"compile": 0.0, "run": 0.0}     # summed over the lanes (for the report)
+        self._tally = threading.Lock()
 
     def close(self) -> None:
+        for ex in self._workers.values():
+            ex.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _write(self, j: int, mutant: Mutant | None) -> Path:
@@ -118,21 +136,19 @@ class GpuRunner:
             self._dirty[j] = mutant.file
         return slot
 
-    def _sources(self, mutant: Mutant) -> list[str]:
-        return sources_needed(self.targets[mutant.file], self.cases[mutant.file])
-
     def _digest(self, suite: Path, source: str) -> tuple[str | None, str]:
         """(sha256 of the object code, or None and the compiler's first error); ("", "") for a
         level that compiles only inside its worker (no equivalence detection there)."""
         ex = self.level_cls(suite_dir=suite)
         if not isinstance(ex, Compiling):
             return "", ""
+        t0 = time.perf_counter()
         res = ex.precompile([suite / source], jobs=1)[suite / source]
+        self._count("compile", t0)
         if not res.ok:
             return None, res.error.first() if res.error else "compile failed"
         return hashlib.sha256(res.read()).hexdigest(), ""
 
-    # --- compilation (parallel, no GPU) ---------------------------------------------------
     def _original_digest(self, source: str) -> str:
         with self._original_lock:
             lock = self._original_locks.setdefault(source, threading.Lock())
@@ -141,49 +157,62 @@ class GpuRunner:
                 self._original[source] = self._digest(self.suite_dir, source)[0] or ""
             return self._original[source]
 
-    def compile_one(self, mutant: Mutant) -> Outcome | None:
-        """Compile a mutant: its early outcome (equivalent, compile-error), or None to run it.
-        (Every target reaches a case: the CLI keeps only those.)"""
+    def _count(self, what: str, t0: float) -> None:
+        with self._tally:
+            self.seconds[what] += time.perf_counter() - t0
+
+    def _prepare(self, case: Case) -> Prepared | None:
+        p = self._prepared.get(case.id)
+        if p is None:
+            p = prepare_case(case)
+            if p.expected is None or p.expected.nbytes <= CACHED_BYTES:
+                self._prepared[case.id] = p   # (a race prepares a case twice: harmless)
+        return p
+
+    def _sources(self, mutant: Mutant, slot: Path) -> list[str]:
+        target = self.targets[mutant.file]
+        needed = sources_needed(target, self.cases[mutant.file])
+        return source_order(target, needed, (slot / mutant.file).read_text(), mutant.offset, slot)
+
+    def run_mutant(self, mutant: Mutant) -> Outcome:
         t0 = time.perf_counter()
-        srcs = self._sources(mutant)
         j = self._free.get()
         try:
-            self._slot_of[mutant.id] = j
-            suite = self._write(j, mutant)
-            same = True
-            for s in srcs:
-                digest, err = self._digest(suite, s)
+            slot = self._write(j, mutant)
+            changed, ran = False, 0
+            for source in self._sources(mutant, slot):
+                digest, err = self._digest(slot, source)
                 if digest is None:
-                    return Outcome(mutant, "compile-error", message=f"{s}: {err}", seconds=time.perf_counter() - t0)
-                same = same and bool(digest) and digest == self._original_digest(s)
+                    return Outcome(mutant, "compile-error", message=f"{source}: {err}",
+                                   seconds=time.perf_counter() - t0)
+                if digest and digest == self._original_digest(source):
+                    continue                  # this source's object code is the original's
+                changed = True
+                kernels = dict(self.targets[mutant.file].sources)[source]
+                out = self._run(j, slot, mutant, [c for c in self.cases[mutant.file] if case_kernels(c) & kernels])
+                ran += out.cases_run
+                if out.verdict != "survived":
+                    return replace(out, seconds=time.perf_counter() - t0, cases_run=ran)
+            if not changed:
+                return Outcome(mutant, "equivalent", message="object code unchanged",
+                               seconds=time.perf_counter() - t0)
+            return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=ran)
         finally:
             self._free.put(j)
-        if same:
-            return Outcome(mutant, "equivalent", message="object code unchanged", seconds=time.perf_counter() - t0)
-        return None
 
-    def precompile(self, mutants: list[Mutant], on_done: Callable[[Mutant], None] | None = None) -> None:
-        """Compile every mutant, one per slot at a time (the compiles are the cost: parallelism is the lever)."""
-        with ThreadPoolExecutor(max_workers=len(self.slots)) as pool:
-            for m, early in zip(mutants, pool.map(self.compile_one, mutants)):
-                self._early[m.id] = early
-                if on_done is not None:
-                    on_done(m)
-
-    # --- running (one GPU, one mutant at a time) --------------------------------------------
-    def run_mutant(self, mutant: Mutant) -> Outcome:
-        if mutant.id not in self._early:
-            self._early[mutant.id] = self.compile_one(mutant)
-        early = self._early[mutant.id]
-        if early is not None:
-            return early
-        t0 = time.perf_counter()
-        ex = IsolatedExecutor(self.level_cls, timeout_s=self.case_timeout,
-                              suite_dir=self._write(self._slot_of[mutant.id], mutant))
-        try:
-            out = run_cases_until_fail(mutant, self.cases[mutant.file], ex, self.mutant_timeout, t0)
-        finally:
-            ex.close()
+    def _run(self, j: int, slot: Path, mutant: Mutant, cases: list[Case]) -> Outcome:
+        """The mutant's cases on slot j's GPU worker (renewed: it may hold the last mutant's code);
+        --mutant-timeout counts from the first launch."""
+        with self._gpu:
+            ex = self._workers.get(j)
+            if ex is None:
+                ex = self._workers[j] = IsolatedExecutor(self.level_cls, timeout_s=self.case_timeout,
+                                                         spare=False, suite_dir=slot)
+            else:
+                ex.renew()
+            t0 = time.perf_counter()
+            out = run_cases_until_fail(mutant, cases, ex, self.mutant_timeout, t0, self._prepare)
+            self._count("run", t0)
         if out.case_verdict == "compile-error":   # a level compiling in its worker says it only there
             return Outcome(mutant, "compile-error", message=out.message, seconds=out.seconds)
         return out

@@ -7,6 +7,7 @@ every target source including it. Either runs only the cases whose kernels those
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ..compile_cache import header_closure
 from ..host.routines import suite_kernels
 from ..ops import CATALOG, expected_kernels
 from ..suite import discover
+from .operators import mask
 
 
 @dataclass(frozen=True)
@@ -71,3 +73,64 @@ def sources_needed(target: FileTarget, cases: list[Case]) -> list[str]:
     """The sources of `target` defining a kernel these cases launch: the only ones to recompile."""
     used = set().union(*(case_kernels(c) for c in cases))
     return [s for s, ks in target.sources if ks & used]
+
+
+def spread(cases: list[Case]) -> list[Case]:
+    """`cases` reordered round robin over (op, dtype, layout, value class), so that the first few
+    cases a mutant meets already differ in every way a case can: a mutant is usually killed by
+    one class of cases, and a survivor runs them all anyway."""
+    groups: dict[tuple, list[Case]] = {}
+    for c in cases:
+        groups.setdefault((c.op, c.dtype, c.layout, c.values), []).append(c)
+    queues = list(groups.values())
+    out: list[Case] = []
+    for depth in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[depth] for q in queues if depth < len(q))
+    return out
+
+
+_BLOCK_HEAD = re.compile(r"\b(?:struct|class|union)\s+(\w+)|(\w+)\s*\(")
+_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def enclosing_name(text: str, offset: int) -> str | None:
+    """The name of the definition around `offset` in a header: the macro whose body holds it, else
+    the outermost function, struct or class (namespaces and extern "C" blocks looked through)."""
+    start = text.rfind("\n", 0, offset) + 1
+    while start > 0 and text[:start - 1].rstrip(" \t").endswith("\\"):    # a continued #define
+        start = text.rfind("\n", 0, start - 1) + 1
+    m = _MACRO.match(text, start)
+    if m:
+        return m.group(1)
+    code = mask(text)
+    opened: list[int] = []
+    for i, ch in enumerate(code[:offset]):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}" and opened:
+            opened.pop()
+    for brace in opened:
+        head_start = max(code.rfind(c, 0, brace) for c in ";{}") + 1
+        head = code[head_start:brace]
+        if re.search(r"\bnamespace\b|extern\s*$", head) or not head.strip():
+            continue
+        hit = _BLOCK_HEAD.search(head)
+        return (hit.group(1) or hit.group(2)) if hit else None
+    return None
+
+
+def source_order(target: FileTarget, sources: list[str], mutant_text: str, offset: int,
+                 suite_dir: Path) -> list[str]:
+    """`sources` with those that use the changed definition first (a header mutant stops at the
+    first source whose cases kill it; the order only decides how soon)."""
+    name = enclosing_name(mutant_text, offset)
+    if name is None or len(sources) < 2:
+        return list(sources)
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    root = Path(suite_dir)
+    header = (root / target.file).resolve()
+
+    def uses(src: str) -> bool:
+        files = [root / src] + [h for h in header_closure(root / src, []) if h.resolve() != header]
+        return any(word.search(f.read_text(errors="replace")) for f in files if f.is_file())
+    return sorted(sources, key=lambda s: not uses(s))
