@@ -1,6 +1,7 @@
 """`parity mutate`: how many single-change kernel bugs a sweep catches, and the ones it misses (#17)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -70,7 +71,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
          runners: int, min_score: float, mutant_timeout: float, out: Path) -> None:
     from .levels import make
-    from .mutate.report import summary, write
+    from .mutate.report import record, summary, write
     from .mutate.run import GpuRunner, evaluate
     from .ops import expected_kernels
     from .render import terminal
@@ -81,23 +82,34 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
     console = Console()
     t0 = time.perf_counter()
+    folder = Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    outcomes, interrupted = [], False
     runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout, runners=runners)
-    try:
-        with terminal.progress(console) as prog:
-            task = prog.add_task(level, total=len(mutants), status="", unit="mutants")
-            tally: Counter = Counter()
+    with open(folder / "mutants.jsonl", "w") as journal:    # each outcome as it comes: nothing lost
+        try:
+            with terminal.progress(console) as prog:
+                task = prog.add_task(level, total=len(mutants), status="", unit="mutants")
+                tally: Counter = Counter()
 
-            def done(o) -> None:
-                tally[o.verdict] += 1
-                prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
-            outcomes = evaluate(mutants, runner.run_mutant, done, workers=len(runner.slots))
-    finally:
-        runner.close()
+                def done(o) -> None:
+                    outcomes.append(o)
+                    journal.write(json.dumps(record(o)) + "\n")
+                    journal.flush()
+                    tally[o.verdict] += 1
+                    prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
+                evaluate(mutants, runner.run_mutant, done, workers=len(runner.slots))
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            runner.close()
+    order = {m.id: i for i, m in enumerate(mutants)}
+    outcomes.sort(key=lambda o: order[o.mutant.id])
     meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
-            "mutants": len(mutants), "jobs": jobs, "runners": runners, "elapsed_s": time.perf_counter() - t0,
+            "mutants": len(mutants), "done": len(outcomes), "interrupted": interrupted, "jobs": jobs,
+            "runners": runners, "elapsed_s": time.perf_counter() - t0,
             "compile_s": runner.seconds["compile"], "run_s": runner.seconds["run"]}
     s = summary(outcomes, families, meta)
-    folder = Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     write(s, folder)
     pct = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
     click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items())
@@ -105,5 +117,9 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
                f" {meta['run_s']:.0f} s on the GPU)")
     for v in s["survivors"][:20]:
         click.echo(f"  survived {v['operator']:20s} {v['diff']}")
-    click.echo(f"reports: {folder}/ (mutants.json, summary.md, index.html)")
+    click.echo(f"reports: {folder}/ (mutants.json, mutants.jsonl, summary.md, index.html)")
+    if interrupted:                      # lanes still compiling are not waited for
+        click.echo(f"interrupted: {len(outcomes)} of {len(mutants)} mutants done; the score covers those")
+        sys.stdout.flush()
+        os._exit(130)
     sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)

@@ -200,3 +200,38 @@ def test_header_mutant_compiles_the_sources_using_the_changed_definition_first(t
     t = FileTarget("h.h", (("a.hip", frozenset({"a"})), ("b.hip", frozenset({"b"}))))
     assert source_order(t, ["a.hip", "b.hip"], header, at, tmp_path) == ["b.hip", "a.hip"]
     assert source_order(t, ["a.hip", "b.hip"], header, header.index("#pragma"), tmp_path) == ["a.hip", "b.hip"]
+
+
+def test_an_interrupted_evaluation_keeps_what_finished():
+    ms = mutants_of_text("if (i < n && dims[d] == 0) { y = x[i + 1]; }\n", "k.hip")
+
+    def run(m):
+        if m is ms[2]:
+            raise KeyboardInterrupt
+        return Outcome(m, "killed")
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(ms, run, seen.append, workers=1)
+    assert [o.mutant for o in seen] == ms[:2]
+
+
+@pytest.mark.skipif(not __import__("shutil").which("cc"), reason="needs a C compiler to make ELF objects")
+def test_object_sections_name_the_kernels_a_mutant_changed(tmp_path: Path):
+    """gcc's -ffunction-sections objects are laid out like a cubin: a section per function."""
+    import subprocess
+    from parity.mutate.objcode import changed_kernels, sections
+
+    def obj(body_a: str, helper: str = "return x;") -> dict[str, str]:
+        src = tmp_path / "k.c"
+        src.write_text(f"__attribute__((noinline)) int helper(int x) {{ {helper} }}\n"
+                       f"int kern_a(int x) {{ {body_a} }}\nint kern_b(int x) {{ return helper(x) * 3; }}\n")
+        subprocess.run(["cc", "-O2", "-ffunction-sections", "-c", str(src), "-o", str(tmp_path / "k.o")], check=True)
+        return sections((tmp_path / "k.o").read_bytes())
+    kernels = frozenset({"kern_a", "kern_b"})
+    base = obj("return x < 5 ? x : 5;")
+    assert ".text.kern_a" in base and ".text.kern_b" in base
+    assert changed_kernels(base, obj("return x < 5 ? x : 5;"), kernels) == frozenset()       # equivalent
+    assert changed_kernels(base, obj("return x <= 5 ? x : 5;"), kernels) == frozenset()      # folds the same
+    assert changed_kernels(base, obj("return x < 5 ? 5 : x;"), kernels) == {"kern_a"}
+    assert changed_kernels(base, obj("return x < 5 ? x : 5;", "return x + 1;"), kernels) is None   # shared code
+    assert sections(b"not an elf") == {"<whole object>": sections(b"not an elf")["<whole object>"]}

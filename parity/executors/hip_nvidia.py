@@ -42,8 +42,9 @@ class CudaToolchain:
 
     def __init__(self, arch: str | None = None, compiler: str = "auto", hip: bool = True,
                  include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                 extra_flags: list[str] = (), cache_root: Path | None = None):
+                 extra_flags: list[str] = (), cache_root: Path | None = None, split_compile: bool = True):
         self.arch = str(arch).replace("sm_", "") if arch else None
+        self.split_compile = split_compile      # off where many files compile at once (parity mutate)
         self.hip = hip
         self.include_dirs = [Path(d) for d in include_dirs]
         self.defines = dict(defines or {})
@@ -71,7 +72,8 @@ class CudaToolchain:
         if self.compiler == "nvcc":
             # --split-compile: nvcc optimizes one file on every core. The bundled unary family (then one
             # file) took 127 s alone and 33 s split (H100 host, 16 cores), cubins the same size to 0.01%.
-            flags = ["-cubin", f"-arch={self.target()}", "--split-compile=0", *self.flags(source), "-x", "cu"]
+            split = ["--split-compile=0"] if self.split_compile else []
+            flags = ["-cubin", f"-arch={self.target()}", *split, *self.flags(source), "-x", "cu"]
             return compile_source(source, ["nvcc"], flags, target=self.target(),
                                   include_dirs=self.include_dirs, cache_root=self.cache_root)
         return self._nvrtc(source)
@@ -177,7 +179,7 @@ class HipOnNvidiaExecutor(Executor):
                  compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
                  cache_root: str | os.PathLike | None = None, timing: bool = False,
-                 wave: int | None = None):
+                 wave: int | None = None, split_compile: bool = True):
         self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
         if include_dirs is None:
             include_dirs = self.default_includes()
@@ -187,7 +189,8 @@ class HipOnNvidiaExecutor(Executor):
         if self.wave == 64:
             defines = {"PARITY_WAVE64": "1", **(defines or {})}
         self.toolchain = CudaToolchain(arch, compiler, self.level != "cuda", [Path(d) for d in include_dirs],
-                                       defines, extra_flags, Path(cache_root) if cache_root else None)
+                                       defines, extra_flags, Path(cache_root) if cache_root else None,
+                                       split_compile)
         self.timing = timing
         self._suite: Suite | None = None
         self._compiled: dict[Path, CompileResult] = {}

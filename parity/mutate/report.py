@@ -49,7 +49,7 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
         per_op.setdefault(o.mutant.operator, Counter())[o.verdict] += 1
         per_file.setdefault(o.mutant.file, Counter())[o.verdict] += 1
     survivors = [{"where": f"{o.mutant.file}:{o.mutant.line}", "operator": o.mutant.operator,
-                  "diff": o.mutant.diff(), "family": families.get(o.mutant.file, ""),
+                  "diff": o.mutant.diff(), "family": families.get(o.mutant.file, ""), "kernels": list(o.kernels),
                   "hint": hint(o, families.get(o.mutant.file, ""))}
                  for o in outcomes if o.verdict == "survived"]
     return {"schema": "parity.mutate/1", "meta": meta, "score": s,
@@ -57,8 +57,19 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
             "per_operator": {k: dict(v) for k, v in sorted(per_op.items())},
             "per_file": {k: dict(v) for k, v in sorted(per_file.items())},
             "survivors": survivors,
-            "outcomes": [{**{k: v for k, v in asdict(o).items() if k != "mutant"}, "mutant": o.mutant.id,
-                          "diff": o.mutant.diff()} for o in outcomes]}
+            "outcomes": [record(o) for o in outcomes]}
+
+
+def record(o: Outcome) -> dict:
+    """One outcome, JSON-ready (mutants.json's outcomes, and the journal's lines)."""
+    return {**{k: v for k, v in asdict(o).items() if k != "mutant"}, "mutant": o.mutant.id, "diff": o.mutant.diff()}
+
+
+def _family(v: dict) -> str:
+    """The op family, and the kernels whose machine code the survivor changed (those it ran)."""
+    ks = v.get("kernels") or []
+    more = f" (+{len(ks) - 3})" if len(ks) > 3 else ""
+    return f"{v['family']}: {', '.join(ks[:3])}{more}" if ks else v["family"]
 
 
 def _pct(s: float | None) -> str:
@@ -82,12 +93,15 @@ def markdown(s: dict) -> str:
              f"Sweep `{s['meta'].get('sweep')}` on level `{s['meta'].get('level')}`: {counts}. "
              f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged) "
              "and compile errors are not counted.", ""]
+    if s["meta"].get("interrupted"):
+        lines += [f"**Interrupted**: {s['meta'].get('done')} of {s['meta'].get('mutants')} mutants done; "
+                  "the score covers those.", ""]
     lines += _counts_table("operator", s["per_operator"]) + [""] + _counts_table("file", s["per_file"]) + [""]
     lines += [f"## Survivors ({len(s['survivors'])})", ""]
     if s["survivors"]:
         lines += ["| where | operator | diff | family | hint |", "|---|---|---|---|---|"]
         lines += [f"| {v['where']} | {v['operator']} | `{v['diff'].split(': ', 1)[1].replace('|', '&#124;')}` "
-                  f"| {v['family']} | {v['hint']} |" for v in s["survivors"]]
+                  f"| {_family(v)} | {v['hint']} |" for v in s["survivors"]]
     else:
         lines.append("None: every counted mutant was killed.")
     return "\n".join(lines) + "\n"
@@ -97,7 +111,7 @@ def html_page(s: dict) -> str:
     """A standalone page (the run reports' palette), the markdown's content as tables."""
     e = html.escape
     rows = "".join(f"<tr><td>{e(v['where'])}</td><td>{e(v['operator'])}</td><td><code>{e(v['diff'])}</code></td>"
-                   f"<td>{e(v['family'])}</td><td>{e(v['hint'])}</td></tr>" for v in s["survivors"])
+                   f"<td>{e(_family(v))}</td><td>{e(v['hint'])}</td></tr>" for v in s["survivors"])
 
     def table(title: str, data: dict) -> str:
         cols = [v for v in VERDICTS if any(v in r for r in data.values())]

@@ -9,7 +9,6 @@ tested without a GPU; `GpuRunner` is the one that compiles and launches.
 """
 from __future__ import annotations
 
-import hashlib
 import queue
 import threading
 import shutil
@@ -23,7 +22,9 @@ from pathlib import Path
 from ..cases import Case
 from ..engine import Prepared, prepare_case, run_case
 from ..executors.base import Compiling, Executor
+from ..executors.hip_nvidia import HipOnNvidiaExecutor
 from ..executors.worker import IsolatedExecutor
+from .objcode import changed_kernels, sections
 from .operators import Mutant
 from .targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 
@@ -41,6 +42,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     cases_run: int = 0
+    kernels: tuple[str, ...] = ()  # the kernels whose machine code the mutant changed (run ones)
 
 
 RunMutant = Callable[[Mutant], Outcome]
@@ -57,13 +59,18 @@ def evaluate(mutants: list[Mutant], run_mutant: RunMutant,
             if on_done is not None:
                 on_done(out[-1])
         return out
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         futures = {pool.submit(run_mutant, m): i for i, m in enumerate(mutants)}
         done: dict[int, Outcome] = {}
         for f in as_completed(futures):
             done[futures[f]] = f.result()
             if on_done is not None:
                 on_done(done[futures[f]])
+    except BaseException:                 # Ctrl-C: the mutants not started never start
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return [done[i] for i in range(len(mutants))]
 
 
@@ -87,9 +94,9 @@ class GpuRunner:
     mutants overlap the GPU runs of others; at most `runners` lanes launch on the GPU at a time.
 
     A mutant compiles one source at a time, the sources most likely to use the changed code first,
-    and runs the cases of each source whose object code differs from the original's: it stops at
-    the first case that does not pass, so a header mutant that the first source kills never
-    compiles the other sixteen. No source changed: `equivalent`. The original object code is
+    and runs the cases of the kernels whose machine code differs from the original's (`objcode`):
+    it stops at the first case that does not pass, so a header mutant that the first source kills
+    never compiles the other sixteen. No kernel changed: `equivalent`. The original object code is
     compiled once in the suite folder itself (the cubin does not record the folder). Each slot
     keeps one isolated GPU worker across its mutants, renewed (kernels forgotten, context kept) for
     each one; a mutant that faults costs that worker, and the next mutant starts a fresh one.
@@ -100,6 +107,9 @@ class GpuRunner:
                  runners: int = 4):
         self.suite_dir = Path(suite_dir).resolve()
         self.level_cls = level_cls
+        # every lane compiles at once: nvcc's --split-compile would only oversubscribe the cores
+        # (the workers must compile with the same flags, or they miss the cache and compile again)
+        self.level_kw = {"split_compile": False} if issubclass(level_cls, HipOnNvidiaExecutor) else {}
         self.targets = targets
         self.cases = {f: spread(cases_for(t, cases)) for f, t in targets.items()}
         self.case_timeout, self.mutant_timeout = case_timeout, mutant_timeout
@@ -113,7 +123,7 @@ class GpuRunner:
         self._workers: dict[int, IsolatedExecutor] = {}  # slot -> its GPU worker
         self._gpu = threading.Semaphore(max(1, runners))
         self._dirty: dict[int, str] = {}                 # slot -> the file holding a mutant there
-        self._original: dict[str, str] = {}              # source -> sha256 of its original object code
+        self._original: dict[str, dict[str, str]] = {}   # source -> its original object code's sections
         self._original_lock = threading.Lock()          # guards _original_locks
         self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
         self._prepared: dict[str, Prepared] = {}         # case id -> built and referenced once
@@ -136,25 +146,25 @@ class GpuRunner:
             self._dirty[j] = mutant.file
         return slot
 
-    def _digest(self, suite: Path, source: str) -> tuple[str | None, str]:
-        """(sha256 of the object code, or None and the compiler's first error); ("", "") for a
-        level that compiles only inside its worker (no equivalence detection there)."""
-        ex = self.level_cls(suite_dir=suite)
+    def _digest(self, suite: Path, source: str) -> tuple[dict[str, str] | None, str]:
+        """(the object code's section hashes, or None and the compiler's first error); ({}, "")
+        for a level that compiles only inside its worker (no equivalence detection there)."""
+        ex = self.level_cls(suite_dir=suite, **self.level_kw)
         if not isinstance(ex, Compiling):
-            return "", ""
+            return {}, ""
         t0 = time.perf_counter()
         res = ex.precompile([suite / source], jobs=1)[suite / source]
         self._count("compile", t0)
         if not res.ok:
             return None, res.error.first() if res.error else "compile failed"
-        return hashlib.sha256(res.read()).hexdigest(), ""
+        return sections(res.read()), ""
 
-    def _original_digest(self, source: str) -> str:
+    def _original_digest(self, source: str) -> dict[str, str]:
         with self._original_lock:
             lock = self._original_locks.setdefault(source, threading.Lock())
         with lock:                            # one compile per source, not one per waiting thread
             if source not in self._original:
-                self._original[source] = self._digest(self.suite_dir, source)[0] or ""
+                self._original[source] = self._digest(self.suite_dir, source)[0] or {}
             return self._original[source]
 
     def _count(self, what: str, t0: float) -> None:
@@ -179,24 +189,30 @@ class GpuRunner:
         j = self._free.get()
         try:
             slot = self._write(j, mutant)
-            changed, ran = False, 0
+            changed, ran, touched = False, 0, set()
             for source in self._sources(mutant, slot):
                 digest, err = self._digest(slot, source)
                 if digest is None:
                     return Outcome(mutant, "compile-error", message=f"{source}: {err}",
                                    seconds=time.perf_counter() - t0)
-                if digest and digest == self._original_digest(source):
-                    continue                  # this source's object code is the original's
-                changed = True
                 kernels = dict(self.targets[mutant.file].sources)[source]
+                original = self._original_digest(source)
+                which = changed_kernels(original, digest, kernels) if digest and original else None
+                if which is not None:         # (None: code any kernel may use changed: all run)
+                    if not which:
+                        continue              # this source's machine code is the original's
+                    kernels = which           # only the cases of the kernels whose code changed
+                changed = True
+                touched |= kernels
                 out = self._run(j, slot, mutant, [c for c in self.cases[mutant.file] if case_kernels(c) & kernels])
                 ran += out.cases_run
                 if out.verdict != "survived":
-                    return replace(out, seconds=time.perf_counter() - t0, cases_run=ran)
+                    return replace(out, seconds=time.perf_counter() - t0, cases_run=ran, kernels=tuple(sorted(touched)))
             if not changed:
                 return Outcome(mutant, "equivalent", message="object code unchanged",
                                seconds=time.perf_counter() - t0)
-            return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=ran)
+            return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=ran,
+                           kernels=tuple(sorted(touched)))
         finally:
             self._free.put(j)
 
@@ -207,7 +223,7 @@ class GpuRunner:
             ex = self._workers.get(j)
             if ex is None:
                 ex = self._workers[j] = IsolatedExecutor(self.level_cls, timeout_s=self.case_timeout,
-                                                         spare=False, suite_dir=slot)
+                                                         spare=False, suite_dir=slot, **self.level_kw)
             else:
                 ex.renew()
             t0 = time.perf_counter()
