@@ -36,9 +36,11 @@ Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error 
 @click.option("--min-score", type=float, default=0.0, show_default=True, help="Exit 1 below this score (0..1).")
 @click.option("--mutant-timeout", type=float, default=120.0, show_default=True, help="Seconds a mutant's cases may take.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--equivalent", "equivalent_file", type=click.Path(path_type=Path),
+              help="Mutants argued equivalent, with reasons [default: the suite's mutants-equivalent.toml].")
 @click.option("--list", "list_only", is_flag=True, help="Print the mutants that would run and stop.")
 def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score, mutant_timeout, out,
-               list_only) -> None:
+               equivalent_file, list_only) -> None:
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
     from .cases import Filters, load_sweep
@@ -64,15 +66,23 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         click.echo(f"{len(mutants)} mutants over {len(per_file)} files: "
                    + ", ".join(f"{f} {n}" for f, n in sorted(per_file.items())))
         return
+    from .mutate.scope import EQUIVALENT_FILE, load_argued
+    try:
+        table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
+    except ValueError as e:
+        raise SetupError(str(e))
+    if equivalent_file and not Path(equivalent_file).is_file():
+        raise SetupError(f"--equivalent {equivalent_file}: no such file")
     _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
-         mutant_timeout, out)
+         mutant_timeout, out, table)
 
 
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
-         runners: int, min_score: float, mutant_timeout: float, out: Path) -> None:
+         runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict) -> None:
     from .levels import make
     from .mutate.report import record, summary, write
-    from .mutate.run import GpuRunner, evaluate
+    from .mutate.run import GpuRunner, Outcome, evaluate
+    from .mutate.scope import argued, largest_case, unreachable
     from .ops import expected_kernels
     from .render import terminal
     lv = make(level, suite, None, isolate=False)
@@ -98,7 +108,12 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
                     journal.flush()
                     tally[o.verdict] += 1
                     prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
-                evaluate(mutants, runner.run_mutant, done, workers=len(runner.slots))
+                largest = largest_case(cases)
+
+                def run(m) -> Outcome:          # out of the sweep's reach: not compiled, not run
+                    why = unreachable(m, largest)
+                    return Outcome(m, "unreachable", message=why) if why else argued(runner.run_mutant(m), table)
+                evaluate(mutants, run, done, workers=len(runner.slots))
         except KeyboardInterrupt:
             interrupted = True
         finally:

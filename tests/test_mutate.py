@@ -235,3 +235,35 @@ def test_object_sections_name_the_kernels_a_mutant_changed(tmp_path: Path):
     assert changed_kernels(base, obj("return x < 5 ? 5 : x;"), kernels) == {"kern_a"}
     assert changed_kernels(base, obj("return x < 5 ? x : 5;", "return x + 1;"), kernels) is None   # shared code
     assert sections(b"not an elf") == {"<whole object>": sections(b"not an elf")["<whole object>"]}
+
+
+def test_index_truncation_is_out_of_reach_without_a_case_that_large():
+    from parity.cases import Filters, load_sweep
+    from parity.mutate.scope import largest_case, unreachable
+    [narrow, *_] = mutants_of_text("usize i = g;\n", "k.hip", ["index-truncation"])
+    [rel] = mutants_of_text("if (i < n) {}\n", "k.hip", ["relational-boundary"])
+    pr = largest_case(load_sweep("pr"))
+    huge = largest_case(load_sweep("huge"))
+    assert pr < 2 ** 31 < huge < 2 ** 32
+    assert "past 2^32 elements" in unreachable(narrow, pr) and unreachable(narrow, huge)   # unsigned: 2^32
+    assert unreachable(rel, pr) == ""
+    signed = __import__("dataclasses").replace(narrow, replacement="int")
+    assert "2^31" in unreachable(signed, pr) and unreachable(signed, huge) == ""
+
+
+def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
+    from parity.mutate.scope import argued, load_argued
+    [m] = mutants_of_text("if (!(v > F(-1))) return 0u;\n", "cast.hip", ["relational-boundary"])
+    f = tmp_path / "eq.toml"
+    f.write_text('[[equivalent]]\nfile = "cast.hip"\nline = "if (!(v > F(-1))) return 0u;"\n'
+                 'mutated = "if (!(v >= F(-1))) return 0u;"\nwhy = "cvt.rzi.u32 saturates -1.0 to 0"\n')
+    table = load_argued(f)
+    got = argued(Outcome(m, "survived"), table)
+    assert (got.verdict, got.message) == ("argued-equivalent", "cvt.rzi.u32 saturates -1.0 to 0")
+    assert argued(Outcome(m, "killed", case="c"), table).verdict == "killed"      # the argument was wrong
+    s = summary([got, Outcome(m, "killed")], {}, {"sweep": "pr", "level": "x"})
+    assert s["score"] == 1.0 and s["argued"][0]["why"].startswith("cvt") and "Argued equivalent (1)" in markdown(s)
+    assert load_argued(tmp_path / "absent.toml") == {}
+    f.write_text('[[equivalent]]\nfile = "cast.hip"\nline = "x"\n')
+    with pytest.raises(ValueError, match="lacks mutated, why"):
+        load_argued(f)

@@ -57,6 +57,8 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
             "per_operator": {k: dict(v) for k, v in sorted(per_op.items())},
             "per_file": {k: dict(v) for k, v in sorted(per_file.items())},
             "survivors": survivors,
+            "argued": [{"diff": o.mutant.diff(), "why": o.message} for o in outcomes if o.verdict == "argued-equivalent"],
+            "unreachable": dict(Counter(o.message for o in outcomes if o.verdict == "unreachable")),
             "outcomes": [record(o) for o in outcomes]}
 
 
@@ -91,8 +93,8 @@ def markdown(s: dict) -> str:
     eq = s["counts"].get("equivalent", 0)
     lines = [f"# Mutation score: {_pct(s['score'])}", "",
              f"Sweep `{s['meta'].get('sweep')}` on level `{s['meta'].get('level')}`: {counts}. "
-             f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged) "
-             "and compile errors are not counted.", ""]
+             f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged), "
+             "mutants argued equivalent, mutants out of the sweep's reach and compile errors are not counted.", ""]
     if s["meta"].get("interrupted"):
         lines += [f"**Interrupted**: {s['meta'].get('done')} of {s['meta'].get('mutants')} mutants done; "
                   "the score covers those.", ""]
@@ -104,6 +106,13 @@ def markdown(s: dict) -> str:
                   f"| {_family(v)} | {v['hint']} |" for v in s["survivors"]]
     else:
         lines.append("None: every counted mutant was killed.")
+    if s["argued"]:
+        lines += ["", f"## Argued equivalent ({len(s['argued'])})", "", "| diff | why no input tells them apart |",
+                  "|---|---|"]
+        lines += [f"| `{a['diff'].replace('|', '&#124;')}` | {a['why']} |" for a in s["argued"]]
+    if s["unreachable"]:
+        lines += ["", f"## Out of the sweep's reach ({sum(s['unreachable'].values())})", ""]
+        lines += [f"- {n} mutant(s): {why}" for why, n in s["unreachable"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -119,16 +128,22 @@ def html_page(s: dict) -> str:
                        + "</tr>" for k, r in data.items())
         return (f"<table><tr><th>{title}</th>" + "".join(f"<th>{c}</th>" for c in cols) + f"</tr>{body}</table>")
     counts = ", ".join(f"{n} {v}" for v, n in s["counts"].items())
+    argued = "".join(f"<tr><td><code>{e(a['diff'])}</code></td><td>{e(a['why'])}</td></tr>" for a in s["argued"])
+    reach = "".join(f"<li>{n} mutant(s): {e(why)}</li>" for why, n in s["unreachable"].items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>parity mutate: {_pct(s['score'])}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left}} th{{background:#f4f4f4}}
 .score{{font-size:2em;color:{'#2e9e4f' if (s['score'] or 0) >= 0.95 else '#d62828'}}}</style></head><body>
 <h1>Mutation score: <span class="score">{_pct(s['score'])}</span></h1>
 <p>Sweep <code>{e(str(s['meta'].get('sweep')))}</code> on <code>{e(str(s['meta'].get('level')))}</code>: {e(counts)}.
-Equivalent mutants and compile errors are not counted.</p>
+Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach and compile errors are not counted.</p>
 {table('operator', s['per_operator'])}{table('file', s['per_file'])}
 <h2>Survivors ({len(s['survivors'])})</h2>
 <table><tr><th>where</th><th>operator</th><th>diff</th><th>family</th><th>hint</th></tr>{rows}</table>
+<h2>Argued equivalent ({len(s['argued'])})</h2>
+<table><tr><th>diff</th><th>why no input tells them apart</th></tr>{argued}</table>
+<h2>Out of the sweep's reach ({sum(s['unreachable'].values())})</h2>
+<ul>{reach}</ul>
 </body></html>
 """
 

@@ -2,7 +2,8 @@
 
 Verdicts: `killed` (a case did not pass: its id and verdict are kept), `survived` (every case
 passed), `equivalent` (the object code is the original's, byte for byte), `compile-error`, and
-`timeout` (the mutant's time limit ran out). Only killed and survived count towards the score.
+`timeout` (the mutant's time limit ran out); `argued-equivalent` and `unreachable` are decided by
+`scope`. Only killed and survived count towards the score.
 
 `evaluate` takes any `run_mutant(mutant) -> Outcome`, so classification, score and reports are
 tested without a GPU; `GpuRunner` is the one that compiles and launches.
@@ -28,7 +29,7 @@ from .objcode import changed_kernels, sections
 from .operators import Mutant
 from .targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 
-VERDICTS = ("killed", "survived", "timeout", "equivalent", "compile-error")
+VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "unreachable", "compile-error")
 COUNTED = ("killed", "survived")
 CACHED_BYTES = 16 << 20        # cases with larger outputs are built again for each mutant
 
