@@ -239,7 +239,7 @@ def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
     assert np.array_equal(z["expected"], z["got"])
     ptrs = [a for a in meta["args"] if a["kind"] == "ptr"]
     assert [a["buffer"] for a in ptrs] == ["lhs", "rhs", "out"]
-    assert "RawModule" in r.output and "binary.hip" in r.output and "-D__HIPCC__" in r.output
+    assert "RawModule" in r.output and "binary_bf16.hip" in r.output and "-D__HIPCC__" in r.output
     snippet = r.output[:r.output.index("\n# " + case)] if ("\n# " + case) in r.output else r.output
     compile(snippet, "replay.py", "exec")                       # the printed script is valid Python
 

@@ -5,7 +5,9 @@
 //   float -> i32: truncate, saturate, NaN -> 0;  f32 -> f16/bf16/fp8: RNE (fp8
 //   satfinite);  f64 -> f16/bf16/fp8: one rounding from double;  f16/bf16/fp8 ->
 //   anything: through f32 (exact);  u32 -> bf16: one rounding;  same type: bits.
-// Pairs: exactly the set Candle's cast.cu defines (58 kernels).
+// Pairs: exactly the set Candle's cast.cu defines (58 kernels), instantiated by source type in
+// cast_<source>.hip (they compile in parallel).
+#pragma once
 #include "common.h"
 
 namespace pk {
@@ -87,61 +89,3 @@ PK_DEV void cast_impl(usize numel, usize num_dims, const usize* info, const S* i
     pk::cast_impl<S, D>(numel, num_dims, info, inp, out);                                                     \
   }
 
-PK_CAST(pk::bf16, bf16, pk::bf16, bf16)
-PK_CAST(pk::bf16, bf16, pk::f16, f16)
-PK_CAST(pk::bf16, bf16, pk::f32, f32)
-PK_CAST(pk::bf16, bf16, pk::f64, f64)
-PK_CAST(pk::bf16, bf16, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::bf16, bf16, pk::u32, u32)
-PK_CAST(pk::bf16, bf16, pk::u8, u8)
-PK_CAST(pk::f16, f16, pk::bf16, bf16)
-PK_CAST(pk::f16, f16, pk::f16, f16)
-PK_CAST(pk::f16, f16, pk::f32, f32)
-PK_CAST(pk::f16, f16, pk::f64, f64)
-PK_CAST(pk::f16, f16, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::f16, f16, pk::u32, u32)
-PK_CAST(pk::f16, f16, pk::u8, u8)
-PK_CAST(pk::f32, f32, pk::bf16, bf16)
-PK_CAST(pk::f32, f32, pk::f16, f16)
-PK_CAST(pk::f32, f32, pk::f32, f32)
-PK_CAST(pk::f32, f32, pk::f64, f64)
-PK_CAST(pk::f32, f32, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::f32, f32, pk::i64, i64)
-PK_CAST(pk::f32, f32, pk::u32, u32)
-PK_CAST(pk::f32, f32, pk::u8, u8)
-PK_CAST(pk::f64, f64, pk::bf16, bf16)
-PK_CAST(pk::f64, f64, pk::f16, f16)
-PK_CAST(pk::f64, f64, pk::f32, f32)
-PK_CAST(pk::f64, f64, pk::f64, f64)
-PK_CAST(pk::f64, f64, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::f64, f64, pk::i64, i64)
-PK_CAST(pk::f64, f64, pk::u32, u32)
-PK_CAST(pk::f64, f64, pk::u8, u8)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::bf16, bf16)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::f16, f16)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::f32, f32)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::f64, f64)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::i32, i32)
-PK_CAST(pk::f8e4m3, f8_e4m3, pk::u8, u8)
-PK_CAST(pk::i32, i32, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::i64, i64, pk::f32, f32)
-PK_CAST(pk::i64, i64, pk::f64, f64)
-PK_CAST(pk::i64, i64, pk::i64, i64)
-PK_CAST(pk::i64, i64, pk::u32, u32)
-PK_CAST(pk::i64, i64, pk::u8, u8)
-PK_CAST(pk::u32, u32, pk::bf16, bf16)
-PK_CAST(pk::u32, u32, pk::f16, f16)
-PK_CAST(pk::u32, u32, pk::f32, f32)
-PK_CAST(pk::u32, u32, pk::f64, f64)
-PK_CAST(pk::u32, u32, pk::i64, i64)
-PK_CAST(pk::u32, u32, pk::u32, u32)
-PK_CAST(pk::u32, u32, pk::u8, u8)
-PK_CAST(pk::u8, u8, pk::bf16, bf16)
-PK_CAST(pk::u8, u8, pk::f16, f16)
-PK_CAST(pk::u8, u8, pk::f32, f32)
-PK_CAST(pk::u8, u8, pk::f64, f64)
-PK_CAST(pk::u8, u8, pk::f8e4m3, f8_e4m3)
-PK_CAST(pk::u8, u8, pk::i64, i64)
-PK_CAST(pk::u8, u8, pk::u32, u32)
-PK_CAST(pk::u8, u8, pk::u8, u8)

@@ -1,8 +1,10 @@
 // Binary family: b{add,sub,mul,div,minimum,maximum}_T and {eq,ne,lt,le,gt,ge}_T
-// (u8 output) for T in u8 u32 i64 f16 bf16 f32 f64 f8_e4m3.
+// (u8 output) for T in u8 u32 i64 f16 bf16 f32 f64 f8_e4m3: instantiated one dtype per
+// binary_<dtype>.hip (they compile in parallel, and a case needs only its dtype's).
 //   (size_t numel, size_t num_dims, const size_t* dims_and_strides,
 //    const T* lhs, const T* rhs, T* out /* uint8_t* for cmp */)
 // info = [dims, lhs_strides, rhs_strides]; null = both contiguous.
+#pragma once
 #include "common.h"
 
 namespace pk {
@@ -142,11 +144,3 @@ PK_DEV void map_binary(usize numel, usize num_dims, const usize* info, const T* 
   PK_CMPK(gt_##SFX, OpGt, T)             \
   PK_CMPK(ge_##SFX, OpGe, T)
 
-PK_BINARY_ALL(pk::u8, u8)
-PK_BINARY_ALL(pk::u32, u32)
-PK_BINARY_ALL(pk::i64, i64)
-PK_BINARY_ALL(pk::f16, f16)
-PK_BINARY_ALL(pk::bf16, bf16)
-PK_BINARY_ALL(pk::f32, f32)
-PK_BINARY_ALL(pk::f64, f64)
-PK_BINARY_ALL(pk::f8e4m3, f8_e4m3)
