@@ -17,7 +17,7 @@ def test_coverage_is_complete():
     # #18 catalogs Candle's quantized kernels; the bundled suite has none yet: exactly those are missing
     pending = {r.kernel for r in rows if r.status == "missing" and r.op.startswith("quant.")}
     quantized = {op.kernel_name(k) for op in CATALOG.values() if op.family == "quantized" for k in op.dtypes}
-    assert pending == quantized and len(pending) == 22 + 1 + 10 + 80   # dequantize, q8_1, dmmv, mmvq
+    assert pending == quantized and len(pending) == 22 + 1 + 10 + 80 + 10   # dequantize, q8_1, dmmv, mmvq, mmq
     bad = [(r.kernel, r.status, r.suggestion) for r in rows
            if r.status in ("missing", "signature-mismatch") and r.kernel not in pending]
     assert not bad, bad[:20]

@@ -40,6 +40,11 @@ CAUGHT = [
      "75.67878723144531", "24.955284118652344"),
     (FirstWarpOnlyReduction, "quant.mmvq_q4_0_b6/f32/c1280/normal/s0", "fail", 36, [3, 1],
      "19.210294723510742", "-24.778608322143555"),
+    # mmq's q4_K multiplies the sub-block mins by s (mmvq's by d8*sum(q8))
+    (Q81SumIgnored, "quant.mmq_q4_K/f32/k1024/normal/s0", "fail", 9092, [24, 18],
+     "50.601375579833984", "-7.733729839324951"),
+    (RowStrideOffByOne, "quant.mmq_q3_K/f32/k1536/normal/s0", "fail", 640, [3, 22],
+     "5.482096195220947", "-60.414466857910156"),
 ]
 
 
@@ -60,6 +65,8 @@ def test_broken_quantized_subject_is_caught(subject, case_id, verdict, n_bad, co
 @pytest.mark.parametrize("subject,case_id", [
     (Q81SumIgnored, "quant.mmvq_q4_K_b1/f32/c1280/normal/s0"),       # K-quant mins use d8*sum(q8), not s
     (FirstWarpOnlyReduction, "quant.dmmv_q4_0/f32/c1280/normal/s0"),  # dmmv: one warp per row already
+    (Q81SumIgnored, "quant.mmq_q5_0/f32/k1024/normal/s0"),          # mmq folds q5_0's -16 into the quants
+    (FirstWarpOnlyReduction, "quant.mmq_q4_0/f32/k1024/normal/s0"),  # mmq: one thread per output
 ])
 def test_a_bug_the_kernel_cannot_have_passes(subject, case_id):
     assert run_case(Case.parse(case_id), subject())["verdict"] == "pass"
@@ -135,7 +142,7 @@ def test_the_quant_sweep_holds_every_format_and_the_others_none():
     """Its own sweep until the bundled HIP suite has quantized kernels: smoke/pr/nightly on the
     bundled suite must keep passing everywhere."""
     quant = load_sweep("quant")
-    assert {Case.parse(c.id).op for c in quant} == {op.name for op in QUANT} and len(quant) == 196 + 546
+    assert {Case.parse(c.id).op for c in quant} == {op.name for op in QUANT} and len(quant) == 196 + 606
     for name in ("smoke", "pr", "nightly"):
         assert not [c for c in load_sweep(name) if c.op.startswith("quant.")], name
 
@@ -158,10 +165,10 @@ def test_coverage_knows_candles_dequantize_declarations(tmp_path):
 
 
 # ------------------------------------------------------------------------------ q8_1, dmmv, mmvq
-def test_cpu_level_passes_q8_1_dmmv_mmvq():
-    """quantize_q8_1 (3 shapes), 10 dmmv and 80 mmvq kernels (3 shapes) x {normal, special}."""
+def test_cpu_level_passes_q8_1_dmmv_mmvq_mmq():
+    """quantize_q8_1, 10 dmmv, 80 mmvq and 10 mmq kernels, 3 shapes each x {normal, special}."""
     rows = [run_case(c, CpuExecutor()) for op in MATVEC for c in expand(op, None, None, None, [0])]
-    assert len(MATVEC) == 1 + 10 + 80 and len(rows) == 2 * 3 * 91
+    assert len(MATVEC) == 1 + 10 + 80 + 10 and len(rows) == 2 * 3 * 101
     assert all(r["verdict"] == "pass" for r in rows), [r["case_id"] for r in rows if r["verdict"] != "pass"]
 
 
@@ -175,11 +182,16 @@ def test_cpu_level_passes_q8_1_dmmv_mmvq():
      [768, 34, 1024, 34]),
     ("quant.mmvq_q8_0_b5/f32/c256/normal/s0", "mul_mat_vec_q8_0_q8_1_cuda5", (1, 1, 1), (32, 2, 1),
      [256, 2, 512, 2]),
+    ("quant.mmq_q4_0/f32/k1024/normal/s0", "mul_mat_q4_0", (2, 2, 1), (32, 4, 1), [1024, 130, 70, 1024, 130]),
+    ("quant.mmq_q8_0/f32/k1024/normal/s0", "mul_mat_q8_0", (3, 1, 1), (32, 4, 1), [1024, 130, 70, 1024, 130]),
+    ("quant.mmq_q6_K/f32/k1536/normal/s0", "mul_mat_q6_K", (1, 1, 1), (32, 4, 1), [1536, 33, 20, 1536, 33]),
 ])
 def test_matvec_launch_is_candles(case_id, kernel, grid, block, ints):
     """cuda.rs: quantize_q8_1 grid (ceil(kx_padded/256), ky) x 256 with kx_padded = pad(kx, 512);
     dmmv grid nrows x 32 (q5_k has no nrows parameter); mmvq (ncols_x, nrows_x, nrows_y = padded
-    ncols, nrows_dst) on grid nrows (b = 1) or ceil(nrows/2), block (32, 4) for b <= 4, (32, 2) above."""
+    ncols, nrows_dst) on grid nrows (b = 1) or ceil(nrows/2), block (32, 4) for b <= 4, (32, 2) above;
+    mmq (ncols_x, nrows_x, ncols_y, nrows_y = padded k, nrows_dst) on (ceil(n/mmq_y), ceil(m/mmq_x))
+    x (32, 4) with Candle's per-format tile (q4_0 64 x 128, q8_0 128 x 64, q6_K 64 x 64)."""
     la = _launch(case_id)
     assert (la.kernel, la.grid, la.block) == (kernel, grid, block)
     assert [a.value for a in la.args if a.kind == "i32"] == ints
@@ -229,7 +241,7 @@ def test_mmvq_reference_is_the_integer_dot_product():
 
 
 def test_coverage_knows_candles_matvec_declarations(tmp_path):
-    """quantize_q8_1, a dmmv (legacy and the nrows-less q5_k), an mmvq: present as quantized.cu
+    """quantize_q8_1, a dmmv (legacy and the nrows-less q5_k), an mmvq, an mmq: present as quantized.cu
     declares them; an mmvq without nrows_dst is a signature mismatch."""
     from parity.coverage import coverage
     from parity.suite import discover
@@ -243,10 +255,13 @@ def test_coverage_knows_candles_matvec_declarations(tmp_path):
         'extern "C" __global__ void mul_mat_vec_q4_K_q8_1_cuda3(const void * vx, const void * vy, float * dst, '
         'const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {}\n'
         'extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda8(const void * vx, const void * vy, float * dst, '
-        'const int ncols_x, const int nrows_x, const int nrows_y) {}\n')
+        'const int ncols_x, const int nrows_x, const int nrows_y) {}\n'
+        'extern "C" __global__ void\n    mul_mat_q4_0(\n    const void * __restrict__ vx, const void * __restrict__ vy, '
+        'float * __restrict__ dst,\n    const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, '
+        'const int nrows_dst) {}\n')
     rows = {r.kernel: r.status for r in coverage(discover(tmp_path, use_cpp=False))}
     for k in ("quantize_q8_1", "dequantize_mul_mat_vec_q4_0_cuda", "dequantize_mul_mat_vec_q5_k",
-              "mul_mat_vec_q4_K_q8_1_cuda3"):
+              "mul_mat_vec_q4_K_q8_1_cuda3", "mul_mat_q4_0"):
         assert rows[k] == "present", k
     assert rows["mul_mat_vec_q2_K_q8_1_cuda8"] == "signature-mismatch"
     assert "extra" not in rows.values()

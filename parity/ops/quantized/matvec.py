@@ -1,4 +1,4 @@
-"""Quantized matrix x vector: dmmv (dequantize_mul_mat_vec_*) and mmvq (mul_mat_vec_<fmt>_q8_1_cuda<b>).
+"""Quantized matmul: dmmv (dequantize_mul_mat_vec_*), mmvq (mul_mat_vec_<fmt>_q8_1_cuda<b>), mmq (mul_mat_q<fmt>).
 
 Both multiply a GGUF weight matrix (nrows x ncols, row-major blocks as Candle stores a QTensor:
 the blocks, then MATRIX_ROW_PADDING (512) elements' worth of zero bytes, `load_quantized`) by
@@ -16,15 +16,25 @@ mmvq (`mul_mat_vec_via_q8_1`, batch b = 1..8): the activations (b rows of ncols 
   past the weights and write dst[j*nrows + nrows], which is row 0 of the next batch column (a
   race) and, for the last column, past dst. The cases use even nrows for b >= 2 (what Candle's
   callers must do to get a correct result); b = 1 takes any nrows.
+mmq (`mul_mat_via_q8_1`, when b*m > 8): the m activation rows quantized to q8_1 as for mmvq, then
+  (vx, vy, dst, ncols_x = k, nrows_x = n, ncols_y = m, nrows_y = pad(k, 512), nrows_dst = n) on grid
+  (ceil(n/mmq_y), ceil(m/mmq_x), 1), block (32, 4, 1), (mmq_x, mmq_y) per format from Candle's table
+  (= the kernels' non-tensor-core AMPERE tiles). Out-of-range rows and columns are clamped on load
+  and skipped on store. The k loop steps by 32/qi weight blocks and has no bound inside a step:
+  q2_K and q3_K (two super-blocks per step) read one block past the row when k/256 is odd (the next
+  row's, against zero padding of y: NaN if that block's scale is NaN). The cases use k a multiple
+  of 512.
 
 Reference: w = the weights dequantized by gguf (exact), in float64. dmmv: w @ y. mmvq: what the
 kernel's integer dot products compute, on the q8_1 activations, not the float ones:
   sum_i w_i * d8 * q8_i  +  sum over 32-blocks c * (s - d8 * sum(q8))
-where c is the offset the kernel multiplies by the block's s instead of by d8*sum(q8): -8d (q4_0),
--16d (q5_0), m (q4_1, q5_1); 0 for q8_0 and the K-quants (their mins use d8 * sum(q8)).
+where c is the offset the kernel multiplies by the block's s instead of by d8*sum(q8): mmvq -8d
+(q4_0), -16d (q5_0), m (q4_1, q5_1), 0 for q8_0 and the K-quants (their mins use d8 * sum(q8));
+mmq the same but 0 for q5_0 (its -16 is folded into the int8 quants) and, for q4_K and q5_K, the
+32-element sub-block's -dmin*m (their mmq dot multiplies the mins by s).
 Tolerance per output: the kernel forms each 32-block partial with a few f32 roundings (the int
 dot product and its conversion are exact below 2^24) and adds at most ncols/32 of them per thread
-plus 8 in the shared and warp reductions; so |got - ref| <= (ncols/32 + 16) * 2^-23 * S, with S
+plus 8 in the shared and warp reductions (mmq: one thread adds all ncols/32 partials); so |got - ref| <= (ncols/32 + 16) * 2^-23 * S, with S
 the sum of the magnitudes of the parts the kernel forms separately (scale part and min/offset
 part of each weight, times |activation|; |c| * (|s| + |d8 sum q8|)). NaN where the reference is
 NaN; an infinite reference must be matched exactly.
@@ -46,15 +56,22 @@ from .q8_1 import MATRIX_ROW_PADDING, QK8_1
 
 @dataclass(frozen=True)
 class Dot:
-    """A format's mmvq vec_dot: quants read per thread (qi), consecutive ints per call (vdr)."""
+    """A format's vec_dots: mmvq's quants read per thread (qi) and consecutive ints per call (vdr);
+    the c of the module doc for mmvq and mmq ("-8d", "-16d", "m", "min" = the sub-block's min, "");
+    Candle's mmq tile (mmq_x activation columns, mmq_y weight rows)."""
     qi: int
     vdr: int
-    s_offset: str           # the c of the module doc: "-8d", "-16d", "m" or ""
+    s_mmvq: str
+    s_mmq: str
+    mmq_x: int
+    mmq_y: int
 
 
-DOTS = {"q4_0": Dot(4, 2, "-8d"), "q4_1": Dot(4, 2, "m"), "q5_0": Dot(4, 2, "-16d"), "q5_1": Dot(4, 2, "m"),
-        "q8_0": Dot(8, 2, ""), "q2_K": Dot(16, 1, ""), "q3_K": Dot(16, 1, ""), "q4_K": Dot(32, 2, ""),
-        "q5_K": Dot(32, 2, ""), "q6_K": Dot(32, 1, "")}
+DOTS = {"q4_0": Dot(4, 2, "-8d", "-8d", 64, 128), "q4_1": Dot(4, 2, "m", "m", 64, 128),
+        "q5_0": Dot(4, 2, "-16d", "", 128, 64), "q5_1": Dot(4, 2, "m", "m", 128, 64),
+        "q8_0": Dot(8, 2, "", "", 128, 64), "q2_K": Dot(16, 1, "", "", 64, 128), "q3_K": Dot(16, 1, "", "", 128, 128),
+        "q4_K": Dot(32, 2, "", "min", 64, 128), "q5_K": Dot(32, 2, "", "min", 64, 128),
+        "q6_K": Dot(32, 1, "", "", 64, 64)}
 BATCHES = range(1, 9)
 
 
@@ -74,6 +91,14 @@ def _shapes(batch: int) -> dict[str, ShapeClass]:
     return {n: ShapeClass(n, doc, {"ncols": c, "nrows": r1 if batch == 1 else r2}) for n, c, r1, r2, doc in _SHAPES}
 
 
+# mmq: (name, k, n weight rows, m activation rows, doc); k a multiple of 512 (module doc)
+_MMQ_SHAPES = {n: ShapeClass(n, doc, {"ncols": k, "nrows": r, "batch": m}) for n, k, r, m, doc in [
+    ("k512", 512, 7, 9, "9 activation rows (the least b*m Candle sends to mmq), 7 weight rows: one partial tile"),
+    ("k1024", 1024, 130, 70, "130 x 70: a second, partial tile in both dimensions for every format"),
+    ("k1536", 1536, 33, 20, "k 1536 (pad 1536), 33 rows, 20 columns"),
+]}
+
+
 # ------------------------------------------------------------------------------ build / pack
 def _build(case, rng) -> StructuredBuilt:
     op = case.op_spec
@@ -81,6 +106,7 @@ def _build(case, rng) -> StructuredBuilt:
     fmt = FORMATS[fmt_name]
     g = dict(op.spec.shapes[case.layout].geo)
     ncols, nrows = g["ncols"], g["nrows"]
+    batch = g.get("batch", batch)
     special = case.values == "special"
     blocks = random_blocks(fmt, nrows * ncols // fmt.qk, rng)
     if special:
@@ -103,15 +129,20 @@ def _pack(b: StructuredBuilt) -> Launch:
     g = b.geo
     yname = g["yname"]
     args = [Arg("ptr", ("vx", 0), name="vx"), Arg("ptr", (yname, 0), name=yname), Arg("ptr", ("dst", 0), name="dst"),
-            Arg("i32", g["ncols"], name="ncols")]
+            Arg("i32", g["ncols"], name="ncols" if g["kind"] == "dmmv" else "ncols_x")]
     if g["kind"] == "dmmv":
         if g["format"] != "q5_K":
             args.append(Arg("i32", g["nrows"], name="nrows"))
         grid, block = (g["nrows"], 1, 1), (32, 1, 1)
-    else:
+    elif g["kind"] == "mmvq":
         args += [Arg("i32", g["nrows"], name="nrows_x"), Arg("i32", q8_1.padded(g["ncols"]), name="nrows_y"),
                  Arg("i32", g["nrows"], name="nrows_dst")]
         grid, block = mmvq_geometry(g["batch"], g["nrows"])
+    else:
+        args += [Arg("i32", g["nrows"], name="nrows_x"), Arg("i32", g["batch"], name="ncols_y"),
+                 Arg("i32", q8_1.padded(g["ncols"]), name="nrows_y"), Arg("i32", g["nrows"], name="nrows_dst")]
+        dot = DOTS[g["format"]]
+        grid, block = (-(-g["nrows"] // dot.mmq_y), -(-g["batch"] // dot.mmq_x), 1), (32, 4, 1)
     return Launch(b.op.kernel, args, {"vx": b.bases["vx"], yname: b.bases[yname], "dst": out_buffer(b)}, ("dst",),
                   grid=grid, block=block, dtypes={"vx": "u8", yname: "f32" if yname == "y" else "u8", "dst": "f32"})
 
@@ -132,10 +163,12 @@ def _parts(fmt: Format, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w, np.zeros_like(w)
 
 
-def _s_offset(fmt: Format, blocks: np.ndarray) -> np.ndarray:
+def _s_offset(fmt: Format, blocks: np.ndarray, kind: str, off: np.ndarray) -> np.ndarray:
     """c per weight block and 32-activation block, (nblocks, qk/32): the offset the kernel
-    multiplies by the q8_1 block's s (module doc)."""
-    c = DOTS[fmt.name].s_offset
+    multiplies by the q8_1 block's s (module doc); `off` the offset parts of `_parts`."""
+    c = DOTS[fmt.name].s_mmq if kind == "mmq" else DOTS[fmt.name].s_mmvq
+    if c == "min":
+        return off[:, ::QK8_1].copy()
     if not c:
         return np.zeros((blocks.shape[0], fmt.qk // QK8_1))
     at = fmt.half_at[0] if c != "m" else fmt.half_at[1]
@@ -167,7 +200,7 @@ def reference(b: StructuredBuilt) -> tuple[np.ndarray, np.ndarray]:
     blocks = b.inputs["vx"][: nrows * ncols // fmt.qk * fmt.size].reshape(-1, fmt.size)
     with np.errstate(all="ignore"):
         w, off = _parts(fmt, blocks)
-        c = _s_offset(fmt, blocks).reshape(nrows, -1)
+        c = _s_offset(fmt, blocks, g["kind"], off).reshape(nrows, -1)
         w, off = w.reshape(nrows, ncols), off.reshape(nrows, ncols)
         y, corr, corr_mag = _activations(b)
         value = y @ w.T + corr @ c.T
@@ -205,9 +238,12 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     fmt = FORMATS[fmt_name]
     a = {x.name: x for x in launch.args}
     yname = "y" if kind == "dmmv" else "vy"
-    ncols = int(a["ncols"].value)
+    ncols = int((a["ncols"] if kind == "dmmv" else a["ncols_x"]).value)
     nwarps = int(launch.block[1])
-    nrows = int(launch.grid[0]) * (1 if kind == "dmmv" or batch == 1 else 2)
+    if kind == "mmq":
+        nrows, batch = int(a["nrows_x"].value), int(a["ncols_y"].value)
+    else:
+        nrows = int(launch.grid[0]) * (1 if kind == "dmmv" or batch == 1 else 2)
     vn, vo = a["vx"].value
     yn, yo = a[yname].value
     dn, do = a["dst"].value
@@ -219,7 +255,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     blocks = allb[idx]
     y = bufs[yn][ex.pointer_offset(yo):]
     with np.errstate(all="ignore"):
-        w, _ = _parts(fmt, blocks)                                   # (nrows*bpr, qk)
+        w, off = _parts(fmt, blocks)                                 # (nrows*bpr, qk)
         if kind == "dmmv":
             yv = y[:ncols].astype(np.float64).reshape(bpr, fmt.qk)
             prod = (w.reshape(nrows, bpr, fmt.qk) * yv[None]).astype(np.float32)
@@ -232,11 +268,17 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
             s8 = ex.q8_1_sum(s8[:, : ncols // QK8_1]).astype(np.float64)
             yq = (d8[..., None] * q8).reshape(batch, bpr, fmt.qk)
             corr = (s8 - d8 * q8.sum(-1)).reshape(batch, bpr, -1)
-            c = _s_offset(fmt, blocks).reshape(nrows, bpr, -1)
+            c = _s_offset(fmt, blocks, kind, off).reshape(nrows, bpr, -1)
             contrib = (np.einsum("rkq,jkq->jrk", w.reshape(nrows, bpr, fmt.qk), yq)
                        + np.einsum("rks,jks->jrk", c, corr)).astype(np.float32)
-            lanes = _mmvq_lanes(contrib, DOTS[fmt_name], nwarps)
-        out = ex.mmv_reduce(lanes)                                   # (batch, nrows)
+            if kind == "mmq":                                        # one thread per output, k in order
+                out = np.zeros(contrib.shape[:2], np.float32)
+                for kb in range(bpr):
+                    out = (out + contrib[..., kb]).astype(np.float32)
+            else:
+                lanes = _mmvq_lanes(contrib, DOTS[fmt_name], nwarps)
+        if kind != "mmq":
+            out = ex.mmv_reduce(lanes)                               # (batch, nrows)
     dst = bufs[dn][ex.pointer_offset(do):]
     dst[: out.size] = out.reshape(-1).astype(np.float32)
 
@@ -300,7 +342,14 @@ _TOL = "per output (ncols/32 + 16) * 2^-23 * sum of |parts| the kernel forms (mo
 
 
 def _op(kind: str, fmt: str, batch: int) -> Op:
-    if kind == "dmmv":
+    shapes = _shapes(1 if kind == "dmmv" else batch)
+    if kind == "mmq":
+        d = DOTS[fmt]
+        name, kernel, shapes = f"quant.mmq_{fmt}", f"mul_mat_{fmt}", _MMQ_SHAPES
+        abi = ("vx", "vy", "dst", "ncols_x:i32", "nrows_x:i32", "ncols_y:i32", "nrows_y:i32", "nrows_dst:i32")
+        sem = (f"dst[m x n] = {fmt} weights (n x k) x m q8_1 activation rows; grid (ceil(n/{d.mmq_y}), "
+               f"ceil(m/{d.mmq_x})), block (32, 4)")
+    elif kind == "dmmv":
         name, kernel = f"quant.dmmv_{fmt}", _dmmv_kernel(fmt)
         abi = ("vx", "y", "dst", "ncols:i32") + (() if fmt == "q5_K" else ("nrows:i32",))
         sem = f"dst = {fmt} weights x f32 y (one warp per row); grid nrows, block 32"
@@ -313,8 +362,8 @@ def _op(kind: str, fmt: str, batch: int) -> Op:
     return Op(name=name, family="quantized", root=kernel, kernel=kernel, dtypes=("f32",), inputs=("vx",),
               reference=lambda *a, **k: None, value_classes=("normal", "special"), out_rule="f32", abi=abi,
               semantics=sem,
-              spec=StructuredSpec(shapes=_shapes(1 if kind == "dmmv" else batch), build=_build, pack=_pack,
+              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack,
                                   expected=_expected, judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL))
 
 
-OPS = [_op("dmmv", f, 1) for f in DOTS] + [_op("mmvq", f, b) for b in BATCHES for f in DOTS]
+OPS = [_op("dmmv", f, 1) for f in DOTS] + [_op("mmvq", f, b) for b in BATCHES for f in DOTS] + [_op("mmq", f, 1) for f in DOTS]
