@@ -1,6 +1,7 @@
-"""Broken subjects for the quantized family (GGUF dequantize), built on the CPU ABI emulation: each
-overrides one hook of `CpuExecutor` to reproduce a block-layout bug a port of Candle's
-`dequantize_block_*` kernels can ship. tests/test_quantized.py asserts each is caught exactly."""
+"""Broken subjects for the quantized family (GGUF dequantize, dmmv, mmvq, mmq), built on the CPU ABI
+emulation: each overrides one hook of `CpuExecutor` to reproduce a bug a port of Candle's
+`quantized.cu` can ship (block layout, q8_1 sum term, row stride, cross-warp reduction).
+tests/test_quantized.py asserts each is caught exactly."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,11 +1,12 @@
-"""Quantized matmul: dmmv (dequantize_mul_mat_vec_*), mmvq (mul_mat_vec_<fmt>_q8_1_cuda<b>), mmq (mul_mat_q<fmt>).
+"""Quantized matmul: dmmv (dequantize_mul_mat_vec_*), mmvq (mul_mat_vec_<fmt>_q8_1_cuda<b>) and
+mmq (mul_mat_q<fmt>).
 
-Both multiply a GGUF weight matrix (nrows x ncols, row-major blocks as Candle stores a QTensor:
+All three multiply a GGUF weight matrix (nrows x ncols, row-major blocks as Candle stores a QTensor:
 the blocks, then MATRIX_ROW_PADDING (512) elements' worth of zero bytes, `load_quantized`) by
 activations. Host (`candle-core/src/quantized/cuda.rs`):
 
-dmmv (`dequantize_mul_mat_vec`, used when FORCE_DMMV is set): (vx, const float *y, float *dst,
-  int ncols, int nrows) -- q5_k declares no nrows (Candle pushes it anyway; the kernel never reads
+dmmv (`dequantize_mul_mat_vec`, used when FORCE_DMMV is set and b*m = 1): (vx, const float *y,
+  float *dst, int ncols, int nrows) -- q5_k declares no nrows (Candle pushes it anyway; the kernel never reads
   it) -- grid (nrows, 1, 1), block (32, 1, 1) (GGML_CUDA_MMV_Y = 1: one warp per row).
 mmvq (`mul_mat_vec_via_q8_1`, batch b = 1..8): the activations (b rows of ncols f32) are first
   quantized to q8_1 with quantize_q8_1 (kx = ncols, kx_padded = ncols_padded = pad(ncols, 512));
@@ -34,10 +35,11 @@ mmq the same but 0 for q5_0 (its -16 is folded into the int8 quants) and, for q4
 32-element sub-block's -dmin*m (their mmq dot multiplies the mins by s).
 Tolerance per output: the kernel forms each 32-block partial with a few f32 roundings (the int
 dot product and its conversion are exact below 2^24) and adds at most ncols/32 of them per thread
-plus 8 in the shared and warp reductions (mmq: one thread adds all ncols/32 partials); so |got - ref| <= (ncols/32 + 16) * 2^-23 * S, with S
-the sum of the magnitudes of the parts the kernel forms separately (scale part and min/offset
-part of each weight, times |activation|; |c| * (|s| + |d8 sum q8|)). NaN where the reference is
-NaN; an infinite reference must be matched exactly.
+plus 8 in the shared and warp reductions (mmq: one thread adds all ncols/32 partials); so
+|got - ref| <= (ncols/32 + 16) * 2^-23 * S, with S the sum of the magnitudes of the parts the kernel
+forms separately (scale part and min/offset part of each weight, times |activation|;
+|c| * (|s| + |d8 sum q8|)). NaN where the reference is NaN; an infinite reference must be matched
+exactly.
 """
 from __future__ import annotations
 
@@ -110,7 +112,7 @@ def _build(case, rng) -> StructuredBuilt:
     special = case.values == "special"
     blocks = random_blocks(fmt, nrows * ncols // fmt.qk, rng)
     if special:
-        blocks = adversarial(fmt, blocks)
+        blocks = _nan_in_row0(fmt, adversarial(fmt, blocks), ncols // fmt.qk)
     pad = np.zeros(MATRIX_ROW_PADDING // fmt.qk * fmt.size, np.uint8)
     vx = np.concatenate([blocks.reshape(-1), pad])
     x = q8_1.activations(rng, (batch, ncols), special)
@@ -148,6 +150,15 @@ def _pack(b: StructuredBuilt) -> Launch:
 
 
 # ------------------------------------------------------------------------------ reference
+def _nan_in_row0(fmt: Format, blocks: np.ndarray, per_row: int) -> np.ndarray:
+    """NaN scales (which make a whole output NaN) kept in row 0 only; elsewhere 1.0, so the other
+    rows check the extreme finite scales (±max, subnormal, ±0)."""
+    for at in fmt.half_at:
+        h = blocks[per_row:, at:at + 2].copy().view(np.float16)
+        blocks[per_row:, at:at + 2] = np.where(np.isnan(h), np.float16(1), h).view(np.uint8)
+    return blocks
+
+
 def _parts(fmt: Format, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(w, offset part) per element, float64: w the dequantized weight, the offset part what the
     kernel forms apart from the scale part (min/offset times its scale); scale part = w - offset."""
@@ -366,4 +377,5 @@ def _op(kind: str, fmt: str, batch: int) -> Op:
                                   expected=_expected, judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL))
 
 
-OPS = [_op("dmmv", f, 1) for f in DOTS] + [_op("mmvq", f, b) for b in BATCHES for f in DOTS] + [_op("mmq", f, 1) for f in DOTS]
+OPS = ([_op("dmmv", f, 1) for f in DOTS] + [_op("mmvq", f, b) for b in BATCHES for f in DOTS]
+       + [_op("mmq", f, 1) for f in DOTS])
