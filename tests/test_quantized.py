@@ -14,6 +14,7 @@ from parity.executors.cpu import CpuExecutor
 from parity.ops import CATALOG
 from parity.ops.quantized import FORMATS, dequantize_reference
 from parity.ops.quantized import matvec, q8_1
+from parity.ops.quantized.blocks import random_blocks
 
 QUANT = [op for op in CATALOG.values() if op.family == "quantized"]
 DEQUANT = [op for op in QUANT if op.name.startswith("quant.dequantize_")]
@@ -235,7 +236,8 @@ def test_mmvq_reference_is_the_integer_dot_product():
             qs = blk[k, size - 16:]
             q4 = np.concatenate([qs & 0xF, qs >> 4])
             sumi = float((q4 * q8[k]).sum())
-            total += half(0) * (sumi * d8[k] - 8 * s8[k]) if fmt == "q4_0" else sumi * half(0) * d8[k] + half(2) * s8[k]
+            total += (half(0) * (sumi * d8[k] - 8 * s8[k]) if fmt == "q4_0"
+                      else sumi * half(0) * d8[k] + half(2) * s8[k])
         value, tol = matvec.reference(b)
         assert abs(value[0, 0] - total) <= 1e-9 * max(1.0, abs(total)) and 0 < tol[0, 0] < 1e-3 * abs(total)
 
@@ -256,12 +258,36 @@ def test_coverage_knows_candles_matvec_declarations(tmp_path):
         'const int ncols_x, const int nrows_x, const int nrows_y, const int nrows_dst) {}\n'
         'extern "C" __global__ void mul_mat_vec_q2_K_q8_1_cuda8(const void * vx, const void * vy, float * dst, '
         'const int ncols_x, const int nrows_x, const int nrows_y) {}\n'
-        'extern "C" __global__ void\n    mul_mat_q4_0(\n    const void * __restrict__ vx, const void * __restrict__ vy, '
-        'float * __restrict__ dst,\n    const int ncols_x, const int nrows_x, const int ncols_y, const int nrows_y, '
-        'const int nrows_dst) {}\n')
+        'extern "C" __global__ void\n    mul_mat_q4_0(\n    const void * __restrict__ vx, '
+        'const void * __restrict__ vy, float * __restrict__ dst,\n    const int ncols_x, const int nrows_x, '
+        'const int ncols_y, const int nrows_y, const int nrows_dst) {}\n')
     rows = {r.kernel: r.status for r in coverage(discover(tmp_path, use_cpp=False))}
     for k in ("quantize_q8_1", "dequantize_mul_mat_vec_q4_0_cuda", "dequantize_mul_mat_vec_q5_k",
               "mul_mat_vec_q4_K_q8_1_cuda3", "mul_mat_q4_0"):
         assert rows[k] == "present", k
     assert rows["mul_mat_vec_q2_K_q8_1_cuda8"] == "signature-mismatch"
     assert "extra" not in rows.values()
+
+
+@pytest.mark.parametrize("case_id,n_bad", [("quant.mmvq_q4_0_b1/f32/c1280/normal/s0", 7),
+                                           ("quant.mmvq_q4_K_b4/f32/c768/normal/s0", 135),
+                                           ("quant.mmq_q6_K/f32/k1024/normal/s0", 8970)])
+def test_the_tolerance_rejects_a_float_activation_product(case_id, n_bad):
+    """The bound is tight enough that a port computing on the float activations (not their q8_1
+    quantization, as Candle's kernels do) fails: the exact product w @ x misses it almost everywhere."""
+    c = Case.parse(case_id)
+    spec = CATALOG[c.op].spec
+    rng = np.random.default_rng([zlib.crc32(c.id.encode()), 0])
+    b = spec.build(c, rng)
+    g = b.geo
+    fmt = FORMATS[g["format"]]
+    rng = np.random.default_rng([zlib.crc32(c.id.encode()), 0])       # replay build's draws: blocks, then x
+    random_blocks(fmt, g["nrows"] * g["ncols"] // fmt.qk, rng)
+    x = q8_1.activations(rng, (g["batch"], g["ncols"]), False).astype(np.float64)
+    vy = q8_1.quantize_q8_1(x.astype(np.float32), q8_1.padded(g["ncols"])).reshape(-1)
+    assert np.array_equal(vy, b.inputs["vy"])
+    w = dequantize_reference(fmt.name, b.inputs["vx"][: g["nrows"] * g["ncols"] // fmt.qk * fmt.size])
+    got = (x @ w.reshape(g["nrows"], g["ncols"]).astype(np.float64).T).astype(np.float32)
+    cmp = spec.judge(spec.expected(b), got, b)
+    assert not cmp.passed and cmp.n_bad == n_bad
+    assert spec.judge(spec.expected(b), matvec.reference(b)[0].astype(np.float32), b).passed
