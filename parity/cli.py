@@ -87,7 +87,7 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
     for o in chosen:
         names = [o.kernel_name(k) for k in o.dtypes]
         shown = ", ".join(names[:6]) + (f", … ({len(names)} kernels)" if len(names) > 6 else "")
-        rows.append((o.name, shown, o.tolerance.describe(o.out_dtype(o.dtypes[0]).name), o.semantics))
+        rows.append((o.name, shown, o.spec.tolerance(o.dtypes[0]), o.semantics))
     console = Console()
     cols = (Col("op", name=True), Col("kernels"), Col("tolerance", drop=2), Col("semantics", drop=1, prose=True))
     console.print(fit_table(console, cols, rows, show_lines=False))

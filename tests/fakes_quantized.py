@@ -1,6 +1,7 @@
-"""Broken subjects for the quantized family (GGUF dequantize), built on the CPU ABI emulation: each
-overrides one hook of `CpuExecutor` to reproduce a block-layout bug a port of Candle's
-`dequantize_block_*` kernels can ship. tests/test_quantized.py asserts each is caught exactly."""
+"""Broken subjects for the quantized family (GGUF dequantize, dmmv, mmvq, mmq), built on the CPU ABI
+emulation: each overrides one hook of `CpuExecutor` to reproduce a bug a port of Candle's
+`quantized.cu` can ship (block layout, q8_1 sum term, row stride, cross-warp reduction).
+tests/test_quantized.py asserts each is caught exactly."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,4 +35,28 @@ class KMinHighBitsMisread(CpuExecutor):
         return d, m
 
 
-__all__ = ["NibblesSwapped", "ScaleReadAsF32", "KMinHighBitsMisread"]
+
+
+class Q81SumIgnored(CpuExecutor):
+    """mmvq: the s half of q8_1's ds read as 0, so q4_0/q5_0 lose their -8d*s / -16d*s term and
+    q4_1/q5_1 their m*s term (a port that drops the 'sum of y' part of the vec_dot)."""
+    def q8_1_sum(self, s):
+        return np.zeros_like(s)
+
+
+class RowStrideOffByOne(CpuExecutor):
+    """dmmv/mmvq: row r's weight blocks taken from r*(blocks_per_row - 1): every row but the
+    first starts r blocks early."""
+    def quant_row_stride(self, blocks_per_row):
+        return blocks_per_row - 1
+
+
+class FirstWarpOnlyReduction(CpuExecutor):
+    """mmvq with 4 (or 2) warps per row: only warp 0's 32 lanes summed, the other warps'
+    partials (their shared-memory hand-off) dropped, as a wave-32 reduction in a 64+-thread block."""
+    def mmv_reduce(self, lanes):
+        return super().mmv_reduce(lanes[..., :1, :])
+
+
+__all__ = ["NibblesSwapped", "ScaleReadAsF32", "KMinHighBitsMisread", "Q81SumIgnored", "RowStrideOffByOne",
+           "FirstWarpOnlyReduction"]

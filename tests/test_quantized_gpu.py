@@ -1,5 +1,6 @@
-"""The quantized family on Candle's own CUDA kernels (`cuda` level, quantized.cu): every dequantize
-case of the quant sweep must pass bit-exact. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
+"""The quantized family on Candle's own CUDA kernels (`cuda` level, quantized.cu): every case of the
+quant sweep must pass: dequantize and quantize_q8_1 bit-exact, dmmv, mmvq (batch 1..8) and mmq within
+the tolerance parity/ops/quantized/matvec.py derives. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
 PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
 import os
 from pathlib import Path
@@ -24,9 +25,9 @@ def candle_level():
 
 
 @pytest.mark.gpu
-def test_dequantize_sweep_passes_on_candles_cuda_kernels(candle_level):
+def test_quant_sweep_passes_on_candles_cuda_kernels(candle_level):
     cases = load_sweep("quant")
-    assert len(cases) == 196
+    assert len(cases) == 196 + 606                 # dequantize; quantize_q8_1, 10 dmmv, 80 mmvq, 10 mmq
     rows = run_cases(cases, candle_level.executor, candle_level.availability.device)
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
     assert not bad, f"{len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])

@@ -101,7 +101,7 @@ class CpuExecutor(Executor):
         """The order in which a thread visits j (ia/s/sa loop j serially: last writer wins)."""
         return np.arange(n)
 
-    # --- hooks of the quantized family (GGUF dequantize) -------------------------------------
+    # --- hooks of the quantized family (GGUF dequantize, dmmv, mmvq) ------------------------
     def quant_scale(self, blocks: np.ndarray, at: int) -> np.ndarray:
         """The f16 scale field at byte `at` of each block (rows of u8), as f32 (`__half2float`)."""
         return blocks[:, at:at + 2].copy().view(np.float16).reshape(-1).astype(np.float32)
@@ -114,6 +114,19 @@ class CpuExecutor(Executor):
         """q4_K/q5_K: the 12 packed bytes of each block -> (rows, 8) 6-bit scales and mins."""
         from ..ops.quantized import scale_min_k4
         return scale_min_k4(packed)
+
+    def q8_1_sum(self, s: np.ndarray) -> np.ndarray:
+        """mmvq: the s (sum of the block's activations) of q8_1 blocks, as the vec_dot reads it."""
+        return s
+
+    def quant_row_stride(self, blocks_per_row: int) -> int:
+        """dmmv/mmvq: how many weight blocks apart consecutive rows start."""
+        return blocks_per_row
+
+    def mmv_reduce(self, lanes: np.ndarray) -> np.ndarray:
+        """dmmv/mmvq: (..., warps, 32) per-thread partial sums -> the row's sum."""
+        from ..ops.quantized.matvec import mmv_reduce
+        return mmv_reduce(lanes)
 
     # --- hooks of pooling, convolution and the host routines --------------------------------
     def pool_params(self, w_k: int, h_k: int, w_stride: int, h_stride: int) -> tuple[int, int, int, int]:

@@ -244,11 +244,15 @@ class Op:
     out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
     semantics: str = ""                      # one line: what the CUDA kernel computes
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
+    kernel: str = ""                         # the kernel's name when it has no dtype suffix
+                                             # (quantize_q8_1, mul_mat_vec_q4_0_q8_1_cuda1)
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]
 
     def kernel_name(self, key: str) -> str:
+        if self.kernel:
+            return self.kernel
         return "_".join([self.root] + [d.spelling(self.fp8_spelling) for d in self.dtype_parts(key)])
 
     def out_dtype(self, key: str) -> DType:
