@@ -58,13 +58,24 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}
     if not files:
         raise SetupError("no suite file defines a kernel of the selected cases")
-    mutants = sample(mutants_of(suite, list(files)), max_n, seed)
+    from .mutate.scope import largest_case, unreachable
+    largest = largest_case(cases)
+    reach, out_of_reach = [], Counter()
+    for m in mutants_of(suite, list(files)):      # sample among what the sweep can catch at all
+        why = unreachable(m, largest)
+        if why:
+            out_of_reach[why] += 1
+        else:
+            reach.append(m)
+    mutants = sample(reach, max_n, seed)
     if list_only:
         for m in mutants:
             click.echo(f"{m.operator:20s} {m.diff()}")
         per_file = Counter(m.file for m in mutants)
         click.echo(f"{len(mutants)} mutants over {len(per_file)} files: "
                    + ", ".join(f"{f} {n}" for f, n in sorted(per_file.items())))
+        for why, n in out_of_reach.items():
+            click.echo(f"not sampled, out of the sweep's reach: {n} mutants: {why}")
         return
     from .mutate.scope import EQUIVALENT_FILE, load_argued
     try:
@@ -74,15 +85,16 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     if equivalent_file and not Path(equivalent_file).is_file():
         raise SetupError(f"--equivalent {equivalent_file}: no such file")
     _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
-         mutant_timeout, out, table)
+         mutant_timeout, out, table, dict(out_of_reach))
 
 
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
-         runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict) -> None:
+         runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict,
+         out_of_reach: dict[str, int]) -> None:
     from .levels import make
     from .mutate.report import record, summary, write
-    from .mutate.run import GpuRunner, Outcome, evaluate
-    from .mutate.scope import argued, largest_case, unreachable
+    from .mutate.run import GpuRunner, evaluate
+    from .mutate.scope import argued
     from .ops import expected_kernels
     from .render import terminal
     lv = make(level, suite, None, isolate=False)
@@ -108,12 +120,7 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
                     journal.flush()
                     tally[o.verdict] += 1
                     prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
-                largest = largest_case(cases)
-
-                def run(m) -> Outcome:          # out of the sweep's reach: not compiled, not run
-                    why = unreachable(m, largest)
-                    return Outcome(m, "unreachable", message=why) if why else argued(runner.run_mutant(m), table)
-                evaluate(mutants, run, done, workers=len(runner.slots))
+                evaluate(mutants, lambda m: argued(runner.run_mutant(m), table), done, workers=len(runner.slots))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -121,7 +128,7 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     order = {m.id: i for i, m in enumerate(mutants)}
     outcomes.sort(key=lambda o: order[o.mutant.id])
     meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
-            "mutants": len(mutants), "done": len(outcomes), "interrupted": interrupted, "jobs": jobs,
+            "mutants": len(mutants), "done": len(outcomes), "out_of_reach": out_of_reach, "interrupted": interrupted, "jobs": jobs,
             "runners": runners, "elapsed_s": time.perf_counter() - t0,
             "compile_s": runner.seconds["compile"], "run_s": runner.seconds["run"]}
     s = summary(outcomes, families, meta)

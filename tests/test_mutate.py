@@ -112,8 +112,10 @@ def test_classification_score_and_reports(tmp_path: Path):
 def test_cli_list_needs_no_gpu():
     r = CliRunner().invoke(main, ["mutate", "--list", "--max", "12", "--sweep", "smoke"])
     assert r.exit_code == 0, r.output
-    last = r.output.strip().splitlines()[-1]
-    assert last.startswith("12 mutants over ") and "common.h" in last
+    lines = r.output.strip().splitlines()
+    [total] = [ln for ln in lines if ln.startswith("12 mutants over ")]
+    assert "common.h" in total and not any("index-truncation" in ln.split()[0] for ln in lines[:12])
+    assert any(ln.startswith("not sampled, out of the sweep's reach: ") and "past 2^32 elements" in ln for ln in lines)
 
 
 def test_cli_without_gpu_level_says_so_in_one_line(monkeypatch):

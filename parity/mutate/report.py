@@ -58,7 +58,7 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
             "per_file": {k: dict(v) for k, v in sorted(per_file.items())},
             "survivors": survivors,
             "argued": [{"diff": o.mutant.diff(), "why": o.message} for o in outcomes if o.verdict == "argued-equivalent"],
-            "unreachable": dict(Counter(o.message for o in outcomes if o.verdict == "unreachable")),
+            "unreachable": dict(meta.get("out_of_reach") or {}),
             "outcomes": [record(o) for o in outcomes]}
 
 
@@ -111,7 +111,7 @@ def markdown(s: dict) -> str:
                   "|---|---|"]
         lines += [f"| `{a['diff'].replace('|', '&#124;')}` | {a['why']} |" for a in s["argued"]]
     if s["unreachable"]:
-        lines += ["", f"## Out of the sweep's reach ({sum(s['unreachable'].values())})", ""]
+        lines += ["", f"## Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})", ""]
         lines += [f"- {n} mutant(s): {why}" for why, n in s["unreachable"].items()]
     return "\n".join(lines) + "\n"
 
@@ -142,7 +142,7 @@ Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach and
 <table><tr><th>where</th><th>operator</th><th>diff</th><th>family</th><th>hint</th></tr>{rows}</table>
 <h2>Argued equivalent ({len(s['argued'])})</h2>
 <table><tr><th>diff</th><th>why no input tells them apart</th></tr>{argued}</table>
-<h2>Out of the sweep's reach ({sum(s['unreachable'].values())})</h2>
+<h2>Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})</h2>
 <ul>{reach}</ul>
 </body></html>
 """

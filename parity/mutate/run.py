@@ -2,8 +2,9 @@
 
 Verdicts: `killed` (a case did not pass: its id and verdict are kept), `survived` (every case
 passed), `equivalent` (the object code is the original's, byte for byte), `compile-error`, and
-`timeout` (the mutant's time limit ran out); `argued-equivalent` and `unreachable` are decided by
-`scope`. Only killed and survived count towards the score.
+`timeout` (the mutant's time limit ran out); `argued-equivalent` is decided by `scope` (which
+also keeps mutants out of the sweep's reach from being sampled). Only killed and survived count
+towards the score.
 
 `evaluate` takes any `run_mutant(mutant) -> Outcome`, so classification, score and reports are
 tested without a GPU; `GpuRunner` is the one that compiles and launches.
@@ -16,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from .objcode import changed_kernels, sections
 from .operators import Mutant
 from .targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 
-VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "unreachable", "compile-error")
+VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "compile-error")
 COUNTED = ("killed", "survived")
 CACHED_BYTES = 16 << 20        # cases with larger outputs are built again for each mutant
 
@@ -61,13 +62,18 @@ def evaluate(mutants: list[Mutant], run_mutant: RunMutant,
                 on_done(out[-1])
         return out
     pool = ThreadPoolExecutor(max_workers=workers)
+    pending = {pool.submit(run_mutant, m): i for i, m in enumerate(mutants)}
+    done: dict[int, Outcome] = {}
     try:
-        futures = {pool.submit(run_mutant, m): i for i, m in enumerate(mutants)}
-        done: dict[int, Outcome] = {}
-        for f in as_completed(futures):
-            done[futures[f]] = f.result()
-            if on_done is not None:
-                on_done(done[futures[f]])
+        while pending:           # polled: Ctrl-C lands in a sleep, not inside a waiter's lock
+            finished = [f for f in pending if f.done()]
+            if not finished:
+                time.sleep(0.05)
+            for f in finished:
+                i = pending.pop(f)
+                done[i] = f.result()
+                if on_done is not None:
+                    on_done(done[i])
     except BaseException:                 # Ctrl-C: the mutants not started never start
         pool.shutdown(wait=False, cancel_futures=True)
         raise

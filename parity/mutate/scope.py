@@ -1,8 +1,9 @@
 """Mutants a sweep cannot reach by construction, and mutants argued equivalent.
 
-`unreachable`: a 64 -> 32-bit index truncation changes results only past 2^32 elements (2^31 for
+Out of reach: a 64 -> 32-bit index truncation changes results only past 2^32 elements (2^31 for
 a signed `int`); a sweep with no case that large cannot catch it, whatever its other cases do.
-Such mutants are not run and not counted, and the report says which sweep would measure them.
+Such mutants are not sampled (the sample is of mutants the sweep could catch); the report counts
+them and says what case would measure them.
 
 `argued-equivalent`: a mutant the suite's authors argue no input can catch on a level (the hardware
 does what a removed guard does, or Candle's host never makes the launch that reaches it), written
@@ -39,7 +40,7 @@ def unreachable(mutant: Mutant, largest: int) -> str:
     if largest >= 2 ** bits:
         return ""
     return (f"a 32-bit index changes results only past 2^{bits} elements; the sweep's largest case has "
-            f"{largest:,} (run `parity mutate --sweep` with such a case to measure it)")
+            f"{largest:,} elements (a sweep with such a case measures it)")
 
 
 def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
