@@ -24,7 +24,7 @@ from ..compile_cache import CompileResult, cache_key, cached_build, compile_sour
 from ..host.blas import CupyBlas
 from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
-from ..ops.base import ExecResult, Launch
+from ..ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, Executor, loaded_for_timing
 from .preflight import compile_failure, not_found, signature_mismatch
@@ -309,6 +309,8 @@ class HipOnNvidiaExecutor(Executor):
         """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
         if self._dead:
             return ExecResult("crash", message=self._dead)
+        if kernel.startswith(CHAIN_PREFIX):       # a chain: each step prepares its own kernel
+            return None
         if is_library_kernel(kernel):             # a host routine (BLAS, conv): load the suite kernels it
             for sub in suite_kernels([kernel]):   # launches now, under the compile limit; a step that
                 err = self.prepare(sub)           # needs a missing one reports it when it runs
@@ -337,6 +339,8 @@ class HipOnNvidiaExecutor(Executor):
         return ExecResult("crash", message=text)
 
     def run(self, launch: Launch) -> ExecResult:
+        if isinstance(launch, ChainLaunch):
+            return self.run_chain(launch)
         if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)

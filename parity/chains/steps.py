@@ -1,0 +1,228 @@
+"""One chain step made concrete: the op's own launch and built record from input tensors (base
+buffer + view), its float64 reference, and what its own tolerance allows.
+
+Launches come from the op's own packing (elementwise `abi.pack`, the structured families'
+`spec.pack`, matmul's `gemm_launch`), so a step passes the same kernel names and arguments Candle
+would; a view between steps is the operand's strides and offset over the producer's buffer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import DType, dtype
+from ..layouts import Layout, contiguous, logical
+from ..numerics import to_f64
+from ..ops import CATALOG
+from ..ops.abi import pack, sentinel_fill
+from ..ops.base import ExecResult, Launch, Op, Operands
+from ..ops.elementwise import Built, expected_output
+from ..ops.matmul import ACC_EPS, MatMulNonContiguous, case_bmnk, gemm_config, gemm_launch
+from ..ops.nn import EPS, rope_reference
+from ..ops.structured import StructuredBuilt, out_buffer
+from .format import ChainError, Operand, Step, operand_layout
+
+F64 = dtype("f64")
+
+
+@dataclass
+class Tensor:
+    """A tensor as the chain holds it: a contiguous base buffer of its dtype."""
+    dtype: DType
+    shape: tuple[int, ...]
+
+    @property
+    def layout(self) -> Layout:
+        return contiguous(self.shape)
+
+
+@dataclass(frozen=True)
+class StepCase:
+    """What a built record needs of its case: the op (by name, so it pickles) and the dtype key."""
+    op: str
+    dtype: str
+    layout: str = "chain"
+    values: str = "normal"
+    seed: int = 0
+    params: tuple = ()
+
+    @property
+    def op_spec(self) -> Op:
+        return CATALOG[self.op]
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}/{self.dtype}/chain-step"
+
+
+def _case(op: Op, key: str) -> StepCase:
+    return StepCase(op.name, key)
+
+
+class StepBuilder:
+    """Builds one step's (built, launch) from the base buffers of the tensors it reads."""
+
+    def __init__(self, step: Step, key: str, tensors: dict[str, Tensor]):
+        self.step, self.key = step, key
+        if step.op not in CATALOG:
+            raise ChainError(f"{step.label}: no op {step.op!r} in the catalog")
+        self.op = CATALOG[step.op]
+        if key not in self.op.dtypes:
+            raise ChainError(f"{step.label}: {step.op} has no dtype {key!r}")
+        self.layouts = {n: operand_layout(tensors[o.tensor].layout, o) for n, o in step.inputs.items()}
+        self.in_dtypes = {n: tensors[o.tensor].dtype for n, o in step.inputs.items()}
+        self._check()
+
+    # Pickled without the op (its reference functions are closures): the step names it. Lets
+    # engine.prepared_stream build chain cases in worker processes.
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "op"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.op = CATALOG[self.step.op]
+
+    @property
+    def out_buffer(self) -> str:
+        return "out" if self.op.spec.elementwise else "dst"
+
+    def _check(self) -> None:
+        """What Candle's host requires before it launches (the chain must take the copies itself)."""
+        op, s = self.op, self.step
+        need = {"softmax": ("src",), "rmsnorm": ("src", "alpha"), "rope": ("src", "cos", "sin")}.get(
+            op.root.split("_")[0] if op.root.startswith("rope") else op.root, ())
+        for n in need:
+            if n in self.layouts and not (self.layouts[n].is_contiguous() and
+                                          (self.layouts[n].offset == 0 or op.root in ("softmax", "rmsnorm"))):
+                raise ChainError(f"{s.label}: {op.name} needs a contiguous {n} (Candle's host checks it): "
+                                 f"{s.inputs[n].text()} is {self.layouts[n].describe()}; add a copy.ucopy step")
+        if op.spec.elementwise:
+            shapes = {lay.shape for lay in self.layouts.values()}
+            if len(shapes) > 1:
+                raise ChainError(f"{s.label}: operands of different shapes {sorted(shapes)}; broadcast them")
+        if op.name == "matmul.gemm":
+            try:
+                gemm_config(case_bmnk(self.layouts["lhs"].shape, self.layouts["rhs"].shape),
+                            self.layouts["lhs"], self.layouts["rhs"])
+            except MatMulNonContiguous as e:
+                raise ChainError(f"{s.label}: Candle refuses this matmul: {e}") from None
+
+    def out_tensor(self) -> Tensor:
+        op, lay = self.op, self.layouts
+        if op.name == "matmul.gemm":
+            l, r = lay["lhs"].shape, lay["rhs"].shape
+            return Tensor(dtype(self.key), tuple(l[:-2]) + (l[-2], r[-1]))
+        first = lay[op.inputs[0]] if op.inputs[0] in lay else next(iter(lay.values()))
+        return Tensor(op.out_dtype(self.key) if op.spec.elementwise else dtype(self.key), tuple(first.shape))
+
+    def build(self, bases: dict[str, np.ndarray]):
+        """(built record, launch) with the operands read from these base buffers (by operand)."""
+        op, key, lays = self.op, self.key, self.layouts
+        ins = {n: logical(bases[n], lays[n]) for n in lays}
+        if op.spec.elementwise:
+            names = tuple(n for n in op.inputs if n in lays)
+            ops = Operands(names, dict(self.in_dtypes), dict(lays), dict(bases), ins)
+            params = dict(self.step.params)
+            out = contiguous(lays[names[0]].shape)
+            launch = pack(op, key, ops, params, out_layout=out)
+            return Built(_case(op, key), op, ops, params, out, False), launch
+        dt = dtype(key)
+        out = self.out_tensor()
+        if op.name == "matmul.gemm":
+            bmnk = case_bmnk(lays["lhs"].shape, lays["rhs"].shape)
+            geo = {"bmnk": bmnk, "cfg": gemm_config(bmnk, lays["lhs"], lays["rhs"])}
+            b = StructuredBuilt(_case(op, key), op, key, dict(self.in_dtypes), dict(lays), dict(bases), ins, geo,
+                                out_dtype=dt, out_shape=out.shape)
+            return b, gemm_launch(key, bmnk, lays["lhs"], bases["lhs"], lays["rhs"], bases["rhs"], out_buffer(b))
+        shape = lays["src"].shape
+        if op.root in ("softmax", "rmsnorm"):
+            n = shape[-1]
+            geo = {"rows": math.prod(shape[:-1]), "n_cols": n, "block_size": 32 if n < 1024 else 1024}
+        elif op.root.startswith("rope"):
+            b_, h, t, d = shape if op.root != "rope_thd" else (shape[0], shape[2], shape[1], shape[3])
+            geo = {"b": b_, "h": h, "t": t, "d": d, "el": math.prod(shape),
+                   "stride_b": h * t * d if lays["cos"].rank == 3 else 0}
+        else:
+            raise ChainError(f"{self.step.label}: chains do not run {op.name} yet")
+        b = StructuredBuilt(_case(op, key), op, key, dict(self.in_dtypes), dict(lays), dict(bases), ins, geo,
+                            out_dtype=dt, out_shape=shape)
+        return b, op.spec.pack(b)
+
+    def judge(self, bases: dict[str, np.ndarray], got: np.ndarray) -> tuple[dict, np.ndarray]:
+        """The op's own verdict on `got` (the step's output buffer) for these inputs, and the op's
+        own expected output (the judge's reference, in the step's dtype)."""
+        b, launch = self.build(bases)
+        spec = self.op.spec
+        if spec.elementwise:
+            expected = expected_output(b, launch.buffers["out"])
+        else:
+            with np.errstate(all="ignore"):
+                expected = spec.expected(b)
+        fields, _ = spec.verdict(b, expected, ExecResult("ok", {self.out_buffer: got}))
+        return fields, np.asarray(expected)
+
+    # ----------------------------------------------------------------- float64 reference
+    def reference64(self, ins: dict[str, np.ndarray]) -> np.ndarray:
+        """The step's math in float64 on float64 logical operands (no rounding anywhere)."""
+        op, root = self.op, self.op.root
+        with np.errstate(all="ignore"):
+            if root in ("cast", "ucopy"):
+                return to_f64(ins["x"]).copy()
+            if op.spec.elementwise:
+                key = "u8-f64" if root == "where" else "f64"
+                return to_f64(op.reference({n: to_f64(v) if n != "cond" else v for n, v in ins.items()},
+                                           dict(self.step.params), key, op))
+            if op.name == "matmul.gemm":
+                return np.matmul(to_f64(ins["lhs"]), to_f64(ins["rhs"]))
+            if root == "softmax":
+                x = to_f64(ins["src"])
+                e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+                return e / np.sum(e, axis=-1, keepdims=True)
+            if root == "rmsnorm":
+                x = to_f64(ins["src"])
+                y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+                return y * to_f64(ins["alpha"]) if "alpha" in ins else y
+            if root.startswith("rope"):
+                return rope_reference(root, ins["src"], ins["cos"], ins["sin"], F64)
+        raise ChainError(f"{self.step.label}: no float64 reference for {op.name}")
+
+    def allowance(self) -> float:
+        """What the op's own tolerance allows at its output, in units of its dtype's unit roundoff
+        (2^-mantissa bits) relative to the output's scale: the tolerance in ulps plus the
+        rounding of the output itself (matmul: its accumulation bound 2*sqrt(k)*eps_acc)."""
+        out = self.out_tensor().dtype
+        if not out.is_float:
+            return 0.0
+        if self.op.name == "matmul.gemm":
+            k = self.layouts["lhs"].shape[-1]
+            return 2.0 * math.sqrt(k) * ACC_EPS[self.key] / unit(out) + 0.5
+        tol = self.op.tolerance
+        return (0.0 if tol.exact else float(tol.ulp_for(out.name))) + 0.5
+
+
+def unit(dt: DType) -> float:
+    """Unit roundoff scale of a float dtype: 2^-mantissa bits (one ulp of 1.0)."""
+    return 2.0 ** -dt.mant_bits
+
+
+def empty_output(t: Tensor) -> np.ndarray:
+    return sentinel_fill(t.dtype, math.prod(t.shape))
+
+
+def view64(ref: np.ndarray, o: Operand) -> np.ndarray:
+    """An operand's views applied to a logical float64 tensor with NumPy (the reference does not
+    go through layouts: a second, independent reading of the view syntax)."""
+    x = ref
+    for v in o.views:
+        if v.kind == "transpose":
+            x = np.swapaxes(x, *v.args)
+        elif v.kind == "narrow":
+            d, start, n = v.args
+            x = np.take(x, np.arange(start, start + n), axis=d)
+        elif v.kind == "reshape":
+            x = x.reshape(v.args)
+        else:
+            x = np.broadcast_to(x, v.args)
+    return np.ascontiguousarray(x)
