@@ -227,7 +227,10 @@ def verdict(b: ChainBuilt, res) -> tuple[dict, ChainReport | None]:
     fin = rep.final
     if rep.culprit is not None:
         c = rep.culprit
-        fields = {"verdict": Verdict.FAIL, "message": f"{name} fails at {c.label}: {rep.why}",
+        within = "within" if fin.drift <= fin.budget else "out of"
+        fields = {"verdict": Verdict.FAIL,
+                  "message": f"{name} fails at {c.label}: {rep.why}; the output ends {fin.drift:.3g} roundoffs "
+                             f"from the float64 reference, {within} the chain's budget {fin.budget:.3g}",
                   "worst": (c.own if c.own.get("verdict") != Verdict.PASS else c.solo).get("worst"),
                   "max_ulp": c.own.get("max_ulp")}
         return fields, rep

@@ -50,7 +50,10 @@ class Executor:
         for i, step in enumerate(chain.steps):
             res = self.chain_step(step, store)
             if res.status != "ok":
-                return ExecResult(res.status, dict(store), f"{step.label}: {res.message}",
+                later = [s.label for s in chain.steps[i + 1:]
+                         if set(s.reads.values()) & set(res.detail.get("clobbered", ()))]
+                why = f"; read later by {', '.join(later)}" if later else ""
+                return ExecResult(res.status, dict(store), f"{step.label}: {res.message}{why}",
                                   detail={"chain_step": i})
         outputs = dict(store)
         for i, (step, inputs) in enumerate(zip(chain.steps, chain.solo)):
@@ -76,7 +79,7 @@ class Executor:
                    if not np.array_equal(b.view(np.uint8), np.asarray(store[t]).view(np.uint8))]
         if changed:
             return ExecResult("input-clobbered", res.outputs, f"{launch.kernel} wrote into {', '.join(changed)}, "
-                              "which it only reads")
+                              "which it only reads", detail={"clobbered": changed})
         store.update((t, res.outputs[b]) for b, t in step.writes.items())
         return res
 
