@@ -203,7 +203,7 @@ def analyse(b: ChainBuilt, outputs: dict[str, np.ndarray]) -> ChainReport:
         dt = sb.out_tensor().dtype
         got = outputs[step.out]
         own, own_exp = sb.judge({n: outputs[o.tensor] for n, o in step.inputs.items()}, got)
-        solo_got = outputs[f"solo{i}:{step.out}"]
+        solo_got = outputs[f"solo{step.index}:{step.out}"]
         solo, solo_exp = sb.judge({n: b.solo[i][o.tensor] for n, o in step.inputs.items()}, solo_got)
         n = math.prod(sb.out_tensor().shape)
         bo, limit = bias(got[:n], own_exp, dt)

@@ -43,9 +43,11 @@ class Executor:
     def run_chain(self, chain: ChainLaunch) -> ExecResult:
         """A chain's steps in order, each reading the tensors earlier steps produced here, then every
         step alone on the reference's inputs. Outputs: every tensor by name, and step i's solo
-        outputs as `solo<i>:<tensor>`; a step that fails or writes into a tensor it only reads
-        stops the chain with its verdict, named. Each step is this executor's own `run` (the same
-        launch as a single case): on GPU levels the tensors go through host memory between steps."""
+        outputs as `solo<i>:<tensor>` (i from 1, as the step labels); a step that fails or writes
+        into a tensor it only reads stops the chain with its verdict, named. The whole chain is one
+        request (one message to an isolated worker); each step is this executor's own `run` (the
+        same launch as a single case), so on GPU levels the tensors go through host memory
+        between steps (device-resident intermediates: not yet)."""
         store = {n: np.asarray(b) for n, b in chain.buffers.items()}
         for i, step in enumerate(chain.steps):
             res = self.chain_step(step, store)
@@ -61,7 +63,7 @@ class Executor:
             if res.status != "ok":
                 return ExecResult(res.status, outputs, f"{step.label} on the reference's inputs: {res.message}",
                                   detail={"chain_step": i})
-            outputs.update((f"solo{i}:{t}", res.outputs[b]) for b, t in step.writes.items())
+            outputs.update((f"solo{i + 1}:{t}", res.outputs[b]) for b, t in step.writes.items())
         return ExecResult("ok", outputs)
 
     def chain_step(self, step: ChainStep, store: dict[str, np.ndarray]) -> ExecResult:
