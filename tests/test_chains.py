@@ -128,12 +128,12 @@ def test_truncating_bf16_cast_is_attributed_to_the_cast():
 
 
 def test_planted_one_ulp_bias_fails_the_chain_not_the_op():
-    row = run_case(Case.parse("chain.attention/f32/s0"), PlantedUlpBias())
+    row = run_case(Case.parse("chain.attention/bf16/s0"), PlantedUlpBias())
     assert row["verdict"] == "fail"
-    assert row["message"].startswith("chain attention/f32 fails at step 4 (nn.softmax): on the chain's own inputs: "
-                                     "biased, mean signed error +1.00 ulp over every element (limit ±0.56)")
-    # every element is within softmax's own 16-ulp tolerance: the single-op cases pass
-    single = run_cases(load_sweep("smoke", Filters(ops=["nn.softmax"], dtypes=["f32"], values=["normal"])),
+    assert row["message"].startswith("chain attention/bf16 fails at step 4 (nn.softmax): on the chain's own inputs: "
+                                     "biased, mean signed error +1.00 ulp over every element (limit ±0.50)")
+    # every element is within softmax's own 2-ulp bf16 tolerance: the single-op cases pass
+    single = run_cases(load_sweep("smoke", Filters(ops=["nn.softmax"], dtypes=["bf16"], values=["normal"])),
                        PlantedUlpBias())
     assert single and all(r["verdict"] == "pass" for r in single)
 
@@ -153,14 +153,14 @@ def test_compounding_drift_is_reported_with_growth(monkeypatch):
 
 def test_reports_show_chain_failures_with_the_drift_plot(tmp_path):
     from parity.render import html, junit, markdown
-    rows = [run_case(Case.parse("chain.attention/f32/s0"), PlantedUlpBias()),
+    rows = [run_case(Case.parse("chain.attention/bf16/s0"), PlantedUlpBias()),
             run_case(Case.parse("chain.attention/f16/s0"), CpuExecutor())]
     res = Results.from_rows(rows, meta())
     page = html.render(res)
     assert "drift from the float64 reference per step" in page and "4 nn.softmax → p" in page
     assert "fails at step 4 (nn.softmax)" in page
-    assert "chain.attention/f32/s0" in markdown.render(res)
-    assert 'name="chain.attention/f32/s0"' in junit.render(res) or "chain.attention/f32/s0" in junit.render(res)
+    assert "chain.attention/bf16/s0" in markdown.render(res)
+    assert "chain.attention/bf16/s0" in junit.render(res)
 
 
 def test_repro_keeps_every_intermediate(tmp_path):

@@ -188,6 +188,11 @@ class StepBuilder:
                 return rope_reference(root, ins["src"], ins["cos"], ins["sin"], F64)
         raise ChainError(f"{self.step.label}: no float64 reference for {op.name}")
 
+    def tolerance_ulps(self) -> float:
+        """The op's own tolerance in ulps of its output dtype (0: exact, or a bound not in ulps)."""
+        tol = self.op.tolerance
+        return 0.0 if tol.exact else float(tol.ulp_for(self.out_tensor().dtype.name))
+
     def allowance(self) -> float:
         """What the op's own tolerance allows at its output, in units of its dtype's unit roundoff
         (2^-mantissa bits) relative to the output's scale: the tolerance in ulps plus the
@@ -198,8 +203,7 @@ class StepBuilder:
         if self.op.name == "matmul.gemm":
             k = self.layouts["lhs"].shape[-1]
             return 2.0 * math.sqrt(k) * ACC_EPS[self.key] / unit(out) + 0.5
-        tol = self.op.tolerance
-        return (0.0 if tol.exact else float(tol.ulp_for(out.name))) + 0.5
+        return self.tolerance_ulps() + 0.5
 
 
 def unit(dt: DType) -> float:
