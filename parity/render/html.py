@@ -134,7 +134,8 @@ def _failures(t: pd.DataFrame) -> list[dict]:
                 "reason": r.get("baseline_reason") if isinstance(r.get("baseline_reason"), str) else "",
                 "kernel": r.get("kernel") or "", "n_bad": r.get("n_bad"), "numel": r.get("numel"),
                 "message": _first_line(r.get("message")), "launch": r.get("launch") or "",
-                "repro": f"parity repro {r['case_id']} --level {r.get('level')}", "worst": None}
+                "repro": f"parity repro {r['case_id']} --level {r.get('level')}", "worst": None,
+                "chain_svg": "", "full_message": ""}
         chain = r.get("chain") if isinstance(r.get("chain"), dict) else None
         if chain and chain.get("steps"):
             item["chain_svg"] = chain_svg(chain["steps"], chain.get("culprit"))
