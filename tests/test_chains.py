@@ -21,7 +21,7 @@ BUNDLED = [f"{name}/{dt}/s0" for name, op in chains().items() for dt in op.dtype
 
 
 def test_bundled_chains_are_the_issue_list():
-    assert set(chains()) == {"chain.cast-unary-where", "chain.attention", "chain.llama-block"}
+    assert set(chains()) == {"chain.cast-unary-where", "chain.attention", "chain.llama-block", "chain.conv-block"}
     assert all(op.dtypes == ("f32", "f16", "bf16") for op in chains().values())
     assert len(chains()["chain.llama-block"].spec.chain.steps) == 25
 
@@ -43,7 +43,7 @@ def test_chain_case_ids_round_trip_and_select():
     with pytest.raises(ValueError, match="chain.<name>/dtype/sN"):
         Case.parse("chain.llama-block/bf16/chain/normal/s0")
     ids = [x.id for x in load_sweep("smoke", Filters(ops=["chain.*"]))]
-    assert len(ids) == 9
+    assert len(ids) == 12
     assert "chain.llama-block/bf16/s0" in ids
     assert not [x for x in load_sweep("smoke", Filters(ops=["unary.exp"])) if x.op.startswith("chain.")]
     assert {x.id for x in load_sweep("pr", Filters(ops=["chain.attention"]))} == {

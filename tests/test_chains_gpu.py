@@ -25,7 +25,7 @@ def _check(rows, level_name):
 @pytest.mark.gpu
 def test_bundled_chains_pass_on_hip_on_nvidia(level):
     cases = load_sweep("pr", Filters(ops=["chain.*"]))
-    assert len(cases) == 18
+    assert len(cases) == 24
     _check(run_cases(cases, level.executor, level.availability.device), level.name)
 
 

@@ -28,8 +28,8 @@ def input_values(decl: TensorDecl, dt: DType, rng: np.random.Generator) -> np.nd
     shape, kind = decl.shape, decl.values
     if kind == "normal":
         return rng.standard_normal(shape)
-    if kind == "weight":                     # Linear weights (out, in): unit-variance outputs
-        return rng.standard_normal(shape) / math.sqrt(shape[-1])
+    if kind == "weight":                     # Linear (out, in) / conv (out, in, kh, kw) weights:
+        return rng.standard_normal(shape) / math.sqrt(math.prod(shape[1:]))   # unit-variance outputs
     if kind == "positive":
         return rng.uniform(0.5, 1.5, shape)
     if kind == "bool":

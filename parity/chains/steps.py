@@ -19,8 +19,10 @@ from ..ops import CATALOG
 from ..ops.abi import pack, sentinel_fill
 from ..ops.base import ExecResult, Launch, Op, Operands
 from ..ops.elementwise import Built, expected_output
+from ..ops.conv import conv2d_math, out_len
 from ..ops.matmul import ACC_EPS, MatMulNonContiguous, case_bmnk, gemm_config, gemm_launch
 from ..ops.nn import EPS, rope_reference
+from ..ops.pool import pool_windows
 from ..ops.structured import StructuredBuilt, out_buffer
 from .format import ChainError, Operand, Step, operand_layout
 
@@ -111,11 +113,37 @@ class StepBuilder:
 
     def out_tensor(self) -> Tensor:
         op, lay = self.op, self.layouts
+        if op.spec.elementwise:
+            first = lay[op.inputs[0]] if op.inputs[0] in lay else next(iter(lay.values()))
+            return Tensor(op.out_dtype(self.key), tuple(first.shape))
+        return Tensor(dtype(self.key), self.geometry()[1])
+
+    def geometry(self) -> tuple[dict, tuple[int, ...]]:
+        """(the family's geo record, as its pack and judge read it; the output shape)."""
+        op, lays, p = self.op, self.layouts, self.step.params
         if op.name == "matmul.gemm":
-            l, r = lay["lhs"].shape, lay["rhs"].shape
-            return Tensor(dtype(self.key), tuple(l[:-2]) + (l[-2], r[-1]))
-        first = lay[op.inputs[0]] if op.inputs[0] in lay else next(iter(lay.values()))
-        return Tensor(op.out_dtype(self.key) if op.spec.elementwise else dtype(self.key), tuple(first.shape))
+            l, r = lays["lhs"].shape, lays["rhs"].shape
+            bmnk = case_bmnk(l, r)
+            return {"bmnk": bmnk, "cfg": gemm_config(bmnk, lays["lhs"], lays["rhs"])}, tuple(l[:-2]) + (l[-2], r[-1])
+        if op.name in ("conv.conv2d", "conv.conv2d_host"):
+            g = {"stride": int(p.get("stride", 1)), "padding": int(p.get("padding", 0)),
+                 "dilation": int(p.get("dilation", 1)), "out_padding": 0, "src": lays["src"].shape, "k": lays["k"].shape}
+            (b_, _, h, w), (co, _, kh, kw) = lays["src"].shape, lays["k"].shape
+            return g, (b_, co, out_len(h, kh, g["stride"], g["padding"], g["dilation"]),
+                       out_len(w, kw, g["stride"], g["padding"], g["dilation"]))
+        shape = lays["src"].shape
+        if op.name == "pool.avg":
+            k = (int(p["kh"]), int(p["kw"]))
+            st = (int(p.get("sh", k[0])), int(p.get("sw", k[1])))
+            return {"k": k, "s": st}, shape[:2] + ((shape[2] - k[0]) // st[0] + 1, (shape[3] - k[1]) // st[1] + 1)
+        if op.root in ("softmax", "rmsnorm"):
+            n = shape[-1]
+            return {"rows": math.prod(shape[:-1]), "n_cols": n, "block_size": 32 if n < 1024 else 1024}, shape
+        if op.root.startswith("rope"):
+            b_, h, t, d = shape if op.root != "rope_thd" else (shape[0], shape[2], shape[1], shape[3])
+            return {"b": b_, "h": h, "t": t, "d": d, "el": math.prod(shape),
+                    "stride_b": h * t * d if lays["cos"].rank == 3 else 0}, shape
+        raise ChainError(f"{self.step.label}: chains do not run {op.name} steps yet")
 
     def build(self, bases: dict[str, np.ndarray]):
         """(built record, launch) with the operands read from these base buffers (by operand)."""
@@ -128,26 +156,11 @@ class StepBuilder:
             out = contiguous(lays[names[0]].shape)
             launch = pack(op, key, ops, params, out_layout=out)
             return Built(_case(op, key), op, ops, params, out, False), launch
-        dt = dtype(key)
-        out = self.out_tensor()
-        if op.name == "matmul.gemm":
-            bmnk = case_bmnk(lays["lhs"].shape, lays["rhs"].shape)
-            geo = {"bmnk": bmnk, "cfg": gemm_config(bmnk, lays["lhs"], lays["rhs"])}
-            b = StructuredBuilt(_case(op, key), op, key, dict(self.in_dtypes), dict(lays), dict(bases), ins, geo,
-                                out_dtype=dt, out_shape=out.shape)
-            return b, gemm_launch(key, bmnk, lays["lhs"], bases["lhs"], lays["rhs"], bases["rhs"], out_buffer(b))
-        shape = lays["src"].shape
-        if op.root in ("softmax", "rmsnorm"):
-            n = shape[-1]
-            geo = {"rows": math.prod(shape[:-1]), "n_cols": n, "block_size": 32 if n < 1024 else 1024}
-        elif op.root.startswith("rope"):
-            b_, h, t, d = shape if op.root != "rope_thd" else (shape[0], shape[2], shape[1], shape[3])
-            geo = {"b": b_, "h": h, "t": t, "d": d, "el": math.prod(shape),
-                   "stride_b": h * t * d if lays["cos"].rank == 3 else 0}
-        else:
-            raise ChainError(f"{self.step.label}: chains do not run {op.name} yet")
+        geo, shape = self.geometry()
         b = StructuredBuilt(_case(op, key), op, key, dict(self.in_dtypes), dict(lays), dict(bases), ins, geo,
-                            out_dtype=dt, out_shape=shape)
+                            out_dtype=dtype(key), out_shape=shape)
+        if op.name == "matmul.gemm":
+            return b, gemm_launch(key, geo["bmnk"], lays["lhs"], bases["lhs"], lays["rhs"], bases["rhs"], out_buffer(b))
         return b, op.spec.pack(b)
 
     def judge(self, bases: dict[str, np.ndarray], got: np.ndarray) -> tuple[dict, np.ndarray]:
@@ -176,6 +189,12 @@ class StepBuilder:
                                            dict(self.step.params), key, op))
             if op.name == "matmul.gemm":
                 return np.matmul(to_f64(ins["lhs"]), to_f64(ins["rhs"]))
+            if op.name in ("conv.conv2d", "conv.conv2d_host"):
+                g, _ = self.geometry()
+                return conv2d_math(to_f64(ins["src"]), to_f64(ins["k"]), g["stride"], g["padding"], g["dilation"])
+            if op.name == "pool.avg":
+                g, _ = self.geometry()
+                return np.mean(pool_windows(to_f64(ins["src"]), g["k"], g["s"]), axis=-1)
             if root == "softmax":
                 x = to_f64(ins["src"])
                 e = np.exp(x - np.max(x, axis=-1, keepdims=True))
@@ -190,6 +209,8 @@ class StepBuilder:
 
     def tolerance_ulps(self) -> float:
         """The op's own tolerance in ulps of its output dtype (0: exact, or a bound not in ulps)."""
+        if self.op.name == "pool.avg":           # judged to 1 ulp (the kernel's accumulation order)
+            return 1.0
         tol = self.op.tolerance
         return 0.0 if tol.exact else float(tol.ulp_for(self.out_tensor().dtype.name))
 
@@ -200,8 +221,9 @@ class StepBuilder:
         out = self.out_tensor().dtype
         if not out.is_float:
             return 0.0
-        if self.op.name == "matmul.gemm":
-            k = self.layouts["lhs"].shape[-1]
+        if self.op.name == "matmul.gemm" or self.op.family == "conv":
+            k = self.layouts["lhs"].shape[-1] if self.op.name == "matmul.gemm" else \
+                math.prod(self.layouts["k"].shape[1:])
             return 2.0 * math.sqrt(k) * ACC_EPS[self.key] / unit(out) + 0.5
         return self.tolerance_ulps() + 0.5
 
