@@ -171,3 +171,18 @@ def test_repro_keeps_every_intermediate(tmp_path):
     for t in ("q", "k", "v", "mask", "scores", "scaled", "masked", "p", "att"):
         assert f"tensor_{t}" in z.files and f"ref64_{t}" in z.files
     assert z["ref64_p"].shape == (64, 16) and z["ref64_p"].dtype == np.float64
+
+
+def test_a_chain_is_one_message_to_an_isolated_worker():
+    """Through the worker process the GPU levels use: the whole chain (launch and every tensor back)
+    in one request, pipelined behind and ahead of single-op cases."""
+    from parity.executors.worker import IsolatedExecutor
+    ex = IsolatedExecutor(CpuExecutor, timeout_s=60.0)
+    try:
+        cases = [Case.parse("chain.llama-block/bf16/s0"), Case.parse("unary.exp/f32/contiguous/normal/s0"),
+                 Case.parse("chain.attention/f16/s0"), Case.parse("chain.conv-block/f32/s0")]
+        rows = run_cases(cases, ex, "worker")
+    finally:
+        ex.close()
+    assert [r["verdict"] for r in rows] == ["pass"] * 4, [r["message"] for r in rows]
+    assert rows[0]["chain"]["steps"][-1]["out"] == "y"
