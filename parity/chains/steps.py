@@ -16,8 +16,8 @@ from ..dtypes import DType, dtype
 from ..layouts import Layout, contiguous, logical
 from ..numerics import to_f64
 from ..ops import CATALOG
-from ..ops.abi import pack, sentinel_fill
-from ..ops.base import ExecResult, Launch, Op, Operands
+from ..ops.abi import pack
+from ..ops.base import ExecResult, Op, Operands
 from ..ops.elementwise import Built, expected_output
 from ..ops.conv import conv2d_math, out_len
 from ..ops.matmul import ACC_EPS, MatMulNonContiguous, case_bmnk, gemm_config, gemm_launch
@@ -231,10 +231,6 @@ class StepBuilder:
 def unit(dt: DType) -> float:
     """Unit roundoff scale of a float dtype: 2^-mantissa bits (one ulp of 1.0)."""
     return 2.0 ** -dt.mant_bits
-
-
-def empty_output(t: Tensor) -> np.ndarray:
-    return sentinel_fill(t.dtype, math.prod(t.shape))
 
 
 def view64(ref: np.ndarray, o: Operand) -> np.ndarray:
