@@ -74,6 +74,15 @@ def test_chain_errors_name_the_step():
     from parity.chains.spec import prepare
     with pytest.raises(ChainError, match=r"step 1 \(nn.softmax\): nn.softmax needs a contiguous src"):
         prepare(chain, Case("chain.bad", "f32", "chain", "normal"))
+    bad = lambda steps: prepare(parse_chain({"name": "bad", "dtypes": ["f32"], "steps": steps, "tensors": {
+        "a": {"shape": [4, 6]}, "b": {"shape": [6, 5]}}}), Case("chain.bad", "f32", "chain", "normal"))
+    with pytest.raises(ChainError, match=r"step 1 \(binary.add\): binary.add takes lhs, rhs; missing \['rhs'\]"):
+        bad([{"op": "binary.add", "in": {"lhs": "a"}, "out": "y"}])
+    with pytest.raises(ChainError, match=r"step 1 \(matmul.gemm\): Candle refuses this matmul: MatMulNonContiguous"):
+        bad([{"op": "matmul.gemm", "in": {"lhs": "a", "rhs": "b.narrow(1,0,4).narrow(0,0,6)"}, "out": "y"},
+             {"op": "matmul.gemm", "in": {"lhs": "a.narrow(1,1,4)", "rhs": "y.narrow(0,0,4)"}, "out": "z"}])
+    with pytest.raises(ChainError, match="operands of different shapes"):
+        bad([{"op": "binary.add", "in": {"lhs": "a", "rhs": "b"}, "out": "y"}])
 
 
 def test_budget_is_the_sum_of_the_dependencies_allowances():

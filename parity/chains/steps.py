@@ -90,24 +90,30 @@ class StepBuilder:
     def out_buffer(self) -> str:
         return "out" if self.op.spec.elementwise else "dst"
 
+    # operands a kernel reads as dense rows (Candle's host makes them contiguous first); rope also
+    # reads them from the buffer start (its launch passes no offset)
+    DENSE = {"softmax": ("src",), "rmsnorm": ("src", "alpha"), "rope": ("src", "cos", "sin"),
+             "rope_i": ("src", "cos", "sin"), "rope_thd": ("src", "cos", "sin")}
+    OPTIONAL = {"alpha"}                     # rmsnorm without a gain: a null pointer
+
     def _check(self) -> None:
         """What Candle's host requires before it launches (the chain must take the copies itself)."""
-        op, s = self.op, self.step
-        need = {"softmax": ("src",), "rmsnorm": ("src", "alpha"), "rope": ("src", "cos", "sin")}.get(
-            op.root.split("_")[0] if op.root.startswith("rope") else op.root, ())
-        for n in need:
-            if n in self.layouts and not (self.layouts[n].is_contiguous() and
-                                          (self.layouts[n].offset == 0 or op.root in ("softmax", "rmsnorm"))):
+        op, s, lays = self.op, self.step, self.layouts
+        missing = [n for n in op.inputs if n not in lays and n not in self.OPTIONAL]
+        unknown = [n for n in lays if n not in op.inputs and not (n in self.OPTIONAL and op.root == "rmsnorm")]
+        if missing or unknown:
+            raise ChainError(f"{s.label}: {op.name} takes {', '.join(op.inputs)}"
+                             f"{' (+ alpha)' if op.root == 'rmsnorm' else ''}; missing {missing}, unknown {unknown}")
+        for n in self.DENSE.get(op.root, ()):
+            if n in lays and not (lays[n].is_contiguous() and (lays[n].offset == 0 or not op.root.startswith("rope"))):
                 raise ChainError(f"{s.label}: {op.name} needs a contiguous {n} (Candle's host checks it): "
-                                 f"{s.inputs[n].text()} is {self.layouts[n].describe()}; add a copy.ucopy step")
-        if op.spec.elementwise:
-            shapes = {lay.shape for lay in self.layouts.values()}
-            if len(shapes) > 1:
-                raise ChainError(f"{s.label}: operands of different shapes {sorted(shapes)}; broadcast them")
+                                 f"{s.inputs[n].text()} is {lays[n].describe()}; add a copy.ucopy step")
+        if op.spec.elementwise and len({lay.shape for lay in lays.values()}) > 1:
+            raise ChainError(f"{s.label}: operands of different shapes {sorted({l.shape for l in lays.values()})}; "
+                             "broadcast them")
         if op.name == "matmul.gemm":
             try:
-                gemm_config(case_bmnk(self.layouts["lhs"].shape, self.layouts["rhs"].shape),
-                            self.layouts["lhs"], self.layouts["rhs"])
+                gemm_config(case_bmnk(lays["lhs"].shape, lays["rhs"].shape), lays["lhs"], lays["rhs"])
             except MatMulNonContiguous as e:
                 raise ChainError(f"{s.label}: Candle refuses this matmul: {e}") from None
 
