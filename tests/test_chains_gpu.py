@@ -42,3 +42,33 @@ def test_bundled_chains_pass_on_cuda_with_candles_kernels():
         _check(run_cases(load_sweep("smoke", Filters(ops=["chain.*"])), lv.executor, lv.availability.device), lv.name)
     finally:
         lv.executor.close()
+
+
+@pytest.mark.gpu
+def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
+    """HipOnNvidiaExecutor.resident_chains (opt-in): kernel steps read and write device tensors,
+    no host copy between them; every tensor must equal the default path's bit for bit, and the
+    verdicts must be the same."""
+    import numpy as np
+    from parity.cases import Case
+    from parity.engine import prepare_case
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor()
+    if not ex.availability().available:
+        pytest.skip(ex.availability().reason)
+    try:
+        for cid in ("chain.cast-unary-where/bf16/s0", "chain.attention/f16/s0", "chain.llama-block/bf16/s0",
+                    "chain.conv-block/f32/s0"):
+            p = prepare_case(Case.parse(cid))
+            ex.resident_chains = False
+            host = ex.run(p.launch)
+            ex.resident_chains = True
+            dev = ex.run(p.launch)
+            assert host.status == dev.status == "ok", (cid, host.message, dev.message)
+            assert set(host.outputs) == set(dev.outputs)
+            for n, a in host.outputs.items():
+                assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(dev.outputs[n]).view(np.uint8)), (cid, n)
+            spec = p.case.op_spec.spec
+            assert spec.verdict(p.built, p.expected, dev)[0]["verdict"] == "pass", cid
+    finally:
+        ex.close()
