@@ -9,7 +9,7 @@ except ImportError:  # Python 3.10
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import resources
+from . import chains, resources
 from .dtypes import ALIASES, DTYPES
 from .layouts import LAYOUT_CLASSES
 from .ops import CATALOG, select
@@ -31,6 +31,8 @@ class Case:
 
     @property
     def id(self) -> str:
+        if chains.is_chain(self.op):         # a chain has one layout and value class: chain.<name>/<dtype>/sN
+            return f"{self.op}/{self.dtype}/s{self.seed}"
         p = "@" + ",".join(f"{k}={v:g}" for k, v in self.params) if self.params else ""
         return f"{self.op}/{self.dtype}/{self.layout}/{self.values}/s{self.seed}{p}"
 
@@ -39,6 +41,10 @@ class Case:
         """Inverse of `id`; ValueError with a readable message for malformed IDs."""
         body, _, p = case_id.partition("@")
         parts = body.split("/")
+        if chains.is_chain(parts[0]):
+            if p or len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
+                raise ValueError(f"malformed chain case ID {case_id!r}; expected chain.<name>/dtype/sN")
+            return Case(parts[0], parts[1], chains.LAYOUT, "normal", int(parts[2][1:]))
         if len(parts) != 5 or not parts[4].startswith("s") or not parts[4][1:].isdigit():
             raise ValueError(f"malformed case ID {case_id!r}; expected op/dtype/layout/values/sN[@k=v,...]")
         params = tuple((k, float(v)) for k, v in (kv.split("=") for kv in p.split(","))) if p else ()
@@ -46,7 +52,34 @@ class Case:
 
     @property
     def op_spec(self) -> Op:
+        if chains.is_chain(self.op):
+            try:
+                return chains.chains()[self.op]
+            except KeyError:
+                raise KeyError(f"no chain {self.op!r}; bundled: {', '.join(chains.chains())}") from None
         return CATALOG[self.op]
+
+    @property
+    def kernels(self) -> set[str]:
+        """The suite kernels (or host routines) the case launches: a chain's step kernels."""
+        op = self.op_spec
+        if chains.is_chain(self.op):
+            return {s.launch.kernel for s in op.spec.prepare(self)[1].steps}
+        return {op.kernel_name(self.dtype)}
+
+
+def select_ops(patterns: list[str] | None) -> list[Op]:
+    """Catalog ops and chains matching any glob pattern; chains only for patterns that start with
+    `chain` (so `*` stays the catalog). KeyError for a pattern that matches nothing."""
+    if not patterns:
+        return select(None)
+    out: dict[str, Op] = {}
+    for pat in patterns:
+        hits = chains.select([pat]) if pat.startswith("chain") else []
+        if not hits:
+            hits = select([pat])
+        out.update((o.name, o) for o in hits)
+    return list(out.values())
 
 
 def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: list[str] | None,
@@ -88,14 +121,14 @@ class Filters:
     def validate(self) -> None:
         """Raise ValueError naming the bad filter value and the known ones."""
         if self.ops:
-            select(self.ops)
+            select_ops(self.ops)
         for d in self.dtypes or []:
             if ALIASES.get(d, d) not in DTYPES:
                 raise ValueError(f"unknown dtype {d!r}; known: {', '.join(DTYPES)}")
         if self.dtypes:
             self.dtypes = [ALIASES.get(d, d) for d in self.dtypes]
         for lay in self.layouts or []:
-            if lay not in LAYOUT_CLASSES and lay not in shape_class_names():
+            if lay not in LAYOUT_CLASSES and lay not in shape_class_names() and lay != chains.LAYOUT:
                 known = list(LAYOUT_CLASSES) + [n for n in shape_class_names() if n not in LAYOUT_CLASSES]
                 raise ValueError(f"unknown layout {lay!r}; known: {', '.join(known)}")
         for v in self.values or []:
@@ -130,9 +163,9 @@ def load_sweep(name_or_path: str, filters: Filters | None = None,
     seeds = spec.get("seeds", [0])
     cases: dict[str, Case] = {}
     for group in spec.get("group", []):
-        ops = select(group.get("ops", ["*"]))
+        ops = select_ops(group.get("ops", ["*"]))
         if filters.ops:
-            allowed = {o.name for o in select(filters.ops)}
+            allowed = {o.name for o in select_ops(filters.ops)}
             ops = [o for o in ops if o.name in allowed]
         for op in ops:
             dts = _intersect(group.get("dtypes"), filters.dtypes)

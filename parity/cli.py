@@ -207,8 +207,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
                         "device": l.availability.device} for l in lvls],
             "golden": golden_summary()}
     t0 = time.perf_counter()
-    from .ops import CATALOG
-    kernels = {CATALOG[c.op].kernel_name(c.dtype) for c in cases}
+    kernels = set().union(*(c.kernels for c in cases))
     for lv in runnable:                        # workers warm up while compiling
         lv.prestart()
     with terminal.progress(console) as prog:

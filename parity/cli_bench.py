@@ -87,12 +87,11 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
             "levels": [{"level": l.name, "available": l.availability.available, "reason": l.availability.reason,
                         "device": l.availability.device} for l in lvls]}
     t0 = time.perf_counter()
-    from .ops import CATALOG
     for lv in runnable:                        # workers warm up while compiling and preparing
         lv.prestart()
     with terminal.progress(console) as prog:
         for lv in runnable:                    # only the files these cases need, in parallel
-            lv.precompile({CATALOG[c.op].kernel_name(c.dtype) for c in cases}, prog)
+            lv.precompile(set().union(*(c.kernels for c in cases)), prog)
         task = prog.add_task("bench", total=len(cases) * len(runnable), status="", unit="cases")
         try:
             rows = run_cases_multi(cases, [(l.executor, l.availability.device) for l in runnable], opts,

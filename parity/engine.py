@@ -11,7 +11,7 @@ import numpy as np
 
 from .executors.base import Executor, Pooled, Queued, TimedWhereRun
 from .cases import Case
-from .ops.base import Launch
+from .ops.base import ChainLaunch, Launch
 from .row import Row, Verdict
 from .timing import bytes_moved_built, gbps, time_launch
 
@@ -298,7 +298,8 @@ def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device
                 retire()
             emit(i, _not_launched(row, p, t0))
             continue
-        if sum(a.nbytes for a in p.launch.buffers.values()) > PIPELINE_MAX_BYTES:
+        if isinstance(p.launch, ChainLaunch) or sum(a.nbytes for a in p.launch.buffers.values()) > PIPELINE_MAX_BYTES:
+            # (a chain's message and answer carry every step's buffers and tensors: 50-160 kB)
             while window:
                 retire()
         executor.submit(p.launch)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import chains
 from .cases import Case
 from .host.marshal import scalar_arg
 from .ops import CATALOG
@@ -77,6 +78,8 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
     from .levels import DEFAULT_HIP_SRC, make
     case = Case.parse(case_id)
+    if chains.is_chain(case.op):
+        return run_chain(case, level, hip_src, cuda_src, out)
     if case.op not in CATALOG:
         raise KeyError(f"no op {case.op!r} (see `parity list`)")
     spec = CATALOG[case.op].spec
@@ -174,3 +177,47 @@ bad = np.flatnonzero(got.reshape(-1)[:n].view(exp.dtype) != exp)   # bit pattern
 print(meta["launch"])
 print(f"{{bad.size}}/{{n}} elements differ in bits from the reference", bad[:10])
 '''
+
+
+def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | None, out: Path | None) -> Repro:
+    """A chain case on one level. The .npz holds every tensor: the chain's inputs (`input_<t>`),
+    what the level computed for each intermediate (`tensor_<t>`, raw bits), the float64 reference
+    of each (`ref64_<t>`), and `meta` with the steps (kernel, launch, reads, writes) and the
+    per-step report; the snippet is the command that reruns it (each step's launch is replayable
+    as a single case from the stored buffers)."""
+    from .levels import DEFAULT_HIP_SRC, make
+    spec = case.op_spec.spec
+    b, launch, expected = spec.prepare(case)
+    lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
+    verdict, message, res, steps = Verdict.UNAVAILABLE, lv.availability.reason, None, []
+    if lv.availability.available:
+        try:
+            res = lv.executor.run(launch)
+        finally:
+            lv.executor.close()
+        fields, _ = spec.verdict(b, expected, res)
+        verdict, message = fields["verdict"], fields.get("message", "")
+        steps = spec.row_fields(b, res)["chain"].get("steps", [])
+    npz = None
+    if out is not None:
+        npz = Path(out)
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        for n, buf in launch.buffers.items():
+            arrays[f"input_{n}"] = _raw(buf, launch.dtypes.get(n, ""))
+        for n, ref in b.ref.items():
+            arrays[f"ref64_{n}"] = np.asarray(ref, dtype=np.float64)
+            if res is not None and n in res.outputs:
+                t = b.tensors[n]
+                got = np.asarray(res.outputs[n]).reshape(-1)[:int(np.prod(t.shape, dtype=np.int64))]
+                arrays[f"tensor_{n}"] = _raw(got.reshape(t.shape), t.dtype.name)
+        meta = {"case_id": case.id, "level": level, "kernel": launch.kernel, "launch": launch.describe(),
+                "verdict": verdict, "message": message, "dtypes": {n: t.dtype.name for n, t in b.tensors.items()},
+                "steps": [{"label": st.label, "kernel": st.launch.kernel, "launch": st.launch.describe(),
+                           "reads": st.reads, "writes": st.writes, "args": _args(st.launch)} for st in launch.steps],
+                "report": steps}
+        arrays["meta"] = np.asarray(json.dumps(meta))
+        np.savez(npz, **arrays)
+    cmd = f"parity repro {case.id} --level {level}" + (f" --output {npz}" if npz else "")
+    return Repro(case.id, level, launch.kernel, verdict, message, npz, None,
+                 f"# {case.id}: {len(launch.steps)} steps, one request; rerun with\n{cmd}\n")

@@ -48,6 +48,11 @@ def sweep_dir() -> Path:
     return _path("_bundled", "cases")
 
 
+def chain_dir() -> Path:
+    """The bundled op chains (`cases/chains/*.toml`)."""
+    return _path("_bundled", "cases", "chains")
+
+
 def data_dir() -> Path:
     """Measured reference data (`parity/data/`)."""
     return _path("data")

@@ -87,3 +87,56 @@ class NoInPlacePath(CpuExecutor):
 
 __all__ = ["SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
            "UnwrittenTail", "NoInPlacePath", "cast"]
+
+
+# ------------------------------------------------------------------ broken subjects for op chains
+class TransposeLostBetweenSteps(CpuExecutor):
+    """A port whose matmul reads a transposed operand as contiguous, but only when the operand is a
+    view of a tensor an earlier step produced on the device (its host path re-derives the layout
+    from the producer's metadata and drops the view); weights and other chain inputs are fine, so
+    every single-op matmul case passes."""
+    def run_chain(self, chain):
+        self._chain_inputs = set(chain.buffers)
+        return super().run_chain(chain)
+
+    def chain_step(self, step, store):
+        from parity.layouts import row_major
+        produced = set(step.reads.values()) - self._chain_inputs
+        if step.launch.library == "blas.gemm" and produced:
+            args = []
+            for a in step.launch.args:
+                if a.kind == "info" and step.reads.get(a.name.replace("_layout", "")) in produced:
+                    r = len(a.value) // 2
+                    shape = tuple(int(x) for x in a.value[:r])
+                    a = type(a)(a.kind, np.array(shape + row_major(shape), dtype=np.uint64), a.dtype, a.name)
+                args.append(a)
+            step = type(step)(step.label, type(step.launch)(**{**step.launch.__dict__, "args": args}),
+                              step.reads, step.writes)
+        return super().chain_step(step, store)
+
+
+class InPlaceRmsnorm(CpuExecutor):
+    """rmsnorm computed in place: the result also lands in the source buffer, which a later
+    residual add still reads."""
+    def run(self, launch):
+        res = super().run(launch)
+        if launch.kernel.startswith("rmsnorm_") and res.status == "ok":
+            n = launch.args[3].value * launch.grid[0]
+            launch.buffers["src"][:n] = res.outputs["dst"][:n]
+        return res
+
+
+class PlantedUlpBias(CpuExecutor):
+    """One kernel's every output element one ulp above the right answer (the next value toward
+    +inf): within the op's own tolerance element by element, biased over the tensor."""
+    kernel = "softmax_bf16"
+
+    def run(self, launch):
+        res = super().run(launch)
+        if launch.kernel == self.kernel and res.status == "ok":
+            for n in launch.outputs:
+                out = res.outputs[n]
+                u = out.view(np.uint16).astype(np.int32)
+                up = np.where(u == 0x8000, 1, np.where(u & 0x8000, u - 1, u + 1))   # -0 -> +min subnormal
+                res.outputs[n] = up.astype(np.uint16).view(out.dtype)
+        return res

@@ -21,7 +21,7 @@ from ..host.hip import HipMemory, detect, device_buffers
 from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.miopen import Miopen
 from ..host.routines import is_library_kernel, run_library, suite_kernels
-from ..ops.base import ExecResult, Launch
+from ..ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
 from ..timing import HipClock, hip_clock
 from .base import Availability, Executor, loaded_for_timing
@@ -212,7 +212,7 @@ class AmdExecutor(Executor):
         return res
 
     def prepare(self, kernel: str) -> ExecResult | None:
-        if kernel in self._functions:
+        if kernel in self._functions or kernel.startswith(CHAIN_PREFIX):   # a chain's steps load their own
             return None
         if is_library_kernel(kernel):             # load what the host routine may launch; a missing
             for sub in suite_kernels([kernel]):   # kernel is reported by the step that needs it
@@ -257,6 +257,8 @@ class AmdExecutor(Executor):
         return hip_clock(flush_factor)
 
     def run(self, launch: Launch) -> ExecResult:
+        if isinstance(launch, ChainLaunch):
+            return self.run_chain(launch)
         if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Protocol, runtime_checkable
 
-from ..ops.base import ExecResult, Launch
+import numpy as np
+
+from ..ops.base import ChainLaunch, ChainStep, ExecResult, Launch
 from ..ops.matmul import GemmConfig, gemm_config
 
 
@@ -37,6 +39,51 @@ class Executor:
 
     def close(self) -> None:
         """Release worker processes and devices."""
+
+    def run_chain(self, chain: ChainLaunch) -> ExecResult:
+        """A chain's steps in order, each reading the tensors earlier steps produced here, then every
+        step alone on the reference's inputs. Outputs: every tensor by name, and step i's solo
+        outputs as `solo<i>:<tensor>` (i from 1, as the step labels); a step that fails or writes
+        into a tensor it only reads stops the chain with its verdict, named. The whole chain is one
+        request (one message to an isolated worker); each step is this executor's own `run` (the
+        same launch as a single case), so on GPU levels the tensors go through host memory
+        between steps (device-resident intermediates: not yet)."""
+        store = {n: np.asarray(b) for n, b in chain.buffers.items()}
+        for i, step in enumerate(chain.steps):
+            res = self.chain_step(step, store)
+            if res.status != "ok":
+                later = [s.label for s in chain.steps[i + 1:]
+                         if set(s.reads.values()) & set(res.detail.get("clobbered", ()))]
+                why = f"; read later by {', '.join(later)}" if later else ""
+                return ExecResult(res.status, dict(store), f"{step.label}: {res.message}{why}",
+                                  detail={"chain_step": i})
+        outputs = dict(store)
+        for i, (step, inputs) in enumerate(zip(chain.steps, chain.solo)):
+            res = self.chain_step(step, dict(inputs))
+            if res.status != "ok":
+                return ExecResult(res.status, outputs, f"{step.label} on the reference's inputs: {res.message}",
+                                  detail={"chain_step": i})
+            outputs.update((f"solo{i + 1}:{t}", res.outputs[b]) for b, t in step.writes.items())
+        return ExecResult("ok", outputs)
+
+    def chain_step(self, step: ChainStep, store: dict[str, np.ndarray]) -> ExecResult:
+        """Run one step on the tensors in `store` and add what it writes; `input-clobbered` when
+        a tensor it reads changed (an in-place step clobbering a tensor a later step reads)."""
+        bufs = dict(step.launch.buffers)
+        bufs.update((b, store[t]) for b, t in step.reads.items())
+        before = {t: store[t].copy() for t in set(step.reads.values())}
+        launch = Launch(step.launch.kernel, step.launch.args, bufs, step.launch.outputs, step.launch.grid,
+                        step.launch.block, step.launch.shared_mem, step.launch.dtypes, step.launch.library)
+        res = self.run(launch)
+        if res.status != "ok":
+            return res
+        changed = [t for t, b in before.items()
+                   if not np.array_equal(b.view(np.uint8), np.asarray(store[t]).view(np.uint8))]
+        if changed:
+            return ExecResult("input-clobbered", res.outputs, f"{launch.kernel} wrote into {', '.join(changed)}, "
+                              "which it only reads", detail={"clobbered": changed})
+        store.update((t, res.outputs[b]) for b, t in step.writes.items())
+        return res
 
     def gemm_config(self, bmnk: tuple[int, int, int, int], lhs, rhs) -> GemmConfig:
         """The `blas.gemm` host routine's configuration: Candle's; a broken subject overrides it.

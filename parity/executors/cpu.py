@@ -12,7 +12,7 @@ import numpy as np
 from ..host.blas import EmulatedBlas
 from ..host.routines import run_library
 from ..ops import expected_kernels
-from ..ops.base import ExecResult, Launch, Op
+from ..ops.base import ChainLaunch, ExecResult, Launch, Op
 from ..ops.matmul import GemmConfig, gemm_strided_batched
 from .base import Availability, Executor
 
@@ -146,6 +146,8 @@ class CpuExecutor(Executor):
 
     # --- the interpreter ------------------------------------------------------------------
     def run(self, launch: Launch) -> ExecResult:
+        if isinstance(launch, ChainLaunch):
+            return self.run_chain(launch)
         if launch.kernel not in self._kernels:
             return ExecResult("missing", message=f"no kernel {launch.kernel} in the ABI emulation")
         if launch.library:                           # host routine (BLAS, conv): parity/host/routines.py

@@ -22,9 +22,9 @@ import numpy as np
 
 from ..compile_cache import CompileResult, cache_key, cached_build, compile_source, header_closure
 from ..host.blas import CupyBlas
-from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
+from ..host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
-from ..ops.base import ExecResult, Launch
+from ..ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
 from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, Executor, loaded_for_timing
 from .preflight import compile_failure, not_found, signature_mismatch
@@ -312,6 +312,8 @@ class HipOnNvidiaExecutor(Executor):
         """Compile and load what `kernel` needs; None when it is ready, else the verdict."""
         if self._dead:
             return ExecResult("crash", message=self._dead)
+        if kernel.startswith(CHAIN_PREFIX):       # a chain: each step prepares its own kernel
+            return None
         if is_library_kernel(kernel):             # a host routine (BLAS, conv): load the suite kernels it
             for sub in suite_kernels([kernel]):   # launches now, under the compile limit; a step that
                 err = self.prepare(sub)           # needs a missing one reports it when it runs
@@ -340,6 +342,8 @@ class HipOnNvidiaExecutor(Executor):
         return ExecResult("crash", message=text)
 
     def run(self, launch: Launch) -> ExecResult:
+        if isinstance(launch, ChainLaunch):
+            return self.run_chain(launch)
         if launch.library:                         # host routine: parity/host/routines.py
             return run_library(self, launch)
         err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
@@ -376,6 +380,60 @@ class HipOnNvidiaExecutor(Executor):
         time_ms = cupy.cuda.get_elapsed_time(t0, t1) if t1 is not None else None
         return judge_images(launch, hosts, images, time_ms)
 
+    # --- op chains ---------------------------------------------------------------------------
+    # Opt-in until measured on a GPU (tests/test_chains_gpu.py compares it bit for bit with the
+    # default): keep a chain's tensors on the device between kernel steps. Host-routine steps
+    # (blas.gemm, conv.host) still take their operands through host memory.
+    resident_chains: bool = False
+
+    def run_chain(self, chain: ChainLaunch) -> ExecResult:
+        res = super().run_chain(chain)
+        res.outputs = {n: _host(a) for n, a in res.outputs.items()}
+        return res
+
+    def chain_step(self, step: ChainStep, store: dict) -> ExecResult:
+        if not self.resident_chains or step.launch.library:
+            for t in set(step.reads.values()):
+                store[t] = _host(store[t])
+            return super().chain_step(step, store)
+        launch = step.launch
+        err = self.prepare(launch.kernel) or signature_mismatch(self.suite, launch)
+        if err is not None:
+            return err
+        import cupy
+        try:
+            guard = cupy.asarray(GUARD)
+            before, dev, infos = {}, {}, []
+            for b, h in launch.buffers.items():
+                src = store[step.reads[b]] if b in step.reads else h
+                before[b] = src.raw if isinstance(src, DeviceTensor) else \
+                    cupy.asarray(np.ascontiguousarray(src).reshape(-1).view(np.uint8))
+                dev[b] = cupy.concatenate([guard, before[b], guard])
+
+            def info_address(a: np.ndarray) -> int:
+                infos.append(cupy.asarray(a))
+                return int(infos[-1].data.ptr)
+            args = arg_values(launch, lambda n: int(dev[n].data.ptr) + GUARD_BYTES, info_address)
+            self._functions[launch.kernel](tuple(int(g) for g in launch.grid), tuple(int(b) for b in launch.block),
+                                           tuple(args), shared_mem=int(launch.shared_mem))
+            cupy.cuda.Device().synchronize()
+            n = {b: before[b].size for b in dev}
+            oob = [b for b, d in dev.items() if not (bool(cupy.array_equal(d[:GUARD_BYTES], guard)) and
+                                                    bool(cupy.array_equal(d[GUARD_BYTES + n[b]:], guard)))]
+            clobbered = [step.reads.get(b, b) for b, d in dev.items() if b not in launch.outputs and
+                         not bool(cupy.array_equal(d[GUARD_BYTES:GUARD_BYTES + n[b]], before[b]))]
+        except Exception as e:
+            return self._fault(e, launch.describe())
+        if oob:
+            return ExecResult("oob-write", {}, f"{launch.kernel}: bytes around {', '.join(oob)} overwritten")
+        if clobbered:
+            return ExecResult("input-clobbered", {}, f"{launch.kernel} wrote into {', '.join(clobbered)}, which it "
+                              "only reads", detail={"clobbered": clobbered})
+        for b, t in step.writes.items():
+            h = launch.buffers[b]
+            store[t] = DeviceTensor(dev[b][GUARD_BYTES:GUARD_BYTES + n[b]], h.dtype, h.shape)
+        return ExecResult("ok", {b: store[t] for b, t in step.writes.items()})
+
     def blas(self) -> CupyBlas:
         """This executor's cuBLAS handle (`blas.gemm` launches), created on first use."""
         if self._blas is None:
@@ -385,6 +443,22 @@ class HipOnNvidiaExecutor(Executor):
     def close(self) -> None:
         self._functions.clear()
         self._modules.clear()
+
+
+class DeviceTensor:
+    """A chain tensor kept on the device: its bytes (CuPy uint8, which also holds bf16/fp8) and
+    the host dtype and shape to read them back as."""
+
+    def __init__(self, raw, dtype: np.dtype, shape: tuple[int, ...]):
+        self.raw, self.dtype, self.shape = raw, dtype, shape
+
+
+def _host(a):
+    """A chain tensor in host memory (a DeviceTensor is downloaded once)."""
+    if isinstance(a, DeviceTensor):
+        import cupy
+        return cupy.asnumpy(a.raw).view(a.dtype).reshape(a.shape)
+    return a
 
 
 class CudaExecutor(HipOnNvidiaExecutor):

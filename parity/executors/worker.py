@@ -27,7 +27,7 @@ import multiprocessing as mp
 import traceback
 from collections import deque
 
-from ..ops.base import ExecResult, Launch
+from ..ops.base import ChainLaunch, ExecResult, Launch
 from .base import Availability, Executor, Preparing
 
 
@@ -231,7 +231,14 @@ class IsolatedExecutor(Executor):
 
     def _prepare(self, launch: Launch) -> ExecResult | None:
         """Compile and load the launch's kernel in the worker unless it is there already: None
-        when ready, else the launch's result (missing, compile-error, crash, timeout)."""
+        when ready, else the launch's result (missing, compile-error, crash, timeout). A chain's
+        step kernels are compiled here, under the compile limit, not inside its run."""
+        if isinstance(launch, ChainLaunch):
+            for step in launch.steps:
+                err = self._prepare(step.launch)
+                if err is not None:
+                    return ExecResult(err.status, message=f"{step.label}: {err.message}")
+            return None
         if launch.kernel in self._ready and self._alive():
             return None
         tag, value = self._call("prepare", launch.kernel, self.prepare_timeout_s)

@@ -271,3 +271,31 @@ class Op:
             else:
                 sig.append("ptr")
         return sig
+
+
+# ------------------------------------------------------------------------------- op chains
+CHAIN_PREFIX = "chain."                      # op names of chains (parity/chains), never a suite kernel
+
+
+@dataclass
+class ChainStep:
+    """One step of a chain: the launch of a catalog op, packed exactly as for a single case, whose
+    buffers are bound to the chain's named tensors when the chain runs (views are the launch's
+    strides and offsets over the producer's output buffer)."""
+    label: str                               # "step 7 (nn.rope)"
+    launch: Launch
+    reads: dict[str, str]                    # launch buffer -> tensor it reads
+    writes: dict[str, str]                   # launch output buffer -> tensor it produces
+
+
+@dataclass
+class ChainLaunch(Launch):
+    """A whole chain as one request to an executor (`Executor.run_chain`): `buffers` holds the
+    chain's input tensors; each step reads the tensors earlier steps produced on that executor.
+    `solo[i]` holds step i's input tensors from the float64 reference (rounded to their dtypes):
+    the executor also runs every step alone on them, for drift attribution."""
+    steps: list[ChainStep] = field(default_factory=list)
+    solo: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.kernel}: " + "; ".join(f"{s.label} {s.launch.kernel}" for s in self.steps)

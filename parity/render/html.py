@@ -134,7 +134,12 @@ def _failures(t: pd.DataFrame) -> list[dict]:
                 "reason": r.get("baseline_reason") if isinstance(r.get("baseline_reason"), str) else "",
                 "kernel": r.get("kernel") or "", "n_bad": r.get("n_bad"), "numel": r.get("numel"),
                 "message": _first_line(r.get("message")), "launch": r.get("launch") or "",
-                "repro": f"parity repro {r['case_id']} --level {r.get('level')}", "worst": None}
+                "repro": f"parity repro {r['case_id']} --level {r.get('level')}", "worst": None,
+                "chain_svg": "", "full_message": ""}
+        chain = r.get("chain") if isinstance(r.get("chain"), dict) else None
+        if chain and chain.get("steps"):
+            item["chain_svg"] = chain_svg(chain["steps"], chain.get("culprit"))
+            item["full_message"] = str(r.get("message") or "")
         if w:
             item["worst"] = {"index": w.get("index"), "coords": "(" + ", ".join(map(str, w.get("coords") or [])) + ")",
                              "inputs": w.get("inputs") or {}, "expected": w.get("expected"), "got": w.get("got"),
@@ -175,6 +180,40 @@ def bar_svg(items: list[tuple[str, float]], unit: str = "", ref: float | None = 
         parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + row * len(items)}" '
                      f'stroke="#333" stroke-dasharray="4 3"/>'
                      f'<text x="{x:.1f}" y="{top + row * len(items) + 16}" text-anchor="middle">{ref:g}{e(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def chain_svg(steps: list[dict], culprit: int | None = None, width: int = 760) -> str:
+    """A chain's drift from the float64 reference per step (log scale, roundoffs at the tensor's
+    scale) with each step's budget as a tick: where the error grows, and past which step it
+    leaves the budget. The culprit step (first out of its own tolerance) is red."""
+    import math
+    row, label_w, top = 16, 250, 22
+    plot_w = width - label_w - 90
+    vals = [v for s in steps for v in (s.get("drift"), s.get("budget")) if isinstance(v, (int, float))]
+    vmax = math.log10(1 + max(vals + [1.0]))
+    x = lambda v: label_w + plot_w * math.log10(1 + v) / vmax
+    h = top + row * len(steps) + 8
+    e = _html.escape
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot chain" width="{width}" height="{h}" '
+             f'viewBox="0 0 {width} {h}" role="img" aria-label="drift per step">',
+             '<text x="4" y="14" font-weight="bold">drift from the float64 reference per step '
+             '(roundoffs, log scale; tick: budget)</text>']
+    for i, s in enumerate(steps):
+        y = top + i * row
+        d, b = s.get("drift"), s.get("budget")
+        label = f"{s.get('step')} {s.get('op')} → {s.get('out')}"
+        over = d is None or (b is not None and d > b)
+        color = "#d62828" if s.get("step") == culprit else "#e07a00" if over else "#4a7ab5"
+        dv = d if d is not None else (b or 1.0) * 10
+        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{e(label)}</text>'
+                     f'<rect x="{label_w}" y="{y + 3}" width="{max(1.0, x(dv) - label_w):.1f}" height="{row - 6}" '
+                     f'fill="{color}"><title>{e(label)}: drift {d if d is not None else "inf"}, budget {b}</title></rect>'
+                     f'<text x="{x(dv) + 4:.1f}" y="{y + 12}">{"inf" if d is None else f"{d:.3g}"}</text>')
+        if b is not None:
+            parts.append(f'<line x1="{x(b):.1f}" y1="{y + 1}" x2="{x(b):.1f}" y2="{y + row - 1}" stroke="#333" '
+                         'stroke-width="2"/>')
     parts.append("</svg>")
     return "".join(parts)
 

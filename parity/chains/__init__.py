@@ -1,0 +1,36 @@
+"""Op chains (issue #19): sequences of catalog ops with named intermediate tensors and the views
+Candle takes between them, run on a level as one request and judged against a float64
+reference, with the first drifting step named. `format` reads the TOML, `steps` packs each step
+with its op's own launch, `spec` makes a chain a case (`chain.<name>/<dtype>/s<seed>`)."""
+from __future__ import annotations
+
+import fnmatch
+from functools import lru_cache
+from pathlib import Path
+
+from .. import resources
+from ..ops.base import CHAIN_PREFIX, Op
+from .format import Chain, ChainError, load_chain
+from .spec import LAYOUT, chain_op
+
+__all__ = ["CHAIN_PREFIX", "LAYOUT", "Chain", "ChainError", "chains", "load_chain", "select", "is_chain"]
+
+
+@lru_cache(maxsize=None)
+def chains() -> dict[str, Op]:
+    """The bundled chains as ops, by op name (`chain.attention`)."""
+    out = {}
+    for path in sorted(Path(resources.chain_dir()).glob("*.toml")):
+        op = chain_op(load_chain(path))
+        out[op.name] = op
+    return out
+
+
+def is_chain(name: str) -> bool:
+    return name.startswith(CHAIN_PREFIX)
+
+
+def select(patterns: list[str]) -> list[Op]:
+    """Chain ops matching any glob pattern (`chain.*`); patterns that match no chain are ignored
+    (the catalog answers for them)."""
+    return [op for name, op in chains().items() if any(fnmatch.fnmatchcase(name, p) for p in patterns)]

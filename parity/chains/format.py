@@ -1,0 +1,197 @@
+"""The chain format: a TOML file of named tensors and steps (catalog ops) with the views Candle
+takes between them. `docs/chains.md` describes it; `cases/chains/*.toml` are the bundled chains.
+
+    name = "attention"
+    dtypes = ["f32", "f16", "bf16"]                 # the chain dtype `{dt}` of its cases
+    [tensors]                                       # the chain's inputs
+    q = { shape = [2, 8, 16], values = "normal" }   # dtype defaults to "{dt}"
+    [[steps]]
+    op = "matmul.gemm"                              # a catalog op
+    in = { lhs = "q", rhs = "k.transpose(1,2)" }    # operand -> tensor with views
+    out = "scores"
+    dtype = "{dt}"                                  # the op's dtype key (default "{dt}")
+    params = { mul = 0.25, add = 0.0 }              # the op's scalar parameters
+
+Views (Candle's, no copy; a contiguous copy is a `copy.ucopy` step): `transpose(a,b)`,
+`narrow(dim,start,len)`, `reshape(d0,d1,...)` (of a contiguous view only, as Candle),
+`broadcast(d0,d1,...)` (broadcast_as: new leading dims and size-1 dims get stride 0).
+"""
+from __future__ import annotations
+
+import re
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+from dataclasses import dataclass, field
+from math import prod
+from pathlib import Path
+
+from ..layouts import Layout, row_major
+
+VALUE_KINDS = ("normal", "weight", "positive", "causal-mask", "rope-cos", "rope-sin", "bool")
+_VIEW = re.compile(r"\.(\w+)\(([-\d,\s]*)\)")
+
+
+class ChainError(ValueError):
+    """A chain file that does not describe a valid chain (the message names file and step)."""
+
+
+@dataclass(frozen=True)
+class View:
+    kind: str                                # transpose | narrow | reshape | broadcast
+    args: tuple[int, ...]
+
+    def text(self) -> str:
+        return f".{self.kind}({','.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class Operand:
+    tensor: str
+    views: tuple[View, ...] = ()
+
+    def text(self) -> str:
+        return self.tensor + "".join(v.text() for v in self.views)
+
+
+@dataclass(frozen=True)
+class TensorDecl:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "{dt}"
+    values: str = "normal"
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int                               # 1-based, as reports name it
+    op: str
+    inputs: dict[str, Operand]
+    out: str
+    dtype: str = "{dt}"
+    params: dict[str, float] = field(default_factory=dict)
+
+    def key(self, dt: str) -> str:
+        return self.dtype.replace("{dt}", dt)
+
+    @property
+    def label(self) -> str:
+        return f"step {self.index} ({self.op})"
+
+
+@dataclass(frozen=True)
+class Chain:
+    name: str
+    doc: str
+    dtypes: tuple[str, ...]
+    tensors: dict[str, TensorDecl]
+    steps: tuple[Step, ...]
+    source: str = ""
+
+    @property
+    def op_name(self) -> str:
+        return f"chain.{self.name}"
+
+    @property
+    def output(self) -> str:
+        return self.steps[-1].out
+
+
+def parse_operand(text: str) -> Operand:
+    name, _, rest = text.strip().partition(".")
+    rest = "." + rest if rest else ""
+    views, pos = [], 0
+    for m in _VIEW.finditer(rest):
+        if m.start() != pos:
+            break
+        args = tuple(int(a) for a in m.group(2).replace(" ", "").split(",") if a)
+        views.append(View(m.group(1), args))
+        pos = m.end()
+    if pos != len(rest) or not name.isidentifier():
+        raise ChainError(f"cannot read operand {text!r}: expected name.view(args).view(args)...")
+    for v in views:
+        if v.kind not in ("transpose", "narrow", "reshape", "broadcast"):
+            raise ChainError(f"{text!r}: unknown view {v.kind!r} (transpose, narrow, reshape, broadcast; "
+                             "a contiguous copy is a copy.ucopy step)")
+    return Operand(name, tuple(views))
+
+
+def apply_view(lay: Layout, v: View) -> Layout:
+    """A Candle view of a layout: same base buffer, new shape/strides/offset."""
+    shape, strides = list(lay.shape), list(lay.strides)
+    if v.kind == "transpose":
+        a, b = (x % len(shape) for x in v.args)
+        shape[a], shape[b] = shape[b], shape[a]
+        strides[a], strides[b] = strides[b], strides[a]
+        return Layout(tuple(shape), tuple(strides), lay.offset, lay.base_size)
+    if v.kind == "narrow":
+        d, start, n = v.args
+        d %= len(shape)
+        if start + n > shape[d]:
+            raise ChainError(f"narrow({d},{start},{n}) of a dim of size {shape[d]}")
+        shape[d] = n
+        return Layout(tuple(shape), tuple(strides), lay.offset + start * strides[d], lay.base_size)
+    if v.kind == "reshape":
+        new = tuple(v.args)
+        if prod(new) != lay.numel:
+            raise ChainError(f"reshape{new} of {lay.numel} elements")
+        if not lay.is_contiguous():
+            raise ChainError(f"reshape{new} of a non-contiguous view {lay.describe()} (Candle copies first: "
+                             "add a copy.ucopy step)")
+        return Layout(new, row_major(new), lay.offset, lay.base_size)
+    new = tuple(v.args)                      # broadcast
+    pad = len(new) - len(shape)
+    if pad < 0:
+        raise ChainError(f"broadcast{new} to fewer dims than {tuple(shape)}")
+    shape, strides = [1] * pad + shape, [0] * pad + strides
+    for d, (have, want) in enumerate(zip(shape, new)):
+        if have != want:
+            if have != 1:
+                raise ChainError(f"broadcast of {tuple(lay.shape)} to {new}")
+            strides[d] = 0
+    return Layout(new, tuple(strides), lay.offset, lay.base_size)
+
+
+def operand_layout(base: Layout, op: Operand) -> Layout:
+    lay = base
+    for v in op.views:
+        lay = apply_view(lay, v)
+    return lay
+
+
+def load_chain(path: Path) -> Chain:
+    try:
+        spec = tomllib.loads(Path(path).read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ChainError(f"{path}: {e}") from None
+    try:
+        return parse_chain(spec, str(path))
+    except ChainError as e:
+        raise ChainError(f"{path}: {e}") from None
+
+
+def parse_chain(spec: dict, source: str = "") -> Chain:
+    name = spec.get("name") or Path(source).stem
+    tensors = {}
+    for n, t in spec.get("tensors", {}).items():
+        values = t.get("values", "normal")
+        if values not in VALUE_KINDS:
+            raise ChainError(f"tensor {n}: unknown values {values!r} ({', '.join(VALUE_KINDS)})")
+        tensors[n] = TensorDecl(n, tuple(int(x) for x in t["shape"]), t.get("dtype", "{dt}"), values)
+    steps, known = [], set(tensors)
+    for i, s in enumerate(spec.get("steps", []), 1):
+        ins = {k: parse_operand(v) for k, v in s.get("in", {}).items()}
+        for k, o in ins.items():
+            if o.tensor not in known:
+                raise ChainError(f"step {i} ({s.get('op')}): operand {k} reads {o.tensor!r}, which no "
+                                 "earlier step produces and is not a chain input")
+        out = s["out"]
+        if out in known:
+            raise ChainError(f"step {i}: tensor {out!r} is written twice (tensors are values, not buffers)")
+        known.add(out)
+        steps.append(Step(i, s["op"], ins, out, s.get("dtype", "{dt}"),
+                          {k: float(v) for k, v in s.get("params", {}).items()}))
+    if not steps:
+        raise ChainError("a chain needs at least one step")
+    return Chain(name, spec.get("doc", ""), tuple(spec.get("dtypes", ["f32"])), tensors, tuple(steps), source)

@@ -1,0 +1,74 @@
+"""The bundled chains on GPU levels: hip-on-nvidia on the bundled HIP suite (through the isolated
+worker, one message per chain), and `cuda` on Candle's own kernels when PARITY_CANDLE_KERNELS
+points at candle-kernels/src. Every chain must pass, and the level must compute every
+intermediate the cpu level computes within the step's own tolerance (rows carry the per-step
+verdicts). Needs a CUDA GPU (CuPy) and nvcc or NVRTC."""
+import os
+from pathlib import Path
+
+import pytest
+
+from parity.cases import Filters, load_sweep
+from parity.engine import run_cases
+
+
+def _check(rows, level_name):
+    assert rows
+    bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:400]}" for r in rows if r["verdict"] != "pass"]
+    assert not bad, f"{level_name}: {len(bad)}/{len(rows)} chains not passing:\n" + "\n".join(bad)
+    for r in rows:                               # a pass is every step judged twice, none skipped
+        steps = r["chain"]["steps"]
+        assert steps and all(s["own"] == "pass" and s["solo"] == "pass" for s in steps), r["case_id"]
+        print(r["case_id"], r["message"])
+
+
+@pytest.mark.gpu
+def test_bundled_chains_pass_on_hip_on_nvidia(level):
+    cases = load_sweep("pr", Filters(ops=["chain.*"]))
+    assert len(cases) == 24
+    _check(run_cases(cases, level.executor, level.availability.device), level.name)
+
+
+@pytest.mark.gpu
+def test_bundled_chains_pass_on_cuda_with_candles_kernels():
+    src = os.environ.get("PARITY_CANDLE_KERNELS")
+    if not src:
+        pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")
+    from parity.levels import DEFAULT_HIP_SRC, make
+    lv = make("cuda", DEFAULT_HIP_SRC, Path(src), case_timeout=600)
+    if not lv.availability.available:
+        pytest.skip(f"cuda unavailable: {lv.availability.reason}")
+    try:
+        _check(run_cases(load_sweep("smoke", Filters(ops=["chain.*"])), lv.executor, lv.availability.device), lv.name)
+    finally:
+        lv.executor.close()
+
+
+@pytest.mark.gpu
+def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
+    """HipOnNvidiaExecutor.resident_chains (opt-in): kernel steps read and write device tensors,
+    no host copy between them; every tensor must equal the default path's bit for bit, and the
+    verdicts must be the same."""
+    import numpy as np
+    from parity.cases import Case
+    from parity.engine import prepare_case
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor()
+    if not ex.availability().available:
+        pytest.skip(ex.availability().reason)
+    try:
+        for cid in ("chain.cast-unary-where/bf16/s0", "chain.attention/f16/s0", "chain.llama-block/bf16/s0",
+                    "chain.conv-block/f32/s0"):
+            p = prepare_case(Case.parse(cid))
+            ex.resident_chains = False
+            host = ex.run(p.launch)
+            ex.resident_chains = True
+            dev = ex.run(p.launch)
+            assert host.status == dev.status == "ok", (cid, host.message, dev.message)
+            assert set(host.outputs) == set(dev.outputs)
+            for n, a in host.outputs.items():
+                assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(dev.outputs[n]).view(np.uint8)), (cid, n)
+            spec = p.case.op_spec.spec
+            assert spec.verdict(p.built, p.expected, dev)[0]["verdict"] == "pass", cid
+    finally:
+        ex.close()
