@@ -381,10 +381,10 @@ class HipOnNvidiaExecutor(Executor):
         return judge_images(launch, hosts, images, time_ms)
 
     # --- op chains ---------------------------------------------------------------------------
-    # Opt-in until measured on a GPU (tests/test_chains_gpu.py compares it bit for bit with the
-    # default): keep a chain's tensors on the device between kernel steps. Host-routine steps
-    # (blas.gemm, conv.host) still take their operands through host memory.
-    resident_chains: bool = False
+    # Keep a chain's tensors on the device between kernel steps (bit for bit what the host
+    # round trip gives on an H100: tests/test_chains_gpu.py). Host-routine steps (blas.gemm,
+    # conv.host) still take their operands through host memory.
+    resident_chains: bool = True
 
     def run_chain(self, chain: ChainLaunch) -> ExecResult:
         res = super().run_chain(chain)
