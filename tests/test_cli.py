@@ -117,3 +117,15 @@ def test_run_options_reach_the_run_as_arguments(tmp_path):
     assert res.meta["shard"] == "2/3" and res.meta["gpus"] == "1" and "timing" not in res.meta
     assert list(res.table["case_id"]) == [c.id for c in load_sweep("smoke", f, shard=(2, 3))]
     assert len(load_sweep("smoke", f)) > len(res.table)
+
+
+def test_a_cpu_only_run_does_not_claim_the_kernels_passed():
+    rows = [{**r, "level": "cpu", "verdict": "pass", "worst": None, "message": ""} for r in _fake_rows(14)]
+    levels = [{"level": "cpu", "available": True, "device": "numpy"},
+              {"level": "hip-on-nvidia", "available": False, "reason": "no GPU"}]
+    head = markdown.render(Results.from_rows(rows, {"sweep": "smoke", "levels": levels})).splitlines()[0]
+    assert head == ("## ⚠️ parity: 14/14 cases pass on the cpu level only: no kernel of the suite ran "
+                    "(no GPU level was available)")
+    levels[1]["available"] = True
+    head = markdown.render(Results.from_rows(rows, {"sweep": "smoke", "levels": levels})).splitlines()[0]
+    assert head == "## ✅ parity: 14/14 cases pass"

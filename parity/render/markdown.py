@@ -39,8 +39,14 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     passed, n_fail = counts.get(Verdict.PASS, 0), f.failing_cases
     icon = "✅" if n_fail == 0 else "❌"
     n = len(f.findings)
+    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
+    reference_only = bool(ran) and set(ran) <= {"cpu"}    # the cpu level emulates; no suite kernel ran
+    if reference_only and n_fail == 0:
+        icon = "⚠️"
     lines = [f"## {icon} parity: {passed}/{len(t)} cases pass"
-             + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else ""), ""]
+             + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else "")
+             + (" on the cpu level only: no kernel of the suite ran (no GPU level was available)"
+                if reference_only else ""), ""]
     if meta.get("sweep"):
         lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · "
                   f"{meta.get('elapsed_s', 0):.1f} s", ""]
