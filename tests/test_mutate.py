@@ -269,3 +269,20 @@ def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
     f.write_text('[[equivalent]]\nfile = "cast.hip"\nline = "x"\n')
     with pytest.raises(ValueError, match="lacks mutated, why"):
         load_argued(f)
+
+
+def test_a_case_failing_on_the_unmutated_suite_kills_nothing():
+    from parity.cases import Filters, load_sweep
+    from parity.executors.cpu import CpuExecutor
+    from parity.mutate.run import run_cases_until_fail
+
+    class Broken(CpuExecutor):                  # every case fails, mutant or not
+        def run(self, launch):
+            res = super().run(launch)
+            return type(res)("crash", message="always") if res.status == "ok" else res
+    [m, *_] = mutants_of_text("if (i < n) {}\n", "k.hip")
+    cases = load_sweep("smoke", Filters(["unary.neg"]))[:3]
+    out = run_cases_until_fail(m, cases, Broken(), 60, __import__("time").perf_counter(), original_passes=lambda c: False)
+    assert (out.verdict, out.cases_run) == ("survived", 3)
+    out = run_cases_until_fail(m, cases, Broken(), 60, __import__("time").perf_counter(), original_passes=lambda c: c is cases[1])
+    assert (out.verdict, out.case) == ("killed", cases[1].id)

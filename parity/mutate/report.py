@@ -95,6 +95,10 @@ def markdown(s: dict) -> str:
              f"Sweep `{s['meta'].get('sweep')}` on level `{s['meta'].get('level')}`: {counts}. "
              f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged), "
              "mutants argued equivalent, mutants out of the sweep's reach and compile errors are not counted.", ""]
+    bad = s["meta"].get("failing_on_original") or {}
+    if bad:
+        lines += [f"**Warning**: {len(bad)} case(s) fail on the unmutated suite; they killed no mutant: "
+                  + ", ".join(f"`{k}` ({v})" for k, v in list(bad.items())[:10]), ""]
     if s["meta"].get("interrupted"):
         lines += [f"**Interrupted**: {s['meta'].get('done')} of {s['meta'].get('mutants')} mutants done; "
                   "the score covers those.", ""]

@@ -82,14 +82,16 @@ def evaluate(mutants: list[Mutant], run_mutant: RunMutant,
 
 
 def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, limit_s: float,
-                         t0: float, prepared: Callable[[Case], Prepared | None] = lambda c: None) -> Outcome:
-    """Run `cases` on `executor` and stop at the first one that does not pass."""
+                         t0: float, prepared: Callable[[Case], Prepared | None] = lambda c: None,
+                         original_passes: Callable[[Case], bool] = lambda c: True) -> Outcome:
+    """Run `cases` on `executor` and stop at the first one that does not pass (and passes on the
+    unmutated suite: a case failing there tells nothing about the mutant)."""
     for n, case in enumerate(cases, 1):
         if time.perf_counter() - t0 > limit_s:
             return Outcome(mutant, "timeout", message=f"{n - 1} of {len(cases)} cases in {limit_s:.0f} s",
                            seconds=time.perf_counter() - t0, cases_run=n - 1)
         row = run_case(case, executor, prepared=prepared(case))
-        if row["verdict"] != "pass":
+        if row["verdict"] != "pass" and original_passes(case):
             return Outcome(mutant, "killed", case.id, str(row["verdict"]), str(row.get("message") or "")[:300],
                            time.perf_counter() - t0, n)
     return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=len(cases))
@@ -135,11 +137,15 @@ class GpuRunner:
         self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
         self._prepared: dict[str, Prepared] = {}         # case id -> built and referenced once
         self.seconds = {"compile": 0.0, "run": 0.0}     # summed over the lanes (for the report)
+        self._original_ex: IsolatedExecutor | None = None  # the unmutated suite, for killing cases
+        self._baseline_lock = threading.Lock()
+        self.original_rows: dict[str, dict] = {}         # case id -> its row on the unmutated suite
         self._tally = threading.Lock()
 
     def close(self) -> None:
-        for ex in self._workers.values():
-            ex.close()
+        for ex in [*self._workers.values(), self._original_ex]:
+            if ex is not None:
+                ex.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _write(self, j: int, mutant: Mutant | None) -> Path:
@@ -173,6 +179,20 @@ class GpuRunner:
             if source not in self._original:
                 self._original[source] = self._digest(self.suite_dir, source)[0] or {}
             return self._original[source]
+
+    def original_passes(self, case: Case) -> bool:
+        """Whether `case` passes on the unmutated suite (asked once per case that killed a mutant)."""
+        with self._baseline_lock:
+            if case.id not in self.original_rows:
+                if self._original_ex is None:
+                    self._original_ex = IsolatedExecutor(self.level_cls, timeout_s=self.case_timeout, spare=False,
+                                                         suite_dir=self.suite_dir, **self.level_kw)
+                self.original_rows[case.id] = run_case(case, self._original_ex, prepared=self._prepare(case))
+            return self.original_rows[case.id]["verdict"] == "pass"
+
+    def original_failures(self) -> dict[str, str]:
+        """case id -> verdict of the cases that fail on the unmutated suite (none count as kills)."""
+        return {k: str(r["verdict"]) for k, r in self.original_rows.items() if r["verdict"] != "pass"}
 
     def _count(self, what: str, t0: float) -> None:
         with self._tally:
@@ -234,7 +254,7 @@ class GpuRunner:
             else:
                 ex.renew()
             t0 = time.perf_counter()
-            out = run_cases_until_fail(mutant, cases, ex, self.mutant_timeout, t0, self._prepare)
+            out = run_cases_until_fail(mutant, cases, ex, self.mutant_timeout, t0, self._prepare, self.original_passes)
             self._count("run", t0)
         if out.case_verdict == "compile-error":   # a level compiling in its worker says it only there
             return Outcome(mutant, "compile-error", message=out.message, seconds=out.seconds)
