@@ -30,7 +30,8 @@ _VERB = {Verdict.CRASH: "crash", Verdict.TIMEOUT: "time out", Verdict.OOB_WRITE:
 _VERB1 = {Verdict.CRASH: "crashes", Verdict.TIMEOUT: "times out", Verdict.OOB_WRITE: "writes out of bounds",
           Verdict.INPUT_CLOBBERED: "overwrites an input"}
 # short human names of layout classes; others fall back to LAYOUT_CLASSES' doc
-_LAYOUT_NAMES = {"inplace": "in-place (null input)", "empty": "empty tensor", "huge": "huge (> 2^31 elements)",
+_LAYOUT_NAMES = {"inplace": "in-place (null input)", "inplace-strided": "in-place (null input), strided info",
+                 "empty": "empty tensor", "huge": "huge (> 2^31 elements)",
                  "rank0": "rank-0 tensor", "contiguous": "contiguous", "transposed": "transposed (t() view)",
                  "scalar": "expanded scalar", "unit-dims": "size-1 dims with odd strides"}
 NAMES_SHOWN = 6
@@ -330,11 +331,18 @@ def _crashlike(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
             title = (f"{_plural(len(info['kernels']), 'kernel')} {verb(info)} on every layout "
                      f"({_plural(info['cases'], 'case')})")
             out.append(_make(cause, info, title, first_line(info["message"]), key=("*",)))
-    for (lay,), info in _groups(g[~on_every], ["layout"]):
+    # the in-place classes (contiguous and strided info) share one cause: the null-input path
+    for (lay,), info in _groups(g[~on_every].assign(_path=g["layout"].map(_path_of)), ["_path"]):
         title = (f"{layout_name(str(lay))} path: {_plural(len(info['kernels']), 'kernel')} {verb(info)} "
                  f"({_plural(info['cases'], 'case')})")
         out.append(_make(cause, info, title, first_line(info["message"]), key=(lay,)))
     return out
+
+
+def _path_of(layout: str) -> str:
+    from .layouts import LAYOUT_CLASSES
+    c = LAYOUT_CLASSES.get(layout)
+    return "inplace" if c is not None and c.inplace else layout
 
 
 def _fault_kind(w) -> str:

@@ -182,6 +182,8 @@ LAYOUT_CLASSES: dict[str, LayoutClass] = {c.name: c for c in [
     LayoutClass("unit-dims", (1, 13, 1, 17), ("unit", "contig", "stepped"), doc="size-1 dims with odd strides"),
     *[_sized(n) for n in (31, 32, 33, 63, 64, 65, 255, 256, 257, 1023, 1024, 1025)],
     LayoutClass("inplace", (45, 33), ("contig",), inplace=True, doc="null input pointer: op runs on out"),
+    LayoutClass("inplace-strided", (33, 47), ("transposed",), inplace=True,
+                doc="null input pointer with a t() view's info: the strided path reads out[i], not inp"),
     LayoutClass("huge", (2**31 + 1029,), ("contig",), opt_in=True, doc="> 2^31 elements: 32-bit index overflow"),
     # bench-sized shapes (2^26 elements) for `parity bench` / `parity run --time`: opt-in, GPU levels only
     LayoutClass("bench-contiguous", (8192, 8192), ("contig",), opt_in=True, bench=True,

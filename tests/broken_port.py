@@ -2,7 +2,7 @@
 thousands of cases, and a worst case of thousands of distinct causes. For report tests and demos."""
 from __future__ import annotations
 
-from parity.layouts import layout_names
+from parity.layouts import LAYOUT_CLASSES, layout_names
 from parity.results import Results
 
 LEVELS = [{"level": "cpu", "available": True, "reason": "", "device": "NumPy ABI emulation"},
@@ -47,7 +47,7 @@ def _hip(op, family, kernel, dt, lay, vc) -> dict:
         return row("missing", message=f"no kernel {kernel} in port/; closest defined: ucopy_f32")
     if op == "unary.tanh":
         return row("missing", message=f"no kernel {kernel} in port/; closest defined: utan_{dt}")
-    if family == "unary" and lay == "inplace":
+    if family == "unary" and LAYOUT_CLASSES[lay].inplace:
         return row("crash", message="CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
     if op == "unary.exp" and dt == "bf16" and vc == "normal":
         ulp = 1.0 + (len(lay) % 3)
@@ -68,11 +68,11 @@ def broken_port_rows() -> list[dict]:
         cases += [(f"unary.{u}", "unary", f"u{u}_{d}", d, lay, v) for d in FLOATS for lay in lays for v in VALUES]
     for b in BINARY:
         cases += [(f"binary.{b}", "binary", f"b{b}_{d}", d, lay, v) for d in DTYPES for lay in lays
-                  if lay != "inplace" for v in VALUES]
+                  if not LAYOUT_CLASSES[lay].inplace for v in VALUES]
     cases += [("affine", "affine", f"affine_{d}", d, lay, v) for d in DTYPES for lay in lays
-              if lay != "inplace" for v in VALUES]
+              if not LAYOUT_CLASSES[lay].inplace for v in VALUES]
     cases += [("copy.ucopy", "copy", f"ucopy_{d}", d, lay, v) for d in DTYPES for lay in lays
-              if lay != "inplace" for v in VALUES]
+              if not LAYOUT_CLASSES[lay].inplace for v in VALUES]
     cases += [(f"reduce.{r}", "reduce", f"fast_{r}_{d}", d, s, v) for r in REDUCE for d in FLOATS
               for s in SHAPES for v in VALUES]
     rows = [_row(*c, "cpu") for c in cases]

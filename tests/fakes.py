@@ -85,7 +85,19 @@ class NoInPlacePath(CpuExecutor):
         return super().run(launch)
 
 
-__all__ = ["SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
+class InPlaceReadsStrided(CpuExecutor):
+    """A null input read as `(inp ? inp : out)[strided_i]`: the strided path applies the (input's)
+    view strides to out instead of reading out[i]."""
+    def run(self, launch):
+        for a in launch.args:
+            if a.kind == "ptr" and a.value is None:
+                launch.args = [type(a)(a.kind, ("out_before", 0), a.dtype, a.name) if x is a else x
+                               for x in launch.args]
+                launch.buffers["out_before"] = launch.buffers["out"].copy()
+        return super().run(launch)
+
+
+__all__ = ["InPlaceReadsStrided", "SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
            "UnwrittenTail", "NoInPlacePath", "cast"]
 
 

@@ -30,6 +30,17 @@ class TieBlockSizeBug(CpuExecutor):
         return super().reduce_row(kind, vals, block, dt)
 
 
+class UnrolledArgIndexBug(CpuExecutor):
+    """argmin/argmax whose 8-load groups (contiguous rows of >= 8 blocks' worth) fold element
+    idx + j*B under the index idx - j*B: a winner found in such a group at j >= 1 is misreported."""
+    def reduce_row(self, kind, vals, block, dt):
+        v, i = super().reduce_row(kind, vals, block, dt)
+        tid, j = i % block, i // block
+        if kind.startswith("arg") and 1 <= j < 8 and tid + 7 * block < vals.size:
+            i = tid - j * block
+        return v, i
+
+
 class SentinelIgnored(CpuExecutor):
     """Treats max_value<I> (255 for u8 ids) as an ordinary id."""
     def is_sentinel(self, ids, itype):
@@ -70,5 +81,5 @@ class ArgmaxWritesF32(CpuExecutor):
         dst[i] = np.float32(idx).view(np.uint32)
 
 
-__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "SentinelIgnored", "SumAccumulatesInFloat",
+__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "SentinelIgnored", "SumAccumulatesInFloat",
            "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32"]

@@ -1,8 +1,8 @@
 """The engine must catch each deliberately broken subject, with the exact verdict and worst element."""
 import pytest
 
-from fakes import (DropsStartOffset, IgnoresStrides, NanDroppingMinimum, NoInPlacePath, OneStrideArray,
-                   SaturatingU8Cast, UnwrittenTail)
+from fakes import (DropsStartOffset, IgnoresStrides, InPlaceReadsStrided, NanDroppingMinimum, NoInPlacePath,
+                   OneStrideArray, SaturatingU8Cast, UnwrittenTail)
 from parity.executors.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import run_case
@@ -25,6 +25,8 @@ CAUGHT = [
      {"x": "2.28125"}, "1.5078125", "-2.8622937353617317e-16"),
     (NoInPlacePath, "unary.exp/f32/inplace/normal/s0", 1485, [29, 13],
      {"x": "-4.997680187225342"}, "0.006753596011549234", "1.0"),
+    (InPlaceReadsStrided, "unary.exp/f32/inplace-strided/normal/s0", 1548, [24, 11],
+     {"x": "4.967596054077148"}, "143.6810760498047", "0.00684918649494648"),
 ]
 
 
@@ -67,3 +69,11 @@ def test_nan_dropping_minimum_passes_for_f32_only_where_cuda_ignores_nan():
     row = run_case(Case.parse("binary.minimum/f32/contiguous/special/s0"), NanDroppingMinimum())
     assert row["verdict"] == "fail"
     assert row["worst"]["inputs"]["rhs"] == "nan" and row["worst"]["expected"] != "nan"
+
+
+def test_strided_in_place_bug_needs_the_strided_in_place_class():
+    """A null input read through the view's strides hides behind a null info (the `inplace` class):
+    only `inplace-strided` sends the kernel down its strided path with a null input."""
+    assert run_case(Case.parse("unary.exp/f32/inplace/normal/s0"), InPlaceReadsStrided())["verdict"] == "pass"
+    assert run_case(Case.parse("affine/f32/inplace-strided/normal/s0@add=3,mul=2"),
+                    InPlaceReadsStrided())["verdict"] == "fail"

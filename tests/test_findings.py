@@ -203,7 +203,7 @@ def test_each_planted_cause_is_exactly_one_finding(port):
                                    ("crash", ("inplace",)), ("missing", ("copy.ucopy",)), ("missing", ("unary.tanh",)),
                                    ("fail", ("unary", "bf16", "values")), ("fail", ("reduce", "f16", "NaN handling"))])
     crash = by_cause(f, "crash")[0]
-    assert crash.n_kernels == 55 and crash.title == "in-place (null input) path: 55 kernels crash (165 cases)"
+    assert crash.n_kernels == 55 and crash.title == "in-place (null input) path: 55 kernels crash (330 cases)"
     hip = {r.family: r for r in f.scoreboard if r.level == HIP}
     assert (hip["unary"].kernels_ok, hip["unary"].kernels) == (0, 60)
     assert (hip["reduce"].kernels_ok, hip["reduce"].kernels) == (24, 25)
@@ -215,12 +215,12 @@ def test_summary_leads_with_score_and_findings(port):
     head = md.splitlines()[:40]
     assert any(line == "### Parity score" for line in head)
     assert any(line.startswith("### Findings: 7 causes") for line in head)
-    assert "| **all** | 133/133 (100%) · 8,904/8,904 | 25/133 (19%) · 4,639/8,904 |" in head
+    assert "| **all** | 133/133 (100%) · 9,084/9,084 | 25/133 (19%) · 4,639/9,084 |" in head
     assert "1. **compile-error** — `port/binary.hip` does not compile: 36 kernels, 2,808 cases" in md
     assert md.count("**missing**") == 2 and md.count("**fail**") == 2
     assert ("7. **missing** — `copy.ucopy`: no kernel for f8_e4m3, f16, bf16, f64, u8 (5 kernels, 390 cases) · "
             "closest defined: ucopy_f32\n") in md                 # one line per op
-    assert "<details><summary>First 30 of 4,265 failing cases</summary>" in md
+    assert "<details><summary>First 30 of 4,445 failing cases</summary>" in md
     assert md.count("/s0` (hip-on-nvidia, ") == 30                # no full per-case listing
     assert len(md) < 20_000
 
@@ -240,7 +240,7 @@ def test_html_opens_with_score_and_findings_and_collapses_cases(port):
     assert page.index('id="score"') < page.index('id="findings-list"') < page.index('<details id="per-case">') \
         < page.index('id="grid"')
     assert page.count('<li class="finding"') == 7
-    assert "in-place (null input) path: 55 kernels crash (165 cases)" in page
+    assert "in-place (null input) path: 55 kernels crash (330 cases)" in page
     assert "<b><code>port/binary.hip</code> does not compile: 36 kernels, 2,808 cases</b>" in page
 
 

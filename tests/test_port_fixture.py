@@ -22,6 +22,7 @@ from parity.executors.cpu import CpuExecutor
 from parity.cases import Filters, load_sweep
 from parity.coverage import coverage
 from parity.engine import run_case
+from parity.layouts import LAYOUT_CLASSES
 from parity.suite import discover
 
 _spec = importlib.util.spec_from_file_location(
@@ -85,7 +86,7 @@ def planted_verdict(case) -> str:
         return "signature-mismatch"
     if k not in PRESENT:
         return "missing"
-    if case.layout == "inplace" and case.op_spec.family in ("unary", "affine"):
+    if case.layout in LAYOUT_CLASSES and LAYOUT_CLASSES[case.layout].inplace and case.op_spec.family in ("unary", "affine"):
         return "crash"                            # bug 2: PORT_MAP_KERNEL has no null-input path
     if (case.op, case.dtype, case.values) in FAIL_GROUPS:
         return "fail?"                            # fails wherever the data hits the bug

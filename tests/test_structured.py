@@ -5,7 +5,7 @@ import pytest
 
 from fakes_structured import (ArgmaxWritesF32, ReduceIgnoresPermutation, RopeIgnoresStrideB,
                               ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SumAccumulatesInFloat,
-                              TieBlockSizeBug)
+                              TieBlockSizeBug, UnrolledArgIndexBug)
 from parity.executors.cpu import CpuExecutor
 from parity.cases import Case, expand, load_sweep
 from parity.dtypes import dtype
@@ -18,6 +18,7 @@ CAUGHT = [
     (ReduceIgnoresPermutation, "reduce.sum/f32/dim0/normal/s0", "fail", 37, [30],
      "20.126422882080078", "-52.93903732299805"),
     (TieBlockSizeBug, "reduce.argmax/f32/row100/ties/s0", "fail", 1, [25], "64", "32"),
+    (UnrolledArgIndexBug, "reduce.argmax/f32/row9000/normal/s0", "fail", 2, [0], "3869", "6725"),
     (SumAccumulatesInFloat, "reduce.sum/u32/row1900/normal/s0", "fail", 3, [1], "544441891", "4294967295"),
     (ArgmaxWritesF32, "reduce.argmax/f32/row100/normal/s0", "fail", 37, [34], "96", "1119879168"),
     (RopeIgnoresStrideB, "nn.rope/f32/rope3d/normal/s0", "fail", 120, [1, 2, 4, 1],
@@ -136,3 +137,10 @@ def test_cpu_level_passes_the_family(family):
     rows = [run_case(c, CpuExecutor()) for op in CATALOG.values() if op.family == family
             for c in expand(op, None, None, None, [1])[::7]]
     assert rows and all(r["verdict"] == "pass" for r in rows), [r["case_id"] for r in rows if r["verdict"] != "pass"]
+
+
+def test_unrolled_groups_need_rows_of_eight_blocks():
+    """The contiguous path's 8-load groups run only when a row holds >= 8 blocks (row9000); the
+    shorter rows never reach them, so the same bug passes there."""
+    for shape in ("row100", "row1900", "row4000"):
+        assert run_case(Case.parse(f"reduce.argmax/f32/{shape}/normal/s0"), UnrolledArgIndexBug())["verdict"] == "pass"

@@ -32,7 +32,8 @@ def pack(op: Op, key: str, ops: Operands, params: dict[str, float], inplace: boo
     elif inplace:                             # null input: the op reads and writes `out`
         src = ops.names[0]
         buffers["out"] = np.ascontiguousarray(ops.logical[src].reshape(-1)).copy()
-        layouts = [contiguous(shape)]
+        layouts = [ops.layouts[src]]          # info as for the input's view: null when contiguous,
+                                              # else the kernel takes its strided path (reading out[i])
         out_offset = 0
     else:
         buffers["out"] = sentinel_fill(out_dt, numel)

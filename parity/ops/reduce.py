@@ -33,6 +33,8 @@ SHAPES = {s.name: s for s in [
     _sc("row100", "(37,100) over dim 1: rows shorter than one block (block 128)", (37, 100), (1,)),
     _sc("row1900", "(3,1900) over dim 1: rows longer than one block (block 1024)", (3, 1900), (1,)),
     _sc("row4000", "(2,4000) over dim 1: ~4 elements per thread", (2, 4000), (1,)),
+    _sc("row9000", "(2,9000) over dim 1: > 8 elements per thread, so the contiguous path's 8-load groups run "
+        "(values and indices folded from all 8 loads)", (2, 9000), (1,)),
     _sc("dim0", "(65,37) over dim 0: strided rows (the permutation moves dim 0 last)", (65, 37), (0,)),
     _sc("transposed", "(33,47) t() view over dim 1", (33, 47), (1,), "transposed"),
     _sc("narrowed", "(5,6,7) narrowed view (start offset) over dim 1", (5, 6, 7), (1,), "narrowed"),
