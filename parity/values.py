@@ -8,7 +8,8 @@ from .numerics import round_float
 
 VALUE_CLASSES = {
     "normal": "random finite values in the op's input domain",
-    "special": "NaN, ±Inf, ±0, subnormals, max finite, halves (rounding ties) among normal values",
+    "special": "NaN, ±Inf, ±0, subnormals, max finite, halves (rounding ties) among normal values; "
+               "integers: 0, 1, extremes, 2^31, 2^32 - 1, ... (integer divisors include 0)",
     "out-of-range": "values outside the destination's range (casts): 300 for u8, 65520 for f16, 464 for fp8, ...",
     "ties": "five distinct values only, so ties are everywhere (reductions, argmin/argmax, sort)",
 }
@@ -51,13 +52,14 @@ def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
     where = rng.permutation(n)[:k]
     base[where] = pool_arr[np.arange(k) % pool_arr.size]
     if not dt.is_float:
-        _restrict(base, dt, domain)                 # x/0 is undefined: never generate it
+        _restrict(base, dt, domain, special=True)
     return base
 
 
-def _restrict(v: np.ndarray, dt: DType, domain: str | None) -> None:
+def _restrict(v: np.ndarray, dt: DType, domain: str | None, special: bool = False) -> None:
     if domain in ("nonzero", "divisor"):
-        v[v == 0] = 1
+        if not (special and domain == "divisor"):   # integer x/0: in the special class only, where the
+            v[v == 0] = 1                           # reference gives what CUDA's code computes (binary.py)
         if domain == "divisor" and dt.kind == "int":
             v[v == -1] = 3                          # avoid MIN / -1 (undefined behaviour)
 

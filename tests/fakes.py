@@ -85,6 +85,16 @@ class NoInPlacePath(CpuExecutor):
         return super().run(launch)
 
 
+class I64DivByZeroAllOnes(CpuExecutor):
+    """i64 x/0 always -1 (a 64-bit-only division), where nvcc's 32-bit path gives 0xffffffff for a
+    dividend in [0, 2^32)."""
+    def compute(self, op, key, inputs, params):
+        out = super().compute(op, key, inputs, params)
+        if op.root == "bdiv" and key == "i64":
+            out = np.where(inputs["rhs"] == 0, np.int64(-1), out)
+        return out
+
+
 class InPlaceReadsStrided(CpuExecutor):
     """A null input read as `(inp ? inp : out)[strided_i]`: the strided path applies the (input's)
     view strides to out instead of reading out[i]."""
@@ -97,7 +107,7 @@ class InPlaceReadsStrided(CpuExecutor):
         return super().run(launch)
 
 
-__all__ = ["InPlaceReadsStrided", "SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
+__all__ = ["I64DivByZeroAllOnes", "InPlaceReadsStrided", "SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
            "UnwrittenTail", "NoInPlacePath", "cast"]
 
 

@@ -1,7 +1,7 @@
 """The engine must catch each deliberately broken subject, with the exact verdict and worst element."""
 import pytest
 
-from fakes import (DropsStartOffset, IgnoresStrides, InPlaceReadsStrided, NanDroppingMinimum, NoInPlacePath,
+from fakes import (DropsStartOffset, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, NanDroppingMinimum, NoInPlacePath,
                    OneStrideArray, SaturatingU8Cast, UnwrittenTail)
 from parity.executors.cpu import CpuExecutor
 from parity.cases import Case
@@ -25,6 +25,8 @@ CAUGHT = [
      {"x": "2.28125"}, "1.5078125", "-2.8622937353617317e-16"),
     (NoInPlacePath, "unary.exp/f32/inplace/normal/s0", 1485, [29, 13],
      {"x": "-4.997680187225342"}, "0.006753596011549234", "1.0"),
+    (I64DivByZeroAllOnes, "binary.div/i64/contiguous/special/s0", 23, [0, 41],
+     {"lhs": "2147483647", "rhs": "0"}, "4294967295", "-1"),
     (InPlaceReadsStrided, "unary.exp/f32/inplace-strided/normal/s0", 1548, [24, 11],
      {"x": "4.967596054077148"}, "143.6810760498047", "0.00684918649494648"),
 ]

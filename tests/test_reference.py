@@ -104,3 +104,14 @@ def test_golden_counts():
 def test_divergences_are_declared():
     assert any("300->44" in d for d in CATALOG["cast"].divergences)
     assert CATALOG["unary.relu"].divergences and CATALOG["binary.minimum"].divergences
+
+
+def test_integer_division_by_zero_follows_nvcc():
+    """x/0 (special class only): all ones for u8/u32; i64 0xffffffff for a dividend in [0, 2^32)
+    (nvcc's 32-bit path), else -1; the other quotients still truncate toward zero."""
+    from parity.ops.binary import _int_div
+    a = np.array([7, -7, 0, 2**32 - 1, 2**32, -1, -(2**63)], np.int64)
+    b = np.array([2, 2, 0, 0, 0, 0, 0], np.int64)
+    assert _int_div(a, b).tolist() == [3, -3, 0xFFFFFFFF, 0xFFFFFFFF, -1, -1, -1]
+    assert _int_div(np.array([7, 200], np.uint8), np.array([0, 3], np.uint8)).tolist() == [255, 66]
+    assert _int_div(np.array([7], np.uint32), np.array([0], np.uint32)).tolist() == [0xFFFFFFFF]

@@ -14,10 +14,18 @@ ABI = ("numel", "num_dims", "info", "lhs", "rhs", "out")
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C division: truncate toward zero."""
-    q = a // b
-    fix = (a % b != 0) & ((a < 0) != (b < 0))
-    return q + fix.astype(q.dtype)
+    """C division: truncate toward zero. x/0 (undefined in C) as nvcc's code computes it on NVIDIA:
+    all ones (u8 through div.s32, u32 div.u32), and for i64 0xffffffff when the dividend fits in 32
+    unsigned bits (nvcc's 32-bit fast path, div.u32) else -1 (its 64-bit division routine)."""
+    zero = b == 0
+    d = np.where(zero, 1, b).astype(b.dtype)
+    q = a // d
+    q = q + ((a % d != 0) & ((a < 0) != (d < 0))).astype(q.dtype)
+    if a.dtype == np.int64:
+        by_zero = np.where(a.astype(np.uint64) >> np.uint64(32) == 0, np.int64(0xFFFFFFFF), np.int64(-1))
+    else:
+        by_zero = np.full(a.shape, np.iinfo(a.dtype).max, dtype=a.dtype)      # unsigned: all ones
+    return np.where(zero, by_zero, q).astype(a.dtype)
 
 
 def _minmax(a: np.ndarray, b: np.ndarray, dt: DType, want_min: bool) -> np.ndarray:
@@ -71,7 +79,8 @@ def _cmp_ref(name: str):
 
 _SEM = {
     "add": "lhs+rhs (integers wrap)", "sub": "lhs-rhs (integers wrap)", "mul": "lhs*rhs (integers wrap)",
-    "div": "lhs/rhs (integers truncate; /0 undefined, so never generated)",
+    "div": "lhs/rhs (integers truncate; x/0, special class only: all ones, i64 0xffffffff for a dividend "
+           "in [0, 2^32) as nvcc's 32-bit path gives it)",
     "minimum": "f32/f64/fp8 fminf (NaN ignored); f16/bf16 __hmin_nan (NaN propagates)",
     "maximum": "f32/f64/fp8 fmaxf (NaN ignored); f16/bf16 __hmax_nan (NaN propagates)",
 }
