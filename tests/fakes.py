@@ -75,6 +75,14 @@ class UnwrittenTail(CpuExecutor):
         out[: max(values.size - 1, 0)] = values[:-1]
 
 
+class LostBlocksPast128(CpuExecutor):
+    """A grid-stride loop whose step counts only the first 128 blocks of the grid (e.g. the sparse
+    working blocks' count dropped): elements past 128 * 1024 are never written."""
+    def store(self, out, values):
+        n = min(values.size, 128 * 1024)
+        out[:n] = values[:n]
+
+
 class NoInPlacePath(CpuExecutor):
     """A unary macro without the `inp ? inp[i] : out[i]` path: a null input reads zeros."""
     def run(self, launch):
@@ -107,7 +115,7 @@ class InPlaceReadsStrided(CpuExecutor):
         return super().run(launch)
 
 
-__all__ = ["I64DivByZeroAllOnes", "InPlaceReadsStrided", "SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
+__all__ = ["I64DivByZeroAllOnes", "LostBlocksPast128", "InPlaceReadsStrided", "SwappedStrides", "ConstSetIgnoresView", "Bf16Truncation", "IgnoresStrides", "DropsStartOffset", "OneStrideArray", "SaturatingU8Cast", "NanDroppingMinimum",
            "UnwrittenTail", "NoInPlacePath", "cast"]
 
 

@@ -1,8 +1,8 @@
 """The engine must catch each deliberately broken subject, with the exact verdict and worst element."""
 import pytest
 
-from fakes import (DropsStartOffset, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, NanDroppingMinimum, NoInPlacePath,
-                   OneStrideArray, SaturatingU8Cast, UnwrittenTail)
+from fakes import (DropsStartOffset, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, LostBlocksPast128,
+                   NanDroppingMinimum, NoInPlacePath, OneStrideArray, SaturatingU8Cast, UnwrittenTail)
 from parity.executors.cpu import CpuExecutor
 from parity.cases import Case
 from parity.engine import run_case
@@ -25,6 +25,8 @@ CAUGHT = [
      {"x": "2.28125"}, "1.5078125", "-2.8622937353617317e-16"),
     (NoInPlacePath, "unary.exp/f32/inplace/normal/s0", 1485, [29, 13],
      {"x": "-4.997680187225342"}, "0.006753596011549234", "1.0"),
+    (LostBlocksPast128, "unary.neg/f32/len163835/normal/s0", 32763, [145050],
+     {"x": "-4.999904155731201"}, "4.999904155731201", "-2.8735182454018313e-16"),
     (I64DivByZeroAllOnes, "binary.div/i64/contiguous/special/s0", 23, [0, 41],
      {"lhs": "2147483647", "rhs": "0"}, "4294967295", "-1"),
     (InPlaceReadsStrided, "unary.exp/f32/inplace-strided/normal/s0", 1548, [24, 11],
@@ -79,3 +81,10 @@ def test_strided_in_place_bug_needs_the_strided_in_place_class():
     assert run_case(Case.parse("unary.exp/f32/inplace/normal/s0"), InPlaceReadsStrided())["verdict"] == "pass"
     assert run_case(Case.parse("affine/f32/inplace-strided/normal/s0@add=3,mul=2"),
                     InPlaceReadsStrided())["verdict"] == "fail"
+
+
+def test_grids_past_128_blocks_need_the_160_block_class():
+    """The suite's sparse working blocks start after 128 dense blocks of 1024: no other pr layout
+    class reaches them, so a step that loses them passes everywhere else."""
+    assert run_case(Case.parse("unary.neg/f32/len1025/normal/s0"), LostBlocksPast128())["verdict"] == "pass"
+    assert run_case(Case.parse("unary.neg/f32/transposed-tiles/normal/s0"), LostBlocksPast128())["verdict"] == "pass"

@@ -215,12 +215,12 @@ def test_summary_leads_with_score_and_findings(port):
     head = md.splitlines()[:40]
     assert any(line == "### Parity score" for line in head)
     assert any(line.startswith("### Findings: 7 causes") for line in head)
-    assert "| **all** | 133/133 (100%) · 9,084/9,084 | 25/133 (19%) · 4,639/9,084 |" in head
-    assert "1. **compile-error** — `port/binary.hip` does not compile: 36 kernels, 2,808 cases" in md
+    assert "| **all** | 133/133 (100%) · 9,408/9,408 | 25/133 (19%) · 4,806/9,408 |" in head
+    assert "1. **compile-error** — `port/binary.hip` does not compile: 36 kernels, 2,916 cases" in md
     assert md.count("**missing**") == 2 and md.count("**fail**") == 2
-    assert ("7. **missing** — `copy.ucopy`: no kernel for f8_e4m3, f16, bf16, f64, u8 (5 kernels, 390 cases) · "
+    assert ("7. **missing** — `copy.ucopy`: no kernel for f8_e4m3, f16, bf16, f64, u8 (5 kernels, 405 cases) · "
             "closest defined: ucopy_f32\n") in md                 # one line per op
-    assert "<details><summary>First 30 of 4,445 failing cases</summary>" in md
+    assert "<details><summary>First 30 of 4,602 failing cases</summary>" in md
     assert md.count("/s0` (hip-on-nvidia, ") == 30                # no full per-case listing
     assert len(md) < 20_000
 
@@ -231,7 +231,7 @@ def test_terminal_fits_80_columns_and_points_to_summary(port):
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "parity score" in out and "findings: 7 causes, worst first" in out
-    assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,808 ca…" in out
+    assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,916 ca…" in out
     assert "see summary.md" in out
 
 
@@ -241,7 +241,7 @@ def test_html_opens_with_score_and_findings_and_collapses_cases(port):
         < page.index('id="grid"')
     assert page.count('<li class="finding"') == 7
     assert "in-place (null input) path: 55 kernels crash (330 cases)" in page
-    assert "<b><code>port/binary.hip</code> does not compile: 36 kernels, 2,808 cases</b>" in page
+    assert "<b><code>port/binary.hip</code> does not compile: 36 kernels, 2,916 cases</b>" in page
 
 
 def test_github_annotates_findings_not_cases(port):
