@@ -279,7 +279,9 @@ def test_kernel_bodies_on_the_host_match_the_cpu_reference(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-4000:]
     index = {(op.name, key): k for k, (op, key) in enumerate(kernels)}
-    cases = [c for c in load_sweep("smoke", Filters(ops=ELEMENTWISE)) if (c.op, c.dtype) in index]
+    # integer x/0 (binary.div's special class) traps on the host CPU (SIGFPE); the device levels judge it
+    cases = [c for c in load_sweep("smoke", Filters(ops=ELEMENTWISE)) if (c.op, c.dtype) in index
+             and not (c.op == "binary.div" and c.values == "special" and c.dtype in ("u8", "u32", "i64"))]
     proc = subprocess.Popen([str(tmp_path / "host")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     failed, families = [], Counter()
     try:
