@@ -182,10 +182,11 @@ LAYOUT_CLASSES: dict[str, LayoutClass] = {c.name: c for c in [
     LayoutClass("unit-dims", (1, 13, 1, 17), ("unit", "contig", "stepped"), doc="size-1 dims with odd strides"),
     *[_sized(n) for n in (31, 32, 33, 63, 64, 65, 255, 256, 257, 1023, 1024, 1025)],
     # 160 blocks of 1024: past the suite's 128 dense blocks, so the sparse working blocks (every
-    # 32nd) and the virtual-thread step (common.h vthreads) are exercised. Every operand starts at
+    # 32nd) and the virtual-thread step (common.h vthreads) are exercised. Operands 0 and 1 start at
     # an unaligned offset: the element-by-element loop (not 16-byte packs or 4-element strided
-    # groups, which would need > 500k elements) has more elements than the 129 working blocks' threads.
-    LayoutClass("len163835", (163835,), ("offset",),
+    # groups, which would need > 500k elements) has more elements than the 129 working blocks'
+    # threads; where's third operand is aligned, so every pointer must pass the alignment test.
+    LayoutClass("len163835", (163835,), ("offset", "offset", "contig"),
                 doc="163835 elements = 160 blocks, unaligned starts: grid-stride over grids past 128 blocks (1-D)"),
     LayoutClass("inplace", (45, 33), ("contig",), inplace=True, doc="null input pointer: op runs on out"),
     LayoutClass("inplace-strided", (33, 47), ("transposed",), inplace=True,
