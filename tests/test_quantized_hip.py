@@ -3,7 +3,6 @@ transliteration of each kernel's own index and bit logic (which unit of which CU
 which bytes, shifts and masks, writes which elements, with f32 arithmetic in the kernel's order)
 run on Candle's launch of every quant-sweep case and judged like the GPU result; plus the
 bundled suite's declarations against the catalog. The GPU check is tests/test_quantized_gpu.py."""
-import zlib
 
 import numpy as np
 import pytest
