@@ -62,50 +62,30 @@ template <int AL, class T, class F> PK_DEV void dispatch(const void* vx, const T
   else body(Fast<false>());
 }
 
-// ----------------------------------------------------------- q4_0, q4_1, q8_0: 8 blocks a CUDA block
-// Quant block qb = 8*blockIdx + u/4, u = 0..31 over the threads: nibble formats take bytes
-// 4g..4g+3 (g = u%4) of qs, elements 4g.. (low nibbles) and 16+4g.. (high nibbles); q8_0 takes
-// int8 quants 4g.. and 16+4g...
-template <class T, int SIZE, int QS, bool ASYM> PK_DEV void q4_01(const void* vx, T* y, int k) {
-  constexpr int AL = align_of_size(SIZE);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    for (int u = threadIdx.x; u < 32; u += blockDim.x) {
-      const usize qb = (usize)blockIdx.x * 8 + (usize)(u / 4);
-      if (qb >= (usize)(unsigned)k) return;
-      const int g = u % 4;
-      const u8* blk = static_cast<const u8*>(vx) + qb * SIZE;
-      const float d = half_at<A>(blk);
-      const float add = ASYM ? half_at<A>(blk + 2) : -8.0f * d;
-      const u32 q = ld32<A>(blk + QS + 4 * g);
-      T* o = y + qb * 32 + 4 * g;
-      store4<FAST>(o, d * (float)(q & 0xfu) + add, d * (float)((q >> 8) & 0xfu) + add,
-                   d * (float)((q >> 16) & 0xfu) + add, d * (float)((q >> 24) & 0xfu) + add);
-      store4<FAST>(o + 16, d * (float)((q >> 4) & 0xfu) + add, d * (float)((q >> 12) & 0xfu) + add,
-                   d * (float)((q >> 20) & 0xfu) + add, d * (float)(q >> 28) + add);
-    }
-  });
+// The quads at e0 and (when TWO) e1 of the block at blk, stored at y + e0 and y + e1: both read
+// before either is stored, so the block's scale words are loaded once (a store in between may
+// alias them for all the compiler knows).
+template <class F, bool FAST, bool TWO, class T> PK_DEV void put_quads(const u8* blk, int e0, int e1, T* y) {
+  constexpr int A = FAST ? F::align : 1;
+  float a[4], b[4];
+  F::template deq4<A>(blk, e0, a);
+  if (TWO) F::template deq4<A>(blk, e1, b);
+  store4<FAST>(y + e0, a[0], a[1], a[2], a[3]);
+  if (TWO) store4<FAST>(y + e1, b[0], b[1], b[2], b[3]);
 }
 
-template <class T> PK_DEV void q8_0(const void* vx, T* y, int k) {
-  constexpr int AL = align_of_size(kSizeQ8_0);
-  dispatch<AL>(vx, y, [&](auto fast) {
+// ----------------------------------------------------------- q4_0, q4_1, q8_0: 8 blocks a CUDA block
+// Quant block qb = 8*blockIdx + u/4, u = 0..31 over the threads, takes the quads 4g.. and 16+4g..
+// (g = u%4): for q4, bytes 4g..4g+3 of qs, low nibbles then high nibbles.
+template <class F, class T> PK_DEV void tile8(const void* vx, T* y, int k) {
+  dispatch<F::align>(vx, y, [&](auto fast) {
     constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
     for (int u = threadIdx.x; u < 32; u += blockDim.x) {
       const usize qb = (usize)blockIdx.x * 8 + (usize)(u / 4);
       if (qb >= (usize)(unsigned)k) return;
-      const int g = u % 4;
-      const u8* blk = static_cast<const u8*>(vx) + qb * kSizeQ8_0;
-      const float d = half_at<A>(blk);
-      T* o = y + qb * 32 + 4 * g;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const u32 q = ld32<A>(blk + 2 + 16 * h + 4 * g);
-        store4<FAST>(o + 16 * h, d * (float)sbyte(q, 0), d * (float)sbyte(q, 1), d * (float)sbyte(q, 2),
-                     d * (float)sbyte(q, 3));
-      }
+      const u8* blk = static_cast<const u8*>(vx) + qb * F::size;
+      T* o = y + qb * 32;
+      put_quads<F, FAST, true>(blk, 4 * (u % 4), 16 + 4 * (u % 4), o);
     }
   });
 }
@@ -140,149 +120,34 @@ template <class T, int SIZE, bool ASYM> PK_DEV void q5_01(const void* vx, T* y, 
 }
 
 // ----------------------------------------------------------- K-quants: one super-block a CUDA block
-// Each unit u (over the threads) dequantizes elements 4u..4u+3 of the super-block (q4_K, q8_K:
-// two such quads); with Candle's block sizes every thread runs one unit.
-template <int SIZE, class F> PK_DEV void units(const void* vx, int n_units, F&& unit) {
-  const u8* blk = static_cast<const u8*>(vx) + (usize)blockIdx.x * SIZE;
-  for (int u = threadIdx.x; u < n_units; u += blockDim.x) unit(blk, u);
-}
-
-// q2_K: element e = 128n + 32j + l (l < 32) = ((qs[32n+l] >> 2j) & 3) * d*(sc & 15) - dmin*(sc >> 4),
-// sc = scales[8n + 2j + l/16].
-template <class T> PK_DEV void q2_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ2_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
+// Unit u (over the threads) stores the quad at e0 = (u/G)*P + 4*(u%G) and, when H > 0, the one at
+// e0 + H: q2_K q3_K q5_K q6_K 64 units of one quad; q4_K 32 units (bytes 32il+4ir.. of qs, low
+// nibbles at 64il+4ir, high ones 32 further); q8_K 32 units (quads 4u and 128+4u). With Candle's
+// block sizes every thread runs one unit.
+template <class F, int G, int P, int H, class T> PK_DEV void kquant(const void* vx, T* y) {
+  dispatch<F::align>(vx, y, [&](auto fast) {
     constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ2_K>(vx, 64, [&](const u8* blk, int u) {
-      const int n = u / 32, j = (u % 32) / 8, l0 = 4 * (u % 8);
-      const u32 q = ld32<A>(blk + 16 + 32 * n + l0) >> (2 * j);
-      const u32 dm = ld32<A>(blk + 80);
-      const u32 sc = blk[8 * n + 2 * j + l0 / 16];
-      const float dl = lo_half(dm) * (float)(sc & 0xfu), ml = hi_half(dm) * (float)(sc >> 4);
-      store4<FAST>(y + (usize)blockIdx.x * QK_K + 4 * u, dl * (float)(q & 3u) - ml, dl * (float)((q >> 8) & 3u) - ml,
-                   dl * (float)((q >> 16) & 3u) - ml, dl * (float)((q >> 24) & 3u) - ml);
-    });
+    constexpr int units = H > 0 ? 32 : 64;
+    const u8* blk = static_cast<const u8*>(vx) + (usize)blockIdx.x * F::size;
+    T* o = y + (usize)blockIdx.x * QK_K;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+      const int e0 = (u / G) * P + 4 * (u % G);
+      put_quads<F, FAST, (H > 0)>(blk, e0, e0 + H, o);
+    }
   });
 }
 
-// q3_K: element e = 128n + 32j + l = d*(scale_s - 32) * (((qs[32n+l] >> 2j) & 3) - (hmask[l] bit
-// 4n+j ? 0 : 4)), s = 8n + 2j + l/16.
-template <class T> PK_DEV void q3_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ3_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ3_K>(vx, 64, [&](const u8* blk, int u) {
-      const int n = u / 32, j = (u % 32) / 8, l0 = 4 * (u % 8);
-      const u32 q = ld32<A>(blk + 32 + 32 * n + l0) >> (2 * j);
-      const u32 h = ld32<A>(blk + l0) >> (4 * n + j);
-      const int s = scale_q3_k(ld32<A>(blk + 96), ld32<A>(blk + 100), ld32<A>(blk + 104), 8 * n + 2 * j + l0 / 16);
-      const float dl = half_at<A>(blk + 108) * (float)(s - 32);
-      float v[4];
-#pragma unroll
-      for (int l = 0; l < 4; ++l)
-        v[l] = dl * (float)((int)((q >> (8 * l)) & 3u) - (((h >> (8 * l)) & 1u) ? 0 : 4));
-      store4<FAST>(y + (usize)blockIdx.x * QK_K + 4 * u, v[0], v[1], v[2], v[3]);
-    });
-  });
-}
-
-// q4_K: sub-block pair il (elements 64il..64il+63): low nibbles of qs[32il..] are sub-block 2il,
-// high nibbles 2il+1; element = d*scale * nibble - dmin*min. Unit u = (il, ir) takes bytes
-// 32il + 4ir .. +3: elements 64il + 4ir.. and 64il + 32 + 4ir...
-template <class T> PK_DEV void q4_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ4_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ4_K>(vx, 32, [&](const u8* blk, int u) {
-      const int il = u / 8, ir = u % 8;
-      const u32 dm = ld32<A>(blk), w0 = ld32<A>(blk + 4), w1 = ld32<A>(blk + 8), w2 = ld32<A>(blk + 12);
-      const u32 q = ld32<A>(blk + 16 + 32 * il + 4 * ir);
-      u32 s1, m1, s2, m2;
-      scale_min_k4(w0, w1, w2, 2 * il, s1, m1);
-      scale_min_k4(w0, w1, w2, 2 * il + 1, s2, m2);
-      const float d = lo_half(dm), dmin = hi_half(dm);
-      const float d1 = d * (float)s1, c1 = dmin * (float)m1, d2 = d * (float)s2, c2 = dmin * (float)m2;
-      T* o = y + (usize)blockIdx.x * QK_K + 64 * il + 4 * ir;
-      store4<FAST>(o, d1 * (float)(q & 0xfu) - c1, d1 * (float)((q >> 8) & 0xfu) - c1,
-                   d1 * (float)((q >> 16) & 0xfu) - c1, d1 * (float)((q >> 24) & 0xfu) - c1);
-      store4<FAST>(o + 32, d2 * (float)((q >> 4) & 0xfu) - c2, d2 * (float)((q >> 12) & 0xfu) - c2,
-                   d2 * (float)((q >> 20) & 0xfu) - c2, d2 * (float)(q >> 28) - c2);
-    });
-  });
-}
-
-// q5_K: as q4_K plus a fifth bit: element 64il + w (w < 32: low nibble of qs[32il+w], sub-block
-// 2il, qh[w] bit 2il; w >= 32: high nibble of qs[32il+w-32], sub-block 2il+1, qh[w-32] bit 2il+1).
-template <class T> PK_DEV void q5_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ5_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ5_K>(vx, 64, [&](const u8* blk, int u) {
-      const int il = u / 16, w = 4 * (u % 16), hi = w / 32, w32 = w % 32;
-      const u32 dm = ld32<A>(blk), w0 = ld32<A>(blk + 4), w1 = ld32<A>(blk + 8), w2 = ld32<A>(blk + 12);
-      const u32 qh = ld32<A>(blk + 16 + w32) >> (2 * il + hi);
-      const u32 q = ld32<A>(blk + 48 + 32 * il + w32) >> (4 * hi);
-      u32 sc, mn;
-      scale_min_k4(w0, w1, w2, 2 * il + hi, sc, mn);
-      const float dl = lo_half(dm) * (float)sc, ml = hi_half(dm) * (float)mn;
-      float v[4];
-#pragma unroll
-      for (int l = 0; l < 4; ++l)
-        v[l] = dl * (float)(((q >> (8 * l)) & 0xfu) | (((qh >> (8 * l)) & 1u) << 4)) - ml;
-      store4<FAST>(y + (usize)blockIdx.x * QK_K + 4 * u, v[0], v[1], v[2], v[3]);
-    });
-  });
-}
-
-// q6_K: element e = 128ip + 32k + l = d * scales[8ip + 2k + l/16] * (q6 - 32), q6 = the low
-// (k < 2) or high (k >= 2) nibble of ql[64ip + 32*(k%2) + l] | ((qh[32ip + l] >> 2k) & 3) << 4.
-template <class T> PK_DEV void q6_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ6_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ6_K>(vx, 64, [&](const u8* blk, int u) {
-      const int ip = u / 32, k = (u % 32) / 8, l0 = 4 * (u % 8);
-      const u32 ql = ld32<A>(blk + 64 * ip + 32 * (k & 1) + l0) >> (4 * (k >> 1));
-      const u32 qh = ld32<A>(blk + 128 + 32 * ip + l0) >> (2 * k);
-      const int sc = (int)(signed char)blk[192 + 8 * ip + 2 * k + l0 / 16];
-      const float ds = half_at<A>(blk + 208) * (float)sc;
-      float v[4];
-#pragma unroll
-      for (int l = 0; l < 4; ++l)
-        v[l] = ds * (float)((int)(((ql >> (8 * l)) & 0xfu) | (((qh >> (8 * l)) & 3u) << 4)) - 32);
-      store4<FAST>(y + (usize)blockIdx.x * QK_K + 4 * u, v[0], v[1], v[2], v[3]);
-    });
-  });
-}
-
-// q8_K: element e = qs[e] * d (f32 d); unit u takes elements 4u.. and 128+4u...
-template <class T> PK_DEV void q8_k(const void* vx, T* y) {
-  constexpr int AL = align_of_size(kSizeQ8_K);
-  dispatch<AL>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int A = FAST ? AL : 1;
-    units<kSizeQ8_K>(vx, 32, [&](const u8* blk, int u) {
-      const float d = ffrom(ld32<A>(blk));
-      T* o = y + (usize)blockIdx.x * QK_K + 4 * u;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const u32 q = ld32<A>(blk + 4 + 128 * h + 4 * u);
-        store4<FAST>(o + 128 * h, (float)sbyte(q, 0) * d, (float)sbyte(q, 1) * d, (float)sbyte(q, 2) * d,
-                     (float)sbyte(q, 3) * d);
-      }
-    });
-  });
-}
-
-template <class T> PK_DEV void q4_0(const void* vx, T* y, int k) { q4_01<T, kSizeQ4_0, 2, false>(vx, y, k); }
-template <class T> PK_DEV void q4_1(const void* vx, T* y, int k) { q4_01<T, kSizeQ4_1, 4, true>(vx, y, k); }
+template <class T> PK_DEV void q4_0(const void* vx, T* y, int k) { tile8<fmt::q4_0>(vx, y, k); }
+template <class T> PK_DEV void q4_1(const void* vx, T* y, int k) { tile8<fmt::q4_1>(vx, y, k); }
+template <class T> PK_DEV void q8_0(const void* vx, T* y, int k) { tile8<fmt::q8_0>(vx, y, k); }
 template <class T> PK_DEV void q5_0(const void* vx, T* y, int k) { q5_01<T, kSizeQ5_0, false>(vx, y, k); }
 template <class T> PK_DEV void q5_1(const void* vx, T* y, int k) { q5_01<T, kSizeQ5_1, true>(vx, y, k); }
+template <class T> PK_DEV void q2_k(const void* vx, T* y) { kquant<fmt::q2_K, 64, 0, 0>(vx, y); }
+template <class T> PK_DEV void q3_k(const void* vx, T* y) { kquant<fmt::q3_K, 64, 0, 0>(vx, y); }
+template <class T> PK_DEV void q4_k(const void* vx, T* y) { kquant<fmt::q4_K, 8, 64, 32>(vx, y); }
+template <class T> PK_DEV void q5_k(const void* vx, T* y) { kquant<fmt::q5_K, 64, 0, 0>(vx, y); }
+template <class T> PK_DEV void q6_k(const void* vx, T* y) { kquant<fmt::q6_K, 64, 0, 0>(vx, y); }
+template <class T> PK_DEV void q8_k(const void* vx, T* y) { kquant<fmt::q8_K, 32, 0, 128>(vx, y); }
 
 }  // namespace gguf
 }  // namespace pk
