@@ -192,3 +192,93 @@ def test_bundled_suite_declares_every_dequantize_kernel_with_candles_parameters(
             decl = suite.kernels.get(name)
             assert decl is not None and decl.file.name == "quantized.hip", name
             assert decl.params == (["ptr", "ptr", "i32"] if "k:i32" in op.abi else ["ptr", "ptr"]), (name, decl.params)
+
+
+# ------------------------------------------------------------------ quantized_mmv.hip: mmvq's groups
+def _bytes32(blk, at, shift, mask):
+    """32 bytes from `at` (per block), each (byte >> shift) & mask, as ints (rows, 32)."""
+    return (blk[:, at:at + 32].astype(np.int64) >> shift) & mask
+
+
+def _xgroup(name, blk, t):
+    """quantized_mmv.hip Group<F>::load: (32 quants (rows, 32), scale per half (rows, 2), min per half,
+    offset, d, dm) of the 32-element group t of each block."""
+    rows = blk.shape[0]
+    one = np.ones((rows, 2), dtype=np.int64)
+    zero = np.zeros((rows, 2), dtype=np.int64)
+    nib = lambda at: np.concatenate([blk[:, at:at + 16] & 0xF, blk[:, at:at + 16] >> 4], 1).astype(np.int64)
+    fifth = lambda at: (((_w(blk, at)[:, None] >> np.arange(32, dtype=np.uint32)) & 1) << 4).astype(np.int64)
+    if name == "q4_0":
+        return nib(2), one, zero, 8, _h(blk, 0), None
+    if name == "q4_1":
+        return nib(4), one, zero, 0, _h(blk, 0), _h(blk, 2)
+    if name == "q5_0":
+        return nib(6) | fifth(2), one, zero, 16, _h(blk, 0), None
+    if name == "q5_1":
+        return nib(8) | fifth(4), one, zero, 0, _h(blk, 0), _h(blk, 2)
+    if name == "q8_0":
+        return blk[:, 2:34].view(np.int8).astype(np.int64), one, zero, 0, _h(blk, 0), None
+    if name == "q2_K":
+        q = _bytes32(blk, 16 + 32 * (t // 4), 2 * (t % 4), 3)
+        sc = blk[:, 2 * t:2 * t + 2].astype(np.int64)
+        return q, sc & 0xF, sc >> 4, 0, _h(blk, 80), _h(blk, 82)
+    if name == "q3_K":
+        q = _bytes32(blk, 32 + 32 * (t // 4), 2 * (t % 4), 3) | (_bytes32(blk, 0, t, 1) << 2)
+        c = np.stack([_scale_q3_k(blk, 2 * t), _scale_q3_k(blk, 2 * t + 1)], 1) - 32
+        return q, c, zero, 4, _h(blk, 108), None
+    if name in ("q4_K", "q5_K"):
+        q = _bytes32(blk, (48 if name == "q5_K" else 16) + 32 * (t // 2), 4 * (t % 2), 0xF)
+        if name == "q5_K":
+            q = q | (_bytes32(blk, 16, t, 1) << 4)
+        sc, mn = _scale_min_k4(blk, t)
+        return q, np.stack([sc, sc], 1).astype(np.int64), np.stack([mn, mn], 1).astype(np.int64), 0, \
+            _h(blk, 0), _h(blk, 2)
+    if name == "q6_K":
+        ip, k = t // 4, t % 4
+        q = _bytes32(blk, 64 * ip + 32 * (k & 1), 4 * (k >> 1), 0xF) | (_bytes32(blk, 128 + 32 * ip, 2 * k, 3) << 4)
+        return q, blk[:, 192 + 2 * t:194 + 2 * t].view(np.int8).astype(np.int64), zero, 32, _h(blk, 208), None
+    raise KeyError(name)
+
+
+KIND = {"q4_0": "sub", "q5_0": "sub", "q4_1": "asym", "q5_1": "asym", "q8_0": "pure", "q3_K": "scaled",
+        "q6_K": "scaled", "q2_K": "min", "q4_K": "min", "q5_K": "min"}
+
+
+def _group_dot(name, xg, yq, d8, s8):
+    """quantized_mmv.hip group_dot (f64 here: the check is of the integer decoding, not the rounding)."""
+    q, c, m, off, d, dm = xg
+    dot = np.stack([(q[:, :16] * yq[:, :16]).sum(1), (q[:, 16:] * yq[:, 16:]).sum(1)], 1)
+    ysum = np.stack([yq[:, :16].sum(1), yq[:, 16:].sum(1)], 1)
+    d, d8, s8 = d.astype(np.float64), d8.astype(np.float64), s8.astype(np.float64)
+    kind = KIND[name]
+    if kind == "sub":
+        return d * (dot.sum(1) * d8 - off * s8)
+    if kind == "asym":
+        return dot.sum(1) * (d * d8) + dm.astype(np.float64) * s8
+    if kind == "pure":
+        return d * d8 * dot.sum(1)
+    if kind == "scaled":
+        return d * d8 * (c * (dot - off * ysum)).sum(1)
+    return d * d8 * (c * dot).sum(1) - dm.astype(np.float64) * d8 * (m * ysum).sum(1)
+
+
+@pytest.mark.parametrize("name", sorted(KIND))
+def test_mmvq_group_decoding_gives_the_dequantized_dot_product(name):
+    """With s8 = d8 * sum(q8) (what the stored sum approximates), the kernel's per-group integer dot
+    products, scales and mins add up to dequantized x . dequantized y: the bit decoding of every
+    group (fifth bits, hmask, q6_K's quarters, the 6-bit scales) is the format's."""
+    fmt = FORMATS[name]
+    rng = np.random.default_rng(7)
+    from parity.ops.quantized import _random_blocks, dequantize_reference
+    blk = _random_blocks(fmt, 6, rng)
+    x = dequantize_reference(name, blk.reshape(-1)).astype(np.float64).reshape(6, fmt.qk)
+    groups = fmt.qk // 32
+    yq = rng.integers(-127, 128, (6, fmt.qk)).astype(np.int64)
+    d8 = (rng.random((6, groups)) * 0.02 + 0.001).astype(np.float16).astype(F)
+    got = np.zeros(6)
+    for t in range(groups):
+        y = yq[:, 32 * t:32 * t + 32]
+        s8 = d8[:, t].astype(np.float64) * y.sum(1)
+        got += _group_dot(name, _xgroup(name, blk, t), y, d8[:, t], s8)
+    want = (x * (yq * np.repeat(d8.astype(np.float64), 32, axis=1))).sum(1)
+    assert np.allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(x).max()), (got, want)
