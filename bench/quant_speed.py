@@ -8,7 +8,11 @@ sample, median of samples until the spread is under 1%). Reported: ms, GB/s (q4_
 output bytes written), % of a device-to-device copy of the same number of bytes, and the HIP/CUDA
 time ratio. Before timing, each output is checked bit for bit against gguf's NumPy dequantizer on
 the first 4096 super-blocks and the two suites' outputs against each other on all of them.
-(mmvq is not timed: the bundled suite has no mul_mat_vec_*_q8_1 kernels yet.)
+Then mmvq at batch 1 on the same matrix (nrows 4096, ncols 14336): y (f32) quantized to q8_1 by each
+suite's own quantize_q8_1 (grid kx_padded/256 x 1, block 256, rows padded to 512), then
+mul_mat_vec_q4_K_q8_1_cuda1 (grid nrows, block 32 x 4), only the latter timed; bytes = q4_K weights +
+q8_1 activations + f32 output; the two suites' outputs compared (largest difference relative to the
+largest output: float sums in different orders).
 
     python3 bench/quant_speed.py OUT_DIR [--cuda-src .candle/src] [--wave 64|32]
 """
@@ -44,6 +48,40 @@ def kernel(ex, name: str):
     if err is not None:
         raise RuntimeError(f"{ex.level}: {name}: {err.status} {err.message[:300]}")
     return f
+
+
+def mmvq_rows(suites, blocks, vx, nblocks) -> list[dict]:
+    """mul_mat_vec_q4_K_q8_1_cuda1 (after each suite's quantize_q8_1) as Candle's mul_mat_vec_via_q8_1
+    launches it at batch 1."""
+    ncols_padded = -(-COLS // 512) * 512
+    y = cp.asarray(np.random.default_rng(1).standard_normal(COLS).astype(np.float32))
+    i32 = np.int32
+    nbytes = blocks.nbytes + ncols_padded // 32 * 36 + ROWS * 4
+    a_ = cp.empty(nbytes // 2, dtype=cp.uint8)
+    b_ = cp.empty_like(a_)
+    copy_ms = timed(lambda: CLOCK.copy(b_.data.ptr, a_.data.ptr, a_.nbytes))
+    outs, ms = {}, {}
+    for label, ex in suites.items():
+        quant, mmvq = kernel(ex, "quantize_q8_1"), kernel(ex, "mul_mat_vec_q4_K_q8_1_cuda1")
+        vy = cp.zeros(ncols_padded // 32 * 36, dtype=cp.uint8)
+        quant((ncols_padded // 256, 1), (256, 1, 1), (y, vy, i32(COLS), i32(ncols_padded)))
+        dst = cp.full(ROWS, np.nan, dtype=cp.float32)
+        launch = lambda: mmvq((ROWS,), (32, 4, 1), (vx, vy, dst, i32(COLS), i32(ROWS), i32(ncols_padded),  # noqa: E731
+                                                  i32(ROWS)))
+        launch()
+        cp.cuda.Device().synchronize()
+        outs[label] = dst.get()
+        ms[label] = timed(launch)
+    diff = float(np.max(np.abs(outs["hip"] - outs["cuda"])) / max(float(np.max(np.abs(outs["cuda"]))), 1e-30))
+    rows = []
+    for label in suites:
+        r = {"case": f"mul_mat_vec_q4_K_q8_1_cuda1 {ROWS}x{COLS}", "suite": label, "ms": round(ms[label], 4),
+             "GB/s": round(nbytes / ms[label] / 1e6, 1), "copy GB/s": round(nbytes / copy_ms / 1e6, 1),
+             "% of copy": round(100 * copy_ms / ms[label], 1), "hip/cuda": round(ms["hip"] / ms["cuda"], 3),
+             "outputs equal": f"max rel. diff {diff:.1e}"}
+        rows.append(r)
+        print(r, flush=True)
+    return rows
 
 
 def main() -> None:
@@ -91,6 +129,7 @@ def main() -> None:
                  "hip/cuda": round(ms["hip"] / ms["cuda"], 3), "outputs equal": same}
             rows.append(r)
             print(r, flush=True)
+    rows += mmvq_rows(suites, blocks, vx, nblocks)
     for ex in suites.values():
         ex.close()
     cols = ("case", "suite", "ms", "GB/s", "copy GB/s", "% of copy", "hip/cuda", "outputs equal")
