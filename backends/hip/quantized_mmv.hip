@@ -17,11 +17,11 @@
 //     q5_0 d*(sumi*d8 - 8 or 16 * s8), q4_1 / q5_1 sumi*d*d8 + m*s8 (s8: the q8_1 block's stored
 //     sum), q8_0 d*d8*sumi, K-quants d*d8*(scaled sumi) - dmin*d8*(min-scaled sum of y's quants).
 //
-// Cross-lane reductions: the 32 threads of a row (threadIdx.x; Candle launches blockDim.x = 32) sum
-// with width-32 xor shuffles, which stay inside a 32-lane half of a 64-lane AMD wavefront (the rows
-// threadIdx.y and threadIdx.y+1 share one) and are a whole NVIDIA warp; the y rows of an mmvq block
-// then meet in shared memory. quantize_q8_1's block (32 elements) reduces the same way, in the
-// butterfly order of Candle's warp_reduce_sum, so its float sum is the same.
+// Cross-thread sums: through shared memory over the block, never lane masks or shuffles, so the
+// kernels are the same on 32-lane NVIDIA warps and 64-lane AMD CDNA wavefronts (where Candle's
+// 32-lane warp_reduce_sum would pair a q8_1 block with half of its neighbour). quantize_q8_1 sums
+// each 32-element block in the xor-butterfly order of Candle's warp_reduce_sum, so its stored sum is
+// Candle's bit for bit; the mat-vec sums are in an order of their own (float rounding only).
 #include "quantized.h"
 
 namespace pk {
@@ -29,17 +29,22 @@ namespace gguf {
 
 constexpr int QK8_1 = 32;
 
-// Sum over the 32 threads of a row in xor-butterfly order (16, 8, 4, 2, 1): every lane ends with
-// the same value (each step adds a pair in either order: commutative).
-PK_DEV float row_sum(float v) {
+// Cross-thread sums go through shared memory over the block (as structured.h's reductions do): no
+// warp intrinsic, so the code is the same on 32-lane warps and 64-lane wavefronts.
+constexpr int kMaxThreads = 1024;
+
+// Over each aligned group of 32 consecutive threads (linear id t): xor-butterfly sum and max, in
+// Candle's warp_reduce_sum order (16, 8, 4, 2, 1; each step adds a pair, in either order: the same
+// value in every lane). Every thread of the block calls it.
+PK_DEV void butterfly32(float& sum, float& mx, unsigned t) {
+  __shared__ float bs[kMaxThreads], bm[kMaxThreads];
 #pragma unroll
-  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor(v, m, 32);
-  return v;
-}
-PK_DEV float row_max(float v) {
-#pragma unroll
-  for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor(v, m, 32));
-  return v;
+  for (unsigned m = 16; m > 0; m >>= 1) {
+    bs[t] = sum, bm[t] = mx;
+    __syncthreads();
+    sum += bs[t ^ m], mx = fmaxf(mx, bm[t ^ m]);
+    __syncthreads();
+  }
 }
 
 // Float to int8 as a CUDA conversion does (cvt.rzi.s8.f32 after roundf: saturating, NaN -> 0).
@@ -50,15 +55,16 @@ PK_DEV int to_i8(float r) {
 
 // ------------------------------------------------------------------------------ quantize_q8_1
 // One thread per element of the padded row; a q8_1 block is 32 consecutive threads (kx_padded is a
-// multiple of 32: Candle pads rows to 512), so every block's threads reach the shuffles together.
+// multiple of 32: Candle pads rows to 512). Threads past the row stay for the block's barriers.
 PK_DEV void quantize_q8_1(const float* x, void* vy, int kx, int kx_padded) {
   const usize ix = (usize)blockDim.x * blockIdx.x + threadIdx.x;
-  if (ix >= (usize)(unsigned)kx_padded) return;
+  const bool live = ix < (usize)(unsigned)kx_padded;
   const usize iy = (usize)blockDim.y * blockIdx.y + threadIdx.y;
   const usize i = iy * (usize)(unsigned)kx_padded + ix;
-  const float xi = ix < (usize)(unsigned)kx ? x[iy * (usize)(unsigned)kx + ix] : 0.0f;
-  const float amax = row_max(fabsf(xi));
-  const float sum = row_sum(xi);
+  const float xi = live && ix < (usize)(unsigned)kx ? x[iy * (usize)(unsigned)kx + ix] : 0.0f;
+  float sum = xi, amax = fabsf(xi);
+  butterfly32(sum, amax, threadIdx.y * blockDim.x + threadIdx.x);
+  if (!live) return;
   const float d = amax / 127;
   const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
   u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
@@ -82,14 +88,22 @@ template <class F, int A> PK_DEV float dmmv_row(const u8* x, const float* y, int
 #pragma unroll
     for (int l = 0; l < 4; ++l) acc += v[l] * y[e + l];
   }
-  return row_sum(acc);
+  return acc;
 }
+// A row's threads (threadIdx.x) leave their sums in shared memory; its first thread adds them up.
 template <class F> PK_DEV void dmmv(const void* vx, const float* y, float* dst, int ncols, int nrows, bool bounded) {
+  __shared__ float part[kMaxThreads];
   const usize row = (usize)blockIdx.x * blockDim.y + threadIdx.y;
-  if (bounded && row >= (usize)(unsigned)nrows) return;     // a whole row of threads leaves
+  const bool live = !bounded || row < (usize)(unsigned)nrows;   // threads of a row past nrows: barrier only
   const u8* x = static_cast<const u8*>(vx);
-  const float s = ((usize)vx % F::align) == 0 ? dmmv_row<F, F::align>(x, y, ncols, row) : dmmv_row<F, 1>(x, y, ncols, row);
-  if (threadIdx.x == 0) dst[row] = s;
+  float s = 0.0f;
+  if (live) s = ((usize)vx % F::align) == 0 ? dmmv_row<F, F::align>(x, y, ncols, row) : dmmv_row<F, 1>(x, y, ncols, row);
+  part[threadIdx.y * blockDim.x + threadIdx.x] = s;
+  __syncthreads();
+  if (!live || threadIdx.x != 0) return;
+  float t = 0.0f;
+  for (unsigned k = 0; k < blockDim.x; ++k) t += part[threadIdx.y * blockDim.x + k];
+  dst[row] = t;
 }
 
 // ------------------------------------------------------------------ mul_mat_vec_<fmt>_q8_1_cuda<B>
@@ -289,7 +303,7 @@ PK_DEV void mmvq_partial(const u8* x, const u8* yq, int ncols_x, int nrows_x, in
 
 template <class F, int NCOLS>
 PK_DEV void mmvq(const void* vx, const void* vy, float* dst, int ncols_x, int nrows_x, int nrows_y, int nrows_dst) {
-  constexpr int RPB = NCOLS == 1 ? 1 : 2, MAX_Y = 32;   // blockDim.y <= 1024/32
+  constexpr int RPB = NCOLS == 1 ? 1 : 2;   // blockDim.x * blockDim.y <= 128 (the launch bound)
   const int row0 = RPB * blockIdx.x;
   float acc[NCOLS][RPB];
 #pragma unroll
@@ -300,20 +314,18 @@ PK_DEV void mmvq(const void* vx, const void* vy, float* dst, int ncols_x, int nr
   const u8* yq = static_cast<const u8*>(vy);
   if (((usize)vx % F::align) == 0) mmvq_partial<F, NCOLS, F::align>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
   else mmvq_partial<F, NCOLS, 1>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
-  __shared__ float part[MAX_Y][NCOLS][RPB];
+  // every thread's partial sums to shared memory; thread (j, i) adds up those of output (j, i)
+  __shared__ float part[NCOLS * RPB][128];
+  const int t = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
 #pragma unroll
   for (int j = 0; j < NCOLS; ++j)
 #pragma unroll
-    for (int i = 0; i < RPB; ++i) {
-      const float s = row_sum(acc[j][i]);
-      if (threadIdx.x == 0) part[threadIdx.y][j][i] = s;
-    }
+    for (int i = 0; i < RPB; ++i) part[j * RPB + i][t] = acc[j][i];
   __syncthreads();
-  const int t = threadIdx.y * blockDim.x + threadIdx.x;
   if (t < NCOLS * RPB) {
     const int j = t / RPB, i = t % RPB;
     float s = 0.0f;
-    for (int w = 0; w < (int)blockDim.y; ++w) s += part[w][j][i];
+    for (int w = 0; w < nthreads; ++w) s += part[t][w];
     if (row0 + i < nrows_dst) dst[(usize)j * nrows_dst + row0 + i] = s;
   }
 }
