@@ -60,3 +60,16 @@ class FirstWarpOnlyReduction(CpuExecutor):
 
 __all__ = ["NibblesSwapped", "ScaleReadAsF32", "KMinHighBitsMisread", "Q81SumIgnored", "RowStrideOffByOne",
            "FirstWarpOnlyReduction"]
+
+
+# Candle's quantized.cu mat-vec kernels and their parameter lists: the bundled suite's
+# quantized_mmv.hip declares exactly these (tests/test_quantized_hip.py).
+_LEGACY, _K = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0"), ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K")
+CANDLE_MATVEC = {
+    "quantize_q8_1": ["ptr", "ptr", "i32", "i32"],
+    **{f"dequantize_mul_mat_vec_{f}_cuda": ["ptr", "ptr", "ptr", "i32", "i32"] for f in _LEGACY},
+    **{f"dequantize_mul_mat_vec_{f.lower()}": ["ptr", "ptr", "ptr", "i32"] + (["i32"] if f != "q5_K" else [])
+       for f in _K},
+    **{f"mul_mat_vec_{f}_q8_1_cuda{b}": ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32"]
+       for f in _LEGACY + _K for b in range(1, 9)},
+}

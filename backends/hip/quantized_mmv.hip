@@ -1,0 +1,383 @@
+// GGUF matrix-vector products of Candle's quantized.cu, written from the block formats and the
+// kernels' parameter lists (docs/candle-kernel-abi.md; launches as candle-core/src/quantized/cuda.rs
+// issues them):
+//
+//   quantize_q8_1(const float* x, void* vy, const int kx, const int kx_padded)
+//     grid (kx_padded/256, rows), block 256: row iy's kx floats (zero-padded to kx_padded) to q8_1
+//     blocks: d = amax/127 and s = the block's float sum (both f16), qs = round(x/d).
+//   dequantize_mul_mat_vec_<q4_0|q4_1|q5_0|q5_1|q8_0>_cuda, dequantize_mul_mat_vec_<q2_k|q3_k|q4_k|q6_k>
+//     (const void* vx, const float* y, float* dst, const int ncols, const int nrows), and
+//     dequantize_mul_mat_vec_q5_k without nrows: dst[row] = sum over the row of dequantized x * y;
+//     row = blockIdx.x*blockDim.y + threadIdx.y, the blockDim.x = 32 threads of a row reduce.
+//   mul_mat_vec_<fmt>_q8_1_cuda<B> (B = 1..8 columns of y)
+//     (const void* vx, const void* vy, float* dst, const int ncols_x, const int nrows_x,
+//      const int nrows_y, const int nrows_dst): rows 1 (B == 1) or 2 per CUDA block from
+//     row0 = rows*blockIdx.x; dst[j*nrows_dst + row] = x[row] . y[j] as integer dot products of x's
+//     quants with y's q8_1 quants per 32-element group, scaled as llama.cpp's vec_dot does: q4_0 /
+//     q5_0 d*(sumi*d8 - 8 or 16 * s8), q4_1 / q5_1 sumi*d*d8 + m*s8 (s8: the q8_1 block's stored
+//     sum), q8_0 d*d8*sumi, K-quants d*d8*(scaled sumi) - dmin*d8*(min-scaled sum of y's quants).
+//
+// Cross-thread sums: through shared memory over the block, never lane masks or shuffles, so the
+// kernels are the same on 32-lane NVIDIA warps and 64-lane AMD CDNA wavefronts (where Candle's
+// 32-lane warp_reduce_sum would pair a q8_1 block with half of its neighbour). quantize_q8_1 sums
+// each 32-element block in the xor-butterfly order of Candle's warp_reduce_sum, so its stored sum is
+// Candle's bit for bit; the mat-vec sums are in an order of their own (float rounding only).
+#include "quantized.h"
+
+namespace pk {
+namespace gguf {
+
+constexpr int QK8_1 = 32;
+
+// Cross-thread sums go through shared memory over the block (as structured.h's reductions do): no
+// warp intrinsic, so the code is the same on 32-lane warps and 64-lane wavefronts.
+constexpr int kMaxThreads = 1024;
+
+// Over each aligned group of 32 consecutive threads (linear id t): xor-butterfly sum and max, in
+// Candle's warp_reduce_sum order (16, 8, 4, 2, 1; each step adds a pair, in either order: the same
+// value in every lane). Every thread of the block calls it.
+PK_DEV void butterfly32(float& sum, float& mx, unsigned t) {
+  __shared__ float bs[kMaxThreads], bm[kMaxThreads];
+#pragma unroll
+  for (unsigned m = 16; m > 0; m >>= 1) {
+    bs[t] = sum, bm[t] = mx;
+    __syncthreads();
+    sum += bs[t ^ m], mx = fmaxf(mx, bm[t ^ m]);
+    __syncthreads();
+  }
+}
+
+// Float to int8 as a CUDA conversion does (cvt.rzi.s8.f32 after roundf: saturating, NaN -> 0).
+PK_DEV int to_i8(float r) {
+  if (!(r == r)) return 0;
+  return r >= 127.0f ? 127 : r <= -128.0f ? -128 : (int)r;
+}
+
+// ------------------------------------------------------------------------------ quantize_q8_1
+// One thread per element of the padded row; a q8_1 block is 32 consecutive threads (kx_padded is a
+// multiple of 32: Candle pads rows to 512). Threads past the row stay for the block's barriers.
+PK_DEV void quantize_q8_1(const float* x, void* vy, int kx, int kx_padded) {
+  const usize ix = (usize)blockDim.x * blockIdx.x + threadIdx.x;
+  const bool live = ix < (usize)(unsigned)kx_padded;
+  const usize iy = (usize)blockDim.y * blockIdx.y + threadIdx.y;
+  const usize i = iy * (usize)(unsigned)kx_padded + ix;
+  const float xi = live && ix < (usize)(unsigned)kx ? x[iy * (usize)(unsigned)kx + ix] : 0.0f;
+  float sum = xi, amax = fabsf(xi);
+  butterfly32(sum, amax, threadIdx.y * blockDim.x + threadIdx.x);
+  if (!live) return;
+  const float d = amax / 127;
+  const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
+  u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
+  blk[4 + i % QK8_1] = (u8)(q & 0xff);
+  if (i % QK8_1 == 0) {
+    reinterpret_cast<u16*>(blk)[0] = h_bits(__float2half(d));
+    reinterpret_cast<u16*>(blk)[1] = h_bits(__float2half(sum));
+  }
+}
+
+// ------------------------------------------------------------- dequantize_mul_mat_vec (float y)
+// The 32 threads of a row take quads 4q.. of it (q = threadIdx.x, +32, ...): x's four dequantized
+// elements (deq4, the dequantize kernels' values) times y's, summed in f32, then over the row.
+template <class F, int A> PK_DEV float dmmv_row(const u8* x, const float* y, int ncols, usize row) {
+  const int blocks_per_row = ncols / F::qk;
+  float acc = 0.0f;
+  for (int q = threadIdx.x; 4 * q < ncols; q += blockDim.x) {
+    const int e = 4 * q;
+    float v[4];
+    F::template deq4<A>(x + ((usize)row * blocks_per_row + e / F::qk) * F::size, e % F::qk, v);
+#pragma unroll
+    for (int l = 0; l < 4; ++l) acc += v[l] * y[e + l];
+  }
+  return acc;
+}
+// A row's threads (threadIdx.x) leave their sums in shared memory; its first thread adds them up.
+template <class F> PK_DEV void dmmv(const void* vx, const float* y, float* dst, int ncols, int nrows, bool bounded) {
+  __shared__ float part[kMaxThreads];
+  const usize row = (usize)blockIdx.x * blockDim.y + threadIdx.y;
+  const bool live = !bounded || row < (usize)(unsigned)nrows;   // threads of a row past nrows: barrier only
+  const u8* x = static_cast<const u8*>(vx);
+  float s = 0.0f;
+  if (live) s = ((usize)vx % F::align) == 0 ? dmmv_row<F, F::align>(x, y, ncols, row) : dmmv_row<F, 1>(x, y, ncols, row);
+  part[threadIdx.y * blockDim.x + threadIdx.x] = s;
+  __syncthreads();
+  if (!live || threadIdx.x != 0) return;
+  float t = 0.0f;
+  for (unsigned k = 0; k < blockDim.x; ++k) t += part[threadIdx.y * blockDim.x + k];
+  dst[row] = t;
+}
+
+// ------------------------------------------------------------------ mul_mat_vec_<fmt>_q8_1_cuda<B>
+// 4 signed bytes of a times 4 signed bytes of b, summed.
+PK_DEV int dot4(u32 a, u32 b) {
+#if defined(PK_NVIDIA)
+  return __dp4a((int)a, (int)b, 0);
+#else
+  int s = 0;
+#pragma unroll
+  for (int l = 0; l < 4; ++l) s += sbyte(a, l) * sbyte(b, l);
+  return s;
+#endif
+}
+
+// One 32-element group of an x block as llama.cpp's vec_dot reads it: the quants as 32 signed bytes
+// (v[0..3]: elements 0..15, v[4..7]: 16..31, each kept non-negative where the format subtracts an
+// offset: off*sum(y) is taken off instead), the integer scale and min of each half, the f32 scales.
+enum class Dot { kSub, kAsym, kPure, kMin, kScaled };
+struct XGroup {
+  u32 v[8];
+  int c[2], m[2], off;
+  float d, dm;   // d; and dmin (K) or m (q4_1/q5_1)
+};
+
+// Bytes 0..15 (h = 0) or 16..31 of 4-bit quants at q (16 bytes): word i = low or high nibbles.
+template <int A> PK_DEV void nibbles16(const u8* q, XGroup& g) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const u32 w = ld32<A>(q + 4 * i);
+    g.v[i] = w & 0x0f0f0f0fu;
+    g.v[4 + i] = (w >> 4) & 0x0f0f0f0fu;
+  }
+}
+// Bit 4 of byte l of word i := bit (i*4 + l) of qh (q5's fifth bits).
+PK_DEV void fifth_bits(u32 qh, XGroup& g) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int l = 0; l < 4; ++l) g.v[i] |= ((qh >> (4 * i + l)) & 1u) << (8 * l + 4);
+}
+
+template <class F> struct Group;
+template <> struct Group<fmt::q4_0> {
+  static constexpr Dot kind = Dot::kSub;
+  template <int A> static PK_DEV void load(const u8* b, int, XGroup& g) {
+    nibbles16<A>(b + 2, g);
+    g.d = half_at<A>(b), g.off = 8, g.c[0] = g.c[1] = 1;
+  }
+};
+template <> struct Group<fmt::q4_1> {
+  static constexpr Dot kind = Dot::kAsym;
+  template <int A> static PK_DEV void load(const u8* b, int, XGroup& g) {
+    nibbles16<A>(b + 4, g);
+    g.d = half_at<A>(b), g.dm = half_at<A>(b + 2), g.c[0] = g.c[1] = 1;
+  }
+};
+template <> struct Group<fmt::q5_0> {
+  static constexpr Dot kind = Dot::kSub;
+  template <int A> static PK_DEV void load(const u8* b, int, XGroup& g) {
+    nibbles16<A>(b + 6, g);
+    fifth_bits(ld32<A>(b + 2), g);
+    g.d = half_at<A>(b), g.off = 16, g.c[0] = g.c[1] = 1;
+  }
+};
+template <> struct Group<fmt::q5_1> {
+  static constexpr Dot kind = Dot::kAsym;
+  template <int A> static PK_DEV void load(const u8* b, int, XGroup& g) {
+    nibbles16<A>(b + 8, g);
+    fifth_bits(ld32<A>(b + 4), g);
+    g.d = half_at<A>(b), g.dm = half_at<A>(b + 2), g.c[0] = g.c[1] = 1;
+  }
+};
+template <> struct Group<fmt::q8_0> {
+  static constexpr Dot kind = Dot::kPure;
+  template <int A> static PK_DEV void load(const u8* b, int, XGroup& g) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) g.v[i] = ld32<A>(b + 2 + 4 * i);
+    g.d = half_at<A>(b), g.c[0] = g.c[1] = 1;
+  }
+};
+// K-quant group t (0..7) of a super-block: elements 32t..32t+31.
+template <> struct Group<fmt::q2_K> {                 // 2-bit quants, 4-bit scale and min per 16
+  static constexpr Dot kind = Dot::kMin;
+  template <int A> static PK_DEV void load(const u8* b, int t, XGroup& g) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) g.v[i] = (ld32<A>(b + 16 + 32 * (t / 4) + 4 * i) >> (2 * (t % 4))) & 0x03030303u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const u32 sc = b[2 * t + h];
+      g.c[h] = (int)(sc & 0xfu), g.m[h] = (int)(sc >> 4);
+    }
+    const u32 dm = ld32<A>(b + 80);
+    g.d = lo_half(dm), g.dm = hi_half(dm);
+  }
+};
+template <> struct Group<fmt::q3_K> {                 // (2 bits | 4 * hmask bit) - 4, 6-bit scale - 32
+  static constexpr Dot kind = Dot::kScaled;
+  template <int A> static PK_DEV void load(const u8* b, int t, XGroup& g) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 q = (ld32<A>(b + 32 + 32 * (t / 4) + 4 * i) >> (2 * (t % 4))) & 0x03030303u;
+      const u32 h = (ld32<A>(b + 4 * i) >> t) & 0x01010101u;
+      g.v[i] = q | (h << 2);
+    }
+    const u32 w0 = ld32<A>(b + 96), w1 = ld32<A>(b + 100), w2 = ld32<A>(b + 104);
+    g.c[0] = scale_q3_k(w0, w1, w2, 2 * t) - 32, g.c[1] = scale_q3_k(w0, w1, w2, 2 * t + 1) - 32;
+    g.off = 4, g.d = half_at<A>(b + 108);
+  }
+};
+template <bool Q5> struct GroupQ45 {                   // 4 (+1) bits, 6-bit scale and min per 32
+  static constexpr Dot kind = Dot::kMin;
+  template <int A> static PK_DEV void load(const u8* b, int t, XGroup& g) {
+    const u8* q = b + (Q5 ? 48 : 16) + 32 * (t / 2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      g.v[i] = (ld32<A>(q + 4 * i) >> (4 * (t % 2))) & 0x0f0f0f0fu;
+      if (Q5) g.v[i] |= ((ld32<A>(b + 16 + 4 * i) >> t) & 0x01010101u) << 4;
+    }
+    u32 sc, mn;
+    scale_min_k4(ld32<A>(b + 4), ld32<A>(b + 8), ld32<A>(b + 12), t, sc, mn);
+    g.c[0] = g.c[1] = (int)sc, g.m[0] = g.m[1] = (int)mn;
+    const u32 dm = ld32<A>(b);
+    g.d = lo_half(dm), g.dm = hi_half(dm);
+  }
+};
+template <> struct Group<fmt::q4_K> : GroupQ45<false> {};
+template <> struct Group<fmt::q5_K> : GroupQ45<true> {};
+template <> struct Group<fmt::q6_K> {                 // (4 bits | 2 bits << 4) - 32, int8 scale per 16
+  static constexpr Dot kind = Dot::kScaled;
+  template <int A> static PK_DEV void load(const u8* b, int t, XGroup& g) {
+    const int ip = t / 4, k = t % 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const u32 ql = (ld32<A>(b + 64 * ip + 32 * (k & 1) + 4 * i) >> (4 * (k >> 1))) & 0x0f0f0f0fu;
+      const u32 qh = (ld32<A>(b + 128 + 32 * ip + 4 * i) >> (2 * k)) & 0x03030303u;
+      g.v[i] = ql | (qh << 4);
+    }
+    g.c[0] = (int)(signed char)b[192 + 2 * t], g.c[1] = (int)(signed char)b[193 + 2 * t];
+    g.off = 32, g.d = half_at<A>(b + 208);
+  }
+};
+
+// One q8_1 block of y (4-byte aligned: 36-byte blocks of a device allocation).
+struct YBlock {
+  u32 q[8];
+  float d, s;
+};
+PK_DEV void load_y(const u8* b, YBlock& y) {
+  const u32 ds = ld32<4>(b);
+  y.d = lo_half(ds), y.s = hi_half(ds);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) y.q[i] = ld32<4>(b + 4 + 4 * i);
+}
+
+// x group . y block, scaled as the format's vec_dot.
+template <Dot K> PK_DEV float group_dot(const XGroup& x, const YBlock& y) {
+  int dot[2] = {0, 0}, ysum[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    dot[i / 4] += dot4(x.v[i], y.q[i]);
+    if (K != Dot::kAsym && K != Dot::kPure) ysum[i / 4] += dot4(0x01010101u, y.q[i]);
+  }
+  if (K == Dot::kSub) return x.d * ((float)(dot[0] + dot[1]) * y.d - (float)x.off * y.s);
+  if (K == Dot::kAsym) return (float)(dot[0] + dot[1]) * (x.d * y.d) + x.dm * y.s;
+  if (K == Dot::kPure) return (x.d * y.d) * (float)(dot[0] + dot[1]);
+  if (K == Dot::kScaled)
+    return x.d * (y.d * (float)(x.c[0] * (dot[0] - x.off * ysum[0]) + x.c[1] * (dot[1] - x.off * ysum[1])));
+  return x.d * (y.d * (float)(x.c[0] * dot[0] + x.c[1] * dot[1])) -
+         x.dm * (y.d * (float)(x.m[0] * ysum[0] + x.m[1] * ysum[1]));
+}
+
+template <class F, int NCOLS, int A>
+PK_DEV void mmvq_partial(const u8* x, const u8* yq, int ncols_x, int nrows_x, int nrows_y, int row0,
+                         float (&acc)[NCOLS][NCOLS == 1 ? 1 : 2]) {
+  constexpr int RPB = NCOLS == 1 ? 1 : 2, G = F::qk / QK8_1;
+  const int groups = ncols_x / QK8_1, blocks_per_row = ncols_x / F::qk, yblocks = nrows_y / QK8_1;
+  const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int gi = tid; gi < groups; gi += nthreads) {
+    XGroup g[RPB];
+#pragma unroll
+    for (int i = 0; i < RPB; ++i)
+      if (row0 + i < nrows_x)
+        Group<F>::template load<A>(x + ((usize)(row0 + i) * blocks_per_row + gi / G) * F::size, gi % G, g[i]);
+    // one y block at a time, used by every row before the next is read: short live ranges (AMD
+    // spilled with the blocks of all columns in flight)
+#pragma unroll
+    for (int j = 0; j < NCOLS; ++j) {
+      YBlock y;
+      load_y(yq + ((usize)j * yblocks + gi) * kSizeQ8_1, y);
+#pragma unroll
+      for (int i = 0; i < RPB; ++i)
+        if (row0 + i < nrows_x) acc[j][i] += group_dot<Group<F>::kind>(g[i], y);
+    }
+  }
+}
+
+template <class F, int NCOLS>
+PK_DEV void mmvq(const void* vx, const void* vy, float* dst, int ncols_x, int nrows_x, int nrows_y, int nrows_dst) {
+  constexpr int RPB = NCOLS == 1 ? 1 : 2;   // blockDim.x * blockDim.y <= 128 (the launch bound)
+  const int row0 = RPB * blockIdx.x;
+  float acc[NCOLS][RPB];
+#pragma unroll
+  for (int j = 0; j < NCOLS; ++j)
+#pragma unroll
+    for (int i = 0; i < RPB; ++i) acc[j][i] = 0.0f;
+  const u8* x = static_cast<const u8*>(vx);
+  const u8* yq = static_cast<const u8*>(vy);
+  if (((usize)vx % F::align) == 0) mmvq_partial<F, NCOLS, F::align>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
+  else mmvq_partial<F, NCOLS, 1>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
+  // every thread's partial sums to shared memory; thread (j, i) adds up those of output (j, i)
+  __shared__ float part[NCOLS * RPB][128];
+  const int t = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+#pragma unroll
+  for (int j = 0; j < NCOLS; ++j)
+#pragma unroll
+    for (int i = 0; i < RPB; ++i) part[j * RPB + i][t] = acc[j][i];
+  __syncthreads();
+  if (t < NCOLS * RPB) {
+    const int j = t / RPB, i = t % RPB;
+    float s = 0.0f;
+    for (int w = 0; w < nthreads; ++w) s += part[t][w];
+    if (row0 + i < nrows_dst) dst[(usize)j * nrows_dst + row0 + i] = s;
+  }
+}
+
+}  // namespace gguf
+}  // namespace pk
+
+extern "C" __global__ void quantize_q8_1(const float* __restrict__ x, void* __restrict__ vy, const int kx,
+                                         const int kx_padded) {
+  pk::gguf::quantize_q8_1(x, vy, kx, kx_padded);
+}
+
+#define PK_DMMV(NAME, FMT)                                                                              \
+  extern "C" __global__ void NAME(const void* __restrict__ vx, const float* __restrict__ y,             \
+                                  float* __restrict__ dst, const int ncols, const int nrows) {          \
+    pk::gguf::dmmv<pk::gguf::fmt::FMT>(vx, y, dst, ncols, nrows, true);                                \
+  }
+PK_DMMV(dequantize_mul_mat_vec_q4_0_cuda, q4_0)
+PK_DMMV(dequantize_mul_mat_vec_q4_1_cuda, q4_1)
+PK_DMMV(dequantize_mul_mat_vec_q5_0_cuda, q5_0)
+PK_DMMV(dequantize_mul_mat_vec_q5_1_cuda, q5_1)
+PK_DMMV(dequantize_mul_mat_vec_q8_0_cuda, q8_0)
+PK_DMMV(dequantize_mul_mat_vec_q2_k, q2_K)
+PK_DMMV(dequantize_mul_mat_vec_q3_k, q3_K)
+PK_DMMV(dequantize_mul_mat_vec_q4_k, q4_K)
+PK_DMMV(dequantize_mul_mat_vec_q6_k, q6_K)
+// Candle's q5_k kernel has no nrows: one row per CUDA block row, no bound.
+extern "C" __global__ void dequantize_mul_mat_vec_q5_k(const void* __restrict__ vx, const float* __restrict__ y,
+                                                       float* __restrict__ dst, const int ncols) {
+  pk::gguf::dmmv<pk::gguf::fmt::q5_K>(vx, y, dst, ncols, 0, false);
+}
+
+// Candle launches 32 x 4 (B <= 4) or 32 x 2 threads: a 128-thread bound lets AMD give each lane up
+// to 512 VGPRs (the default 1024-thread bound capped it at 128, and the B > 1 kernels spilled).
+#define PK_MMVQ(FMT, B)                                                                                  \
+  extern "C" __global__ __launch_bounds__(128) void mul_mat_vec_##FMT##_q8_1_cuda##B(const void* __restrict__ vx,              \
+                                                              const void* __restrict__ vy,              \
+                                                              float* __restrict__ dst, const int ncols_x, \
+                                                              const int nrows_x, const int nrows_y,     \
+                                                              const int nrows_dst) {                    \
+    pk::gguf::mmvq<pk::gguf::fmt::FMT, B>(vx, vy, dst, ncols_x, nrows_x, nrows_y, nrows_dst);          \
+  }
+#define PK_MMVQ_ALL(FMT)                                                                                 \
+  PK_MMVQ(FMT, 1) PK_MMVQ(FMT, 2) PK_MMVQ(FMT, 3) PK_MMVQ(FMT, 4) PK_MMVQ(FMT, 5) PK_MMVQ(FMT, 6)       \
+  PK_MMVQ(FMT, 7) PK_MMVQ(FMT, 8)
+PK_MMVQ_ALL(q4_0)
+PK_MMVQ_ALL(q4_1)
+PK_MMVQ_ALL(q5_0)
+PK_MMVQ_ALL(q5_1)
+PK_MMVQ_ALL(q8_0)
+PK_MMVQ_ALL(q2_K)
+PK_MMVQ_ALL(q3_K)
+PK_MMVQ_ALL(q4_K)
+PK_MMVQ_ALL(q5_K)
+PK_MMVQ_ALL(q6_K)
