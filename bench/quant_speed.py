@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor  # noqa: E402
-from parity.ops.quantized import FORMATS, _random_blocks, dequantize_reference  # noqa: E402
+from parity.ops.quantized.blocks import FORMATS, dequantize_reference, random_blocks  # noqa: E402
 from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 ROWS, COLS = 4096, 14336
@@ -94,7 +94,7 @@ def main() -> None:
     fmt = FORMATS["q4_K"]
     n = ROWS * COLS
     nblocks = n // fmt.qk
-    blocks = _random_blocks(fmt, nblocks, np.random.default_rng(0))
+    blocks = random_blocks(fmt, nblocks, np.random.default_rng(0))
     vx = cp.asarray(blocks.reshape(-1))
     ref = dequantize_reference("q4_K", blocks[:CHECKED_BLOCKS].reshape(-1))
     suites = {"hip": HipOnNvidiaExecutor(wave=a.wave), "cuda": CudaExecutor(suite_dir=a.cuda_src)}
