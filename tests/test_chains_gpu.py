@@ -58,9 +58,9 @@ def test_bundled_chains_pass_on_cuda_with_candles_kernels():
 
 @pytest.mark.gpu
 def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
-    """HipOnNvidiaExecutor.resident_chains (the default): kernel steps read and write device tensors,
-    no host copy between them; every tensor must equal the host round-trip path's bit for bit, and
-    the verdicts must be the same."""
+    """HipOnNvidiaExecutor.resident_chains (opt-in): kernel steps read and write device tensors,
+    no host copy between them; every tensor must equal the default path's bit for bit, and the
+    verdicts must be the same."""
     import numpy as np
     from parity.cases import Case
     from parity.engine import prepare_case

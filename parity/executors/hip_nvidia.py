@@ -381,10 +381,12 @@ class HipOnNvidiaExecutor(Executor):
         return judge_images(launch, hosts, images, time_ms)
 
     # --- op chains ---------------------------------------------------------------------------
-    # Keep a chain's tensors on the device between kernel steps (bit for bit what the host
-    # round trip gives on an H100: tests/test_chains_gpu.py). Host-routine steps (blas.gemm,
-    # conv.host) still take their operands through host memory.
-    resident_chains: bool = True
+    # Keep a chain's tensors on the device between kernel steps. Opt-in: on an H100 it gave bit for
+    # bit the host round trip's tensors for one chain of each kind (tests/test_chains_gpu.py), but with
+    # it on, chain.llama-block/f16/s0 crashed once in a parity mutate run (not reproduced, not
+    # explained); the host round trip passed all 24 pr chains. Host-routine steps (blas.gemm,
+    # conv.host) take their operands through host memory either way.
+    resident_chains: bool = False
 
     def run_chain(self, chain: ChainLaunch) -> ExecResult:
         res = super().run_chain(chain)
