@@ -139,20 +139,13 @@ def test_q8_k_reference_is_ours():
     assert np.array_equal(dequantize_reference("q8_K", blk), np.arange(-128, 128, dtype=np.float32) * 0.5)
 
 
-def test_the_quant_sweep_and_the_bundled_sweeps_hold_the_family():
-    """quant is the family alone; pr and nightly hold every dequantize case (the bundled suite has
-    the kernels), smoke every dequantize format on its smaller block counts; the mat-vec kernels stay
-    in quant until the bundled ones are measured on a GPU."""
+def test_the_quant_sweep_holds_the_family_and_the_bundled_sweeps_none():
+    """quant holds every case of the family; smoke/pr/nightly none until the bundled suite's
+    quantized kernels have run on a GPU (the main job must not depend on unmeasured kernels)."""
     quant = load_sweep("quant")
     assert {Case.parse(c.id).op for c in quant} == {op.name for op in QUANT} and len(quant) == 196 + 606
-    deq = {c.id for c in quant if c.op.startswith("quant.dequantize_")}
-    assert len(deq) == 196
-    assert {c.id for c in load_sweep("pr") if c.op.startswith("quant.")} == deq
-    nightly = [c for c in load_sweep("nightly") if c.op.startswith("quant.")]
-    assert len(nightly) == 3 * 196
-    smoke = [c for c in load_sweep("smoke") if c.op.startswith("quant.")]
-    assert {c.op for c in smoke} == {op.name for op in QUANT if op.name.startswith("quant.dequantize_")}
-    assert len(smoke) == 196 - 2 * 2 * 11 and not [c for c in smoke if c.layout in ("b1000", "b250")]
+    for name in ("smoke", "pr", "nightly"):
+        assert not [c for c in load_sweep(name) if c.op.startswith("quant.")], name
 
 
 def test_coverage_knows_candles_dequantize_declarations(tmp_path):
