@@ -1,7 +1,8 @@
-"""Run mutants: compile the changed file, run the cases that reach it, classify.
+"""Run mutants: compile the changed sources, run the cases of the kernels it changed, classify.
 
-Verdicts: `killed` (a case did not pass: its id and verdict are kept), `survived` (every case
-passed), `equivalent` (the object code is the original's, byte for byte), `compile-error`, and
+Verdicts: `killed` (a case did not pass, and passes on the unmutated suite: its id and verdict are
+kept), `survived` (every case passed), `equivalent` (no kernel's machine code changed),
+`compile-error`, and
 `timeout` (the mutant's time limit ran out); `argued-equivalent` is decided by `scope` (which
 also keeps mutants out of the sweep's reach from being sampled). Only killed and survived count
 towards the score.
@@ -105,7 +106,7 @@ class GpuRunner:
     A mutant compiles one source at a time, the sources most likely to use the changed code first,
     and runs the cases of the kernels whose machine code differs from the original's (`objcode`):
     it stops at the first case that does not pass, so a header mutant that the first source kills
-    never compiles the other sixteen. No kernel changed: `equivalent`. The original object code is
+    never compiles the others. No kernel changed: `equivalent`. The original object code is
     compiled once in the suite folder itself (the cubin does not record the folder). Each slot
     keeps one isolated GPU worker across its mutants, renewed (kernels forgotten, context kept) for
     each one; a mutant that faults costs that worker, and the next mutant starts a fresh one.
