@@ -184,6 +184,9 @@ def test_spread_interleaves_case_classes():
     assert sorted(c.id for c in out) == sorted(c.id for c in cases)
     first = out[:len({(c.op, c.dtype, c.layout, c.values) for c in cases})]
     assert len({(c.dtype, c.layout, c.values) for c in first}) == len(first)   # one of each class first
+    mixed = spread(load_sweep("pr", Filters(["chain.*", "unary.elu"])))   # both with cases of depth 2
+    n_chain = sum(c.op.startswith("chain.") for c in mixed)
+    assert n_chain and all(c.op.startswith("chain.") for c in mixed[-n_chain:])   # the costly chains last
 
 
 def test_header_mutant_compiles_the_sources_using_the_changed_definition_first(tmp_path: Path):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cases import Case
-from ..chains import LAYOUT
+from ..chains import LAYOUT, is_chain
 from ..compile_cache import header_closure
 from ..host.routines import suite_kernels
 from ..ops import expected_kernels
@@ -79,14 +79,17 @@ def sources_needed(target: FileTarget, cases: list[Case]) -> list[str]:
 def spread(cases: list[Case]) -> list[Case]:
     """`cases` reordered round robin over (op, dtype, layout, value class), so that the first few
     cases a mutant meets already differ in every way a case can: a mutant is usually killed by
-    one class of cases, and a survivor runs them all anyway."""
-    groups: dict[tuple, list[Case]] = {}
-    for c in cases:
-        groups.setdefault((c.op, c.dtype, c.layout, c.values), []).append(c)
-    queues = list(groups.values())
+    one class of cases, and a survivor runs them all anyway. Op chains come last: each runs many
+    launches, and a mutant of one of their steps is usually killed by that step's own cases."""
     out: list[Case] = []
-    for depth in range(max((len(q) for q in queues), default=0)):
-        out.extend(q[depth] for q in queues if depth < len(q))
+    for chained in (False, True):
+        groups: dict[tuple, list[Case]] = {}
+        for c in cases:
+            if is_chain(c.op) == chained:
+                groups.setdefault((c.op, c.dtype, c.layout, c.values), []).append(c)
+        queues = list(groups.values())
+        for depth in range(max((len(q) for q in queues), default=0)):
+            out.extend(q[depth] for q in queues if depth < len(q))
     return out
 
 
