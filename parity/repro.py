@@ -73,10 +73,24 @@ def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | 
         return None
 
 
+def _judged_on(level: str, hip_src: Path | None, cuda_src: Path | None, spec, built, expected, launch):
+    """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
+    level gives (unavailable, its reason, None, None)."""
+    from .levels import DEFAULT_HIP_SRC, make
+    lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
+    if not lv.availability.available:
+        return Verdict.UNAVAILABLE, lv.availability.reason, None, None
+    try:
+        res = lv.executor.run(launch)
+    finally:
+        lv.executor.close()
+    fields, got = spec.verdict(built, expected, res)
+    return fields["verdict"], fields.get("message", ""), got, res
+
+
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
         out: Path | None = None) -> Repro:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
-    from .levels import DEFAULT_HIP_SRC, make
     case = Case.parse(case_id)
     if chains.is_chain(case.op):
         return run_chain(case, level, hip_src, cuda_src, out)
@@ -88,15 +102,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
         raise ValueError(f"{case.id}: Candle's host refuses this case before any launch ({b.refuse})")
     out_dt, layouts, out_geo = b.out_dtype, dict(b.layouts), b.out_geometry
     before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
-    lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
-    got, verdict, message = None, Verdict.UNAVAILABLE, lv.availability.reason
-    if lv.availability.available:
-        try:
-            res = lv.executor.run(launch)
-        finally:
-            lv.executor.close()
-        fields, got = spec.verdict(b, expected, res)
-        verdict, message = fields["verdict"], fields.get("message", "")
+    verdict, message, got, _ = _judged_on(level, hip_src, cuda_src, spec, b, expected, launch)
     source = find_source(launch.kernel, level, hip_src, cuda_src)
     npz = None
     if out is not None:
@@ -185,19 +191,10 @@ def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | Non
     of each (`ref64_<t>`), and `meta` with the steps (kernel, launch, reads, writes) and the
     per-step report; the snippet is the command that reruns it (each step's launch is replayable
     as a single case from the stored buffers)."""
-    from .levels import DEFAULT_HIP_SRC, make
     spec = case.op_spec.spec
     b, launch, expected = spec.prepare(case)
-    lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None)
-    verdict, message, res, steps = Verdict.UNAVAILABLE, lv.availability.reason, None, []
-    if lv.availability.available:
-        try:
-            res = lv.executor.run(launch)
-        finally:
-            lv.executor.close()
-        fields, _ = spec.verdict(b, expected, res)
-        verdict, message = fields["verdict"], fields.get("message", "")
-        steps = spec.row_fields(b, res)["chain"].get("steps", [])
+    verdict, message, _, res = _judged_on(level, hip_src, cuda_src, spec, b, expected, launch)
+    steps = spec.row_fields(b, res)["chain"].get("steps", []) if res is not None else []
     npz = None
     if out is not None:
         npz = Path(out)
