@@ -78,12 +78,12 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
             click.echo(f"not sampled, out of the sweep's reach: {n} mutants: {why}")
         return
     from .mutate.scope import EQUIVALENT_FILE, load_argued
+    if equivalent_file and not Path(equivalent_file).is_file():
+        raise SetupError(f"--equivalent {equivalent_file}: no such file")
     try:
         table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
     except ValueError as e:
         raise SetupError(str(e))
-    if equivalent_file and not Path(equivalent_file).is_file():
-        raise SetupError(f"--equivalent {equivalent_file}: no such file")
     _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
          mutant_timeout, out, table, dict(out_of_reach))
 

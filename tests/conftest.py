@@ -30,3 +30,20 @@ def level():
         pytest.skip(f"hip-on-nvidia unavailable: {lv.availability.reason}")
     yield lv
     lv.executor.close()
+
+
+@pytest.fixture(scope="module")
+def candle_level():
+    """The cuda level on Candle's own kernels (PARITY_CANDLE_KERNELS=<candle-kernels/src>), shared by
+    a module's GPU tests; skipped without them."""
+    import os
+    from pathlib import Path
+    from parity.levels import DEFAULT_HIP_SRC, make
+    src = os.environ.get("PARITY_CANDLE_KERNELS")
+    if not src:
+        pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")
+    lv = make("cuda", DEFAULT_HIP_SRC, Path(src), case_timeout=600)   # quantized.cu compiles for minutes
+    if not lv.availability.available:
+        pytest.skip(f"cuda level unavailable: {lv.availability.reason}")
+    yield lv
+    lv.executor.close()

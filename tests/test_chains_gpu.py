@@ -3,9 +3,7 @@ worker, one message per chain), and `cuda` on Candle's own kernels when PARITY_C
 points at candle-kernels/src. Every chain must pass, and the level must compute every
 intermediate the cpu level computes within the step's own tolerance (rows carry the per-step
 verdicts). Needs a CUDA GPU (CuPy) and nvcc or NVRTC."""
-import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -40,20 +38,11 @@ def test_bundled_chains_pass_on_hip_on_nvidia(level):
 
 
 @pytest.mark.gpu
-def test_bundled_chains_pass_on_cuda_with_candles_kernels():
-    src = os.environ.get("PARITY_CANDLE_KERNELS")
-    if not src:
-        pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")
-    from parity.levels import DEFAULT_HIP_SRC, make
-    lv = make("cuda", DEFAULT_HIP_SRC, Path(src), case_timeout=600)
-    if not lv.availability.available:
-        pytest.skip(f"cuda unavailable: {lv.availability.reason}")
-    try:
-        rows = run_cases(load_sweep("smoke", Filters(ops=["chain.*"])), lv.executor, lv.availability.device)
-        _check(rows, lv.name, lv.executor)
-        assert sum(r["verdict"] == "pass" for r in rows) >= 9     # all but the llama blocks (rmsnorm) pass
-    finally:
-        lv.executor.close()
+def test_bundled_chains_pass_on_cuda_with_candles_kernels(candle_level):
+    lv = candle_level
+    rows = run_cases(load_sweep("smoke", Filters(ops=["chain.*"])), lv.executor, lv.availability.device)
+    _check(rows, lv.name, lv.executor)
+    assert sum(r["verdict"] == "pass" for r in rows) >= 9     # all but the llama blocks (rmsnorm) pass
 
 
 @pytest.mark.gpu

@@ -3,26 +3,11 @@ HIP suite (`hip-on-nvidia`, wave 64 and 32): every case of the quant sweep must 
 quantize_q8_1 bit-exact, dmmv, mmvq (batch 1..8) and mmq within the tolerance
 parity/ops/quantized/matvec.py derives (the bundled suite has no mmq). Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
 PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
-import os
-from pathlib import Path
 
 import pytest
 
 from parity.cases import load_sweep
 from parity.engine import run_cases
-
-
-@pytest.fixture(scope="module")
-def candle_level():
-    src = os.environ.get("PARITY_CANDLE_KERNELS")
-    if not src:
-        pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")
-    from parity.levels import DEFAULT_HIP_SRC, make
-    lv = make("cuda", DEFAULT_HIP_SRC, Path(src), case_timeout=600)   # quantized.cu compiles for minutes
-    if not lv.availability.available:
-        pytest.skip(f"cuda level unavailable: {lv.availability.reason}")
-    yield lv
-    lv.executor.close()
 
 
 @pytest.mark.gpu
