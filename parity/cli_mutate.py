@@ -130,14 +130,16 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
             "mutants": len(mutants), "done": len(outcomes), "out_of_reach": out_of_reach, "interrupted": interrupted, "jobs": jobs,
             "runners": runners, "elapsed_s": time.perf_counter() - t0,
-            "compile_s": runner.seconds["compile"], "run_s": runner.seconds["run"],
+            "compile_s": runner.seconds["compile"], "wait_s": runner.seconds["wait"], "run_s": runner.seconds["run"],
+            "cases_run": runner.cases_run,
             "failing_on_original": runner.original_failures()}
     s = summary(outcomes, families, meta)
     write(s, folder)
     pct = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
     click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items())
                + f" in {meta['elapsed_s']:.0f} s (summed over {jobs} lanes: {meta['compile_s']:.0f} s compiling,"
-               f" {meta['run_s']:.0f} s on the GPU)")
+               f" {meta['wait_s']:.0f} s waiting for one of {runners} runners, {meta['run_s']:.0f} s running"
+               f" {meta['cases_run']} cases)")
     bad = meta["failing_on_original"]
     if bad:
         click.echo(f"warning: {len(bad)} case(s) fail on the unmutated suite and killed no mutant: "

@@ -234,8 +234,9 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
                    target: str = "", include_dirs: list[str | os.PathLike] = (),
                    env: dict[str, str] | None = None, output_flag: str = "-o",
                    timeout: float = 1800, cache_root: Path | None = None,
-                   force: bool = False) -> CompileResult:
-    """`compiler + flags + [source, -o out]` through the cache. Missing compiler -> error result."""
+                   force: bool = False, nice: int = 0) -> CompileResult:
+    """`compiler + flags + [source, -o out]` through the cache. Missing compiler -> error result.
+    nice: the compiler's CPU priority is lowered by this much (its subprocesses inherit it)."""
     source = Path(source)
     env_items = tuple(sorted((env or {}).items()))
     version = toolchain_version(tuple(compiler), env_items)
@@ -247,10 +248,18 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
     key = cache_key(source, header_closure(source, incs), [*compiler, *flags], version, target)
 
     def build(out: Path) -> tuple[int, str]:
+        p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace", env={**os.environ, **(env or {})})
+        if nice:           # set before the driver forks its stages (no preexec_fn: unsafe beside threads)
+            try:
+                os.setpriority(os.PRIO_PROCESS, p.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+            except OSError:
+                pass       # (already exited, or not permitted: priority is only a preference)
         try:
-            p = subprocess.run([*cmd, str(out)], capture_output=True, text=True, errors="replace",
-                               env={**os.environ, **(env or {})}, timeout=timeout)
+            text, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
             return -1, f"{source}: compiler timed out after {timeout:.0f} s"
-        return p.returncode, p.stdout + p.stderr
+        return p.returncode, text
     return cached_build(key, build, cmd + ["<out>"], cache_root, force)

@@ -263,21 +263,50 @@ PIPELINE_DEPTH = 2
 PIPELINE_MAX_BYTES = 1 << 16    # larger launches go one at a time: a full pipe both ways would deadlock
 
 
-def _drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
-           emit: Callable[[int, dict], None]) -> None:
+class _Stop(Exception):
+    """Raised by drive's emit wrapper when `stop` says the rest need not run."""
+
+
+def drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
+           emit: Callable[[int, dict], None], stop: Callable[[dict], bool] | None = None) -> None:
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
     timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
-    PIPELINE_DEPTH small launches ahead."""
+    PIPELINE_DEPTH small launches ahead. `stop(row)` true: no further item is taken, and the
+    launches already queued are collected (the executor stays usable) but not emitted."""
     queue = timing is None and isinstance(executor, Queued)
     window: deque = deque()
+
+    def deliver(i: int, row: dict) -> None:
+        emit(i, row)
+        if stop is not None and stop(row):
+            raise _Stop
 
     def retire() -> None:
         i, case, t0, p, row = window.popleft()
         try:
-            emit(i, _finish(row, p, executor.collect(), executor, None, t0))
+            res = executor.collect()
         except Exception as e:
-            emit(i, _error_row(case, executor, e))
+            deliver(i, _error_row(case, executor, e))
+            return
+        try:
+            row = _finish(row, p, res, executor, None, t0)
+        except Exception as e:
+            row = _error_row(case, executor, e)
+        deliver(i, row)
 
+    try:
+        _drive_items(items, executor, device, timing, deliver, queue, window, retire)
+    except _Stop:
+        while window:                            # answers already asked for: read, not judged
+            window.popleft()
+            try:
+                executor.collect()
+            except Exception:                    # a dead worker restarts on its next launch
+                pass
+
+
+def _drive_items(items, executor, device, timing, emit, queue, window, retire) -> None:
+    """drive's loop (`emit` may raise _Stop)."""
     for i, case, prepared in items:
         if not queue or bench_refusal(case, executor) is not None:
             while window:
@@ -325,7 +354,7 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
         rows.append(row)
         if on_row:
             on_row(row)
-    _drive(items, executor, device, timing, emit)
+    drive(items, executor, device, timing, emit)
     return rows
 
 

@@ -56,3 +56,22 @@ class FromFile(Scripted):
         res = super().run(launch)
         return ExecResult("ok", {"out": np.full(4, self.value, np.float32)}, message=res.message) \
             if res.status == "ok" else res
+
+
+class FailsNeg(Executor):
+    """The cpu level, but `uneg_*` kernels answer all zeros: a killed-mutant stand-in whose later
+    answers must still be its own (pipelined launches drained after the kill)."""
+    level = "cpu"
+
+    def __init__(self):
+        from parity.executors.cpu import CpuExecutor
+        self.cpu = CpuExecutor()
+
+    def availability(self) -> Availability:
+        return Availability(True, device="cpu")
+
+    def run(self, launch: Launch) -> ExecResult:
+        res = self.cpu.run(launch)
+        if launch.kernel.startswith("uneg_") and res.status == "ok":
+            res.outputs = {n: np.zeros_like(a) for n, a in res.outputs.items()}
+        return res

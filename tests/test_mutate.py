@@ -243,7 +243,7 @@ def test_object_sections_name_the_kernels_a_mutant_changed(tmp_path: Path):
 
 
 def test_index_truncation_is_out_of_reach_without_a_case_that_large():
-    from parity.cases import Filters, load_sweep
+    from parity.cases import load_sweep
     from parity.mutate.scope import largest_case, unreachable
     [narrow, *_] = mutants_of_text("usize i = g;\n", "k.hip", ["index-truncation"])
     [rel] = mutants_of_text("if (i < n) {}\n", "k.hip", ["relational-boundary"])
@@ -289,3 +289,26 @@ def test_a_case_failing_on_the_unmutated_suite_kills_nothing():
     assert (out.verdict, out.cases_run) == ("survived", 3)
     out = run_cases_until_fail(m, cases, Broken(), 60, __import__("time").perf_counter(), original_passes=lambda c: c is cases[1])
     assert (out.verdict, out.case) == ("killed", cases[1].id)
+
+
+def test_a_kill_mid_pipeline_leaves_the_worker_answering_its_own_launches():
+    """run_cases_until_fail pipelines launches (engine.drive); when a case kills the mutant, the
+    launches already queued in the worker are collected and dropped, so the next mutant on the
+    same worker gets its own answers, not the leftovers."""
+    from fakes_worker import FailsNeg
+    from parity.cases import Filters, load_sweep
+    from parity.engine import run_case
+    from parity.executors.worker import IsolatedExecutor
+    from parity.mutate.run import run_cases_until_fail
+    [m, *_] = mutants_of_text("if (i < n) {}\n", "k.hip")
+    abs_ = load_sweep("smoke", Filters(["unary.abs"]))[:4]
+    neg = load_sweep("smoke", Filters(["unary.neg"], values=["normal"]))[:2]
+    ex = IsolatedExecutor(FailsNeg, timeout_s=10.0)
+    try:
+        out = run_cases_until_fail(m, [*abs_[:2], neg[0], *abs_[2:], neg[1]], ex, 60, __import__("time").perf_counter())
+        assert (out.verdict, out.case, out.cases_run) == ("killed", neg[0].id, 3)
+        assert [run_case(c, ex)["verdict"] for c in abs_] == ["pass"] * 4
+        out = run_cases_until_fail(m, abs_, ex, 60, __import__("time").perf_counter())
+        assert (out.verdict, out.cases_run) == ("survived", 4)
+    finally:
+        ex.close()

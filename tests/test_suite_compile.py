@@ -118,6 +118,23 @@ def test_missing_compiler_is_an_error_result(tmp_path):
     assert not r.ok and "not found" in r.error.message
 
 
+def test_a_lane_compile_runs_at_a_lower_cpu_priority(tmp_path):
+    """compile_source(nice=N): the compiler (and what it forks) runs N steps nicer than parity, so
+    parity mutate's GPU runners are not starved by the lanes' compiles."""
+    import os
+    import sys
+    cc = tmp_path / "cc"
+    cc.write_text(f"#!{sys.executable}\nimport os, sys\n"         # (its --version answer: empty)
+                  "if sys.argv[-1] != '--version': open(sys.argv[-1], 'w').write(str(os.nice(0)))\n")
+    cc.chmod(0o755)
+    src = tmp_path / "x.hip"
+    for nice, body in ((0, ""), (10, "// nicer\n")):
+        src.write_text(body)
+        r = compile_source(src, [str(cc)], [], nice=nice)
+        assert r.ok, r.text
+        assert int(r.read().decode()) == min(19, os.nice(0) + nice)
+
+
 # ------------------------------------------------------------- hip-on-nvidia (compile only)
 def _exe(name, **kw):
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor

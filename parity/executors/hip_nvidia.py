@@ -42,9 +42,11 @@ class CudaToolchain:
 
     def __init__(self, arch: str | None = None, compiler: str = "auto", hip: bool = True,
                  include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                 extra_flags: list[str] = (), cache_root: Path | None = None, split_compile: bool = True):
+                 extra_flags: list[str] = (), cache_root: Path | None = None, lane_compile: bool = False):
         self.arch = str(arch).replace("sm_", "") if arch else None
-        self.split_compile = split_compile      # off where many files compile at once (parity mutate)
+        # one of many compiles at once (parity mutate's lanes): no --split-compile, which would only
+        # oversubscribe the cores, and a lower CPU priority, so the GPU runners' case loops come first
+        self.lane_compile = lane_compile
         self.hip = hip
         self.include_dirs = [Path(d) for d in include_dirs]
         self.defines = dict(defines or {})
@@ -72,10 +74,10 @@ class CudaToolchain:
         if self.compiler == "nvcc":
             # --split-compile: nvcc optimizes one file on every core. The bundled unary family (then one
             # file) took 127 s alone and 33 s split (H100 host, 16 cores), cubins the same size to 0.01%.
-            split = ["--split-compile=0"] if self.split_compile else []
+            split = [] if self.lane_compile else ["--split-compile=0"]
             flags = ["-cubin", f"-arch={self.target()}", *split, *self.flags(source), "-x", "cu"]
-            return compile_source(source, ["nvcc"], flags, target=self.target(),
-                                  include_dirs=self.include_dirs, cache_root=self.cache_root)
+            return compile_source(source, ["nvcc"], flags, target=self.target(), include_dirs=self.include_dirs,
+                                  cache_root=self.cache_root, nice=10 if self.lane_compile else 0)
         return self._nvrtc(source)
 
     def _nvrtc(self, source: Path) -> CompileResult:
@@ -179,7 +181,7 @@ class HipOnNvidiaExecutor(Executor):
                  compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
                  cache_root: str | os.PathLike | None = None, timing: bool = False,
-                 wave: int | None = None, split_compile: bool = True):
+                 wave: int | None = None, lane_compile: bool = False):
         self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
         if include_dirs is None:
             include_dirs = self.default_includes()
@@ -190,7 +192,7 @@ class HipOnNvidiaExecutor(Executor):
             defines = {"PARITY_WAVE64": "1", **(defines or {})}
         self.toolchain = CudaToolchain(arch, compiler, self.level != "cuda", [Path(d) for d in include_dirs],
                                        defines, extra_flags, Path(cache_root) if cache_root else None,
-                                       split_compile)
+                                       lane_compile)
         self.timing = timing
         self._suite: Suite | None = None
         self._compiled: dict[Path, CompileResult] = {}

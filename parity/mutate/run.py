@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..cases import Case
-from ..engine import Prepared, prepare_case, run_case
+from ..engine import Prepared, drive, prepare_case, run_case
 from ..executors.base import Compiling, Executor
 from ..executors.hip_nvidia import HipOnNvidiaExecutor
 from ..executors.worker import IsolatedExecutor
@@ -86,16 +86,32 @@ def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, 
                          t0: float, prepared: Callable[[Case], Prepared | None] = lambda c: None,
                          original_passes: Callable[[Case], bool] = lambda c: True) -> Outcome:
     """Run `cases` on `executor` and stop at the first one that does not pass (and passes on the
-    unmutated suite: a case failing there tells nothing about the mutant)."""
-    for n, case in enumerate(cases, 1):
-        if time.perf_counter() - t0 > limit_s:
-            return Outcome(mutant, "timeout", message=f"{n - 1} of {len(cases)} cases in {limit_s:.0f} s",
-                           seconds=time.perf_counter() - t0, cases_run=n - 1)
-        row = run_case(case, executor, prepared=prepared(case))
-        if row["verdict"] != "pass" and original_passes(case):
-            return Outcome(mutant, "killed", case.id, str(row["verdict"]), str(row.get("message") or "")[:300],
-                           time.perf_counter() - t0, n)
-    return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=len(cases))
+    unmutated suite: a case failing there tells nothing about the mutant). Launches are
+    pipelined as `parity run` pipelines them (engine.drive): the worker runs the next case
+    while this thread judges the last."""
+    rows: list[dict] = []
+    timed_out = False
+
+    def items():
+        nonlocal timed_out
+        for n, case in enumerate(cases):
+            if time.perf_counter() - t0 > limit_s:
+                timed_out = True
+                return
+            yield n, case, prepared(case)
+
+    def kills(row: dict) -> bool:
+        return row["verdict"] != "pass" and original_passes(cases[len(rows) - 1])
+    drive(items(), executor, "", None, lambda _, row: rows.append(row), stop=kills)
+    seconds = time.perf_counter() - t0
+    if rows and kills(rows[-1]):
+        row = rows[-1]
+        return Outcome(mutant, "killed", cases[len(rows) - 1].id, str(row["verdict"]),
+                       str(row.get("message") or "")[:300], seconds, len(rows))
+    if timed_out:
+        return Outcome(mutant, "timeout", message=f"{len(rows)} of {len(cases)} cases in {limit_s:.0f} s",
+                       seconds=seconds, cases_run=len(rows))
+    return Outcome(mutant, "survived", seconds=seconds, cases_run=len(cases))
 
 
 class GpuRunner:
@@ -117,9 +133,9 @@ class GpuRunner:
                  runners: int = 4):
         self.suite_dir = Path(suite_dir).resolve()
         self.level_cls = level_cls
-        # every lane compiles at once: nvcc's --split-compile would only oversubscribe the cores
-        # (the workers must compile with the same flags, or they miss the cache and compile again)
-        self.level_kw = {"split_compile": False} if issubclass(level_cls, HipOnNvidiaExecutor) else {}
+        # every lane compiles at once (CudaToolchain.lane_compile); the workers must compile with the
+        # same flags, or they miss the cache and compile again
+        self.level_kw = {"lane_compile": True} if issubclass(level_cls, HipOnNvidiaExecutor) else {}
         self.targets = targets
         self.cases = {f: spread(cases_for(t, cases)) for f, t in targets.items()}
         self.case_timeout, self.mutant_timeout = case_timeout, mutant_timeout
@@ -137,7 +153,8 @@ class GpuRunner:
         self._original_lock = threading.Lock()          # guards _original_locks
         self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
         self._prepared: dict[str, Prepared] = {}         # case id -> built and referenced once
-        self.seconds = {"compile": 0.0, "run": 0.0}     # summed over the lanes (for the report)
+        self.seconds = {"compile": 0.0, "wait": 0.0, "run": 0.0}   # summed over the lanes (for the report):
+        self.cases_run = 0                               # compiling, waiting for a runner, running cases
         self._original_ex: IsolatedExecutor | None = None  # the unmutated suite, for killing cases
         self._baseline_lock = threading.Lock()
         self.original_rows: dict[str, dict] = {}         # case id -> its row on the unmutated suite
@@ -247,7 +264,9 @@ class GpuRunner:
     def _run(self, j: int, slot: Path, mutant: Mutant, cases: list[Case]) -> Outcome:
         """The mutant's cases on slot j's GPU worker (renewed: it may hold the last mutant's code);
         --mutant-timeout counts from the first launch."""
+        t_wait = time.perf_counter()
         with self._gpu:
+            self._count("wait", t_wait)
             ex = self._workers.get(j)
             if ex is None:
                 ex = self._workers[j] = IsolatedExecutor(self.level_cls, timeout_s=self.case_timeout,
@@ -257,6 +276,8 @@ class GpuRunner:
             t0 = time.perf_counter()
             out = run_cases_until_fail(mutant, cases, ex, self.mutant_timeout, t0, self._prepare, self.original_passes)
             self._count("run", t0)
+            with self._tally:
+                self.cases_run += out.cases_run
         if out.case_verdict == "compile-error":   # a level compiling in its worker says it only there
             return Outcome(mutant, "compile-error", message=out.message, seconds=out.seconds)
         return out
