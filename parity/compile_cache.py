@@ -138,9 +138,11 @@ def cache_key(source: Path, headers: list[Path], flags: list[str], toolchain: st
     put(CACHE_VERSION.encode())
     put(Path(source).name.encode())
     put(source_bytes if source_bytes is not None else Path(source).read_bytes())
-    for hd in headers:
-        put(Path(hd).name.encode())
-        put(Path(hd).read_bytes())
+    # headers by name and content, not by path: a copy of the suite elsewhere (parity mutate's
+    # slots) hits the original's entries for every file it did not change
+    for name, body in sorted((Path(hd).name.encode(), Path(hd).read_bytes()) for hd in headers):
+        put(name)
+        put(body)
     put("\0".join(flags).encode())
     put(toolchain.encode())
     put(target.encode())
@@ -230,6 +232,15 @@ def cached_build(key: str, build: Builder, command: list[str] = (), root: Path |
         return CompileResult(False, key, None, text, False, err, seconds, list(command))
 
 
+def _folder_free(flags: list[str], source: Path) -> list[str]:
+    """flags with the source's own folder written as <dir>: what it holds enters the key by content
+    (header_closure), so a copy of a suite elsewhere has the original's keys."""
+    out = list(flags)
+    for d in sorted({str(source.parent), str(source.parent.resolve())}, key=len, reverse=True):
+        out = [f.replace(d, "<dir>") for f in out]
+    return out
+
+
 def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[str], *,
                    target: str = "", include_dirs: list[str | os.PathLike] = (),
                    env: dict[str, str] | None = None, output_flag: str = "-o",
@@ -245,7 +256,7 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
         err = CompileError(f"{compiler[0]}: not found on PATH", [], cmd, None)
         return CompileResult(False, "", error=err, command=cmd)
     incs = [Path(d) for d in include_dirs]
-    key = cache_key(source, header_closure(source, incs), [*compiler, *flags], version, target)
+    key = cache_key(source, header_closure(source, incs), [*compiler, *_folder_free(flags, source)], version, target)
 
     def build(out: Path) -> tuple[int, str]:
         p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -135,6 +135,23 @@ def test_a_lane_compile_runs_at_a_lower_cpu_priority(tmp_path):
         assert int(r.read().decode()) == min(19, os.nice(0) + nice)
 
 
+def test_a_copy_of_a_suite_elsewhere_hits_the_originals_cache_entries(tmp_path):
+    """The cache key holds the source's folder by content (its headers), not by path: parity mutate's
+    slot copies compile only what a mutant changed; a changed header is a miss."""
+    import sys
+    cc = tmp_path / "cc"
+    cc.write_text(f"#!{sys.executable}\nimport sys\nif sys.argv[-1] != '--version': open(sys.argv[-1], 'w').write('o')\n")
+    cc.chmod(0o755)
+    dirs = [tmp_path / "suite", tmp_path / "elsewhere" / "slot0", tmp_path / "slot1"]
+    for d in dirs:
+        d.mkdir(parents=True)
+        (d / "k.hip").write_text('#include "common.h"\nint k;\n')
+        (d / "common.h").write_text("int c;\n")
+    (dirs[2] / "common.h").write_text("int c2;\n")
+    got = [compile_source(d / "k.hip", [str(cc)], [f"-I{d}", "-O3"]) for d in dirs]
+    assert [r.cached for r in got] == [False, True, False] and got[0].key == got[1].key != got[2].key
+
+
 # ------------------------------------------------------------- hip-on-nvidia (compile only)
 def _exe(name, **kw):
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor

@@ -12,9 +12,10 @@ tested without a GPU; `GpuRunner` is the one that compiles and launches.
 """
 from __future__ import annotations
 
+import os
 import queue
-import threading
 import shutil
+import threading
 import tempfile
 import time
 from collections.abc import Callable
@@ -159,6 +160,17 @@ class GpuRunner:
         self._baseline_lock = threading.Lock()
         self.original_rows: dict[str, dict] = {}         # case id -> its row on the unmutated suite
         self._tally = threading.Lock()
+        # The unmutated suite, every source any case needs (a host routine's or a chain's steps come
+        # from files no mutant touches), compiled in the background: a slot's worker finds them in the
+        # cache (compile_cache keys a folder by content) instead of compiling while holding a runner.
+        self._warm = threading.Thread(target=self._precompile_original, args=(cases,), daemon=True)
+        self._warm.start()
+
+    def _precompile_original(self, cases: list[Case]) -> None:
+        ex = self.level_cls(suite_dir=self.suite_dir, **self.level_kw)
+        if isinstance(ex, Compiling):
+            kernels = sorted(set().union(*(case_kernels(c) for c in cases)))
+            ex.precompile(ex.sources_for(kernels), jobs=os.cpu_count() or 1)
 
     def close(self) -> None:
         for ex in [*self._workers.values(), self._original_ex]:
