@@ -7,7 +7,7 @@ bundled suite's declarations against the catalog. The GPU check is tests/test_qu
 import numpy as np
 import pytest
 
-from fakes_quantized import CANDLE_MATVEC
+from fakes_quantized import CANDLE_MATVEC, CANDLE_MMQ
 from parity.cases import load_sweep
 from parity.levels import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
@@ -285,22 +285,24 @@ def test_mmvq_group_decoding_gives_the_dequantized_dot_product(name):
     assert np.allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(x).max()), (got, want)
 
 
-def test_bundled_suite_declares_candles_mat_vec_kernels_and_no_other_extra(tmp_path):
-    """quantized_mmv.hip: quantize_q8_1, dequantize_mul_mat_vec_* and mul_mat_vec_*_q8_1_cuda1..8 with
-    the parameter lists of Candle's quantized.cu (checked against its declarations too when
-    PARITY_CANDLE_KERNELS or the checkout's .candle/src has it); coverage finds each one present."""
+@pytest.mark.parametrize("file,expected", [("quantized_mmv.hip", CANDLE_MATVEC), ("quantized_mmq.hip", CANDLE_MMQ)])
+def test_bundled_suite_declares_candles_mat_vec_and_mmq_kernels_and_no_other_extra(file, expected, tmp_path):
+    """quantized_mmv.hip: quantize_q8_1, dequantize_mul_mat_vec_* and mul_mat_vec_*_q8_1_cuda1..8;
+    quantized_mmq.hip: mul_mat_<fmt>; with the parameter lists of Candle's quantized.cu (checked against
+    its declarations too when PARITY_CANDLE_KERNELS or the checkout's .candle/src has it); coverage
+    finds each one present."""
     import os
     from pathlib import Path
     from parity.coverage import coverage
     suite = discover(DEFAULT_HIP_SRC)
-    got = {k: d.params for k, d in suite.kernels.items() if d.file.name == "quantized_mmv.hip"}
-    assert got == CANDLE_MATVEC
+    got = {k: d.params for k, d in suite.kernels.items() if d.file.name == file}
+    assert got == expected
     status = {r.kernel: r.status for r in coverage(suite)}
-    assert {status[k] for k in CANDLE_MATVEC} == {"present"} and "extra" not in status.values()
+    assert {status[k] for k in expected} == {"present"} and "extra" not in status.values()
     for src in (os.environ.get("PARITY_CANDLE_KERNELS"), Path(__file__).resolve().parents[1] / ".candle/src",
                 "/work/main/.candle/src"):
         if src and Path(src, "quantized.cu").is_file():
             (tmp_path / "quantized.cu").write_bytes(Path(src, "quantized.cu").read_bytes())
             candle = discover(tmp_path)
-            assert {k: candle.kernels[k].params for k in CANDLE_MATVEC} == CANDLE_MATVEC
+            assert {k: candle.kernels[k].params for k in expected} == expected
             break
