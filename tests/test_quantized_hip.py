@@ -2,7 +2,10 @@
 a GPU: a NumPy transliteration of each kernel's own index and bit logic (which unit of which CUDA
 block reads which bytes, shifts and masks, writes which elements, with f32 arithmetic in the kernel's
 order) run on Candle's launch of every quant-sweep case and judged like the GPU result, planted bugs
-caught; mmvq's group decoding; plus the bundled suite's declarations against the catalog. The GPU check is tests/test_quantized_gpu.py."""
+caught; mmvq's group decoding; the quantized sources compiled through the HIP-on-NVIDIA mapping; the
+bundled suite's declarations against the catalog. The GPU check is tests/test_quantized_gpu.py."""
+
+import shutil
 
 import numpy as np
 import pytest
@@ -429,3 +432,16 @@ def test_bundled_suite_declares_candles_mat_vec_and_mmq_kernels_and_no_other_ext
             candle = discover(tmp_path)
             assert {k: candle.kernels[k].params for k in expected} == expected
             break
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("wave", [32, 64])
+@pytest.mark.parametrize("file", ["quantized.hip", "quantized_mmv.hip", "quantized_mmq.hip"])
+def test_quantized_sources_compile_for_hip_on_nvidia(file, wave, tmp_path):
+    """Each quantized source through the HIP-on-NVIDIA mapping with nvcc (sm_90), as the
+    hip-on-nvidia level builds it in both wavefront modes (the GPU tests need a device)."""
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor(DEFAULT_HIP_SRC, wave=wave, compiler="nvcc", arch="90", cache_root=tmp_path)
+    res = ex.toolchain.compile(DEFAULT_HIP_SRC / file)
+    assert res.ok, res.error.message if res.error else ""
