@@ -2,14 +2,17 @@
 a GPU: a NumPy transliteration of each kernel's own index and bit logic (which unit of which CUDA
 block reads which bytes, shifts and masks, writes which elements, with f32 arithmetic in the kernel's
 order) run on Candle's launch of every quant-sweep case and judged like the GPU result, planted bugs
-caught; mmvq's group decoding; the quantized sources compiled through the HIP-on-NVIDIA mapping; the
-bundled suite's declarations against the catalog. The GPU check is tests/test_quantized_gpu.py."""
+caught; quantized_mmq.hip's own source compiled with g++ and run on the host (tests/hip_host.py: it
+keeps no barrier), planted bug caught; mmvq's group decoding; the quantized sources compiled through the
+HIP-on-NVIDIA mapping; the bundled suite's declarations against the catalog. The GPU check is
+tests/test_quantized_gpu.py."""
 
 import shutil
 
 import numpy as np
 import pytest
 
+import hip_host
 from fakes_quantized import CANDLE_MATVEC, CANDLE_MMQ
 from parity.cases import load_sweep
 from parity.levels import DEFAULT_HIP_SRC
@@ -409,6 +412,42 @@ def test_mmq_transliteration_catches_a_planted_error(case_id, planted, n_bad, co
     v = CATALOG[case.op].spec.judge(exp, dst, built)
     w = v.worst
     assert (v.passed, v.n_bad, w.coords, w.expected, w.got) == (False, n_bad, coords, expected, got)
+
+
+# quantized_mmq.hip itself, compiled for the host (tests/hip_host.py: no barrier in it, so one thread
+# at a time computes what the GPU does, up to FMA contraction)
+needs_cxx = pytest.mark.skipif(hip_host.CXX is None, reason="g++ not on PATH")
+
+
+@pytest.fixture(scope="module")
+def mmq_on_host(tmp_path_factory):
+    return hip_host.build(MMQ_SRC, tmp_path_factory.mktemp("mmq_host"))
+
+
+def _host_verdict(kernels, case):
+    spec = CATALOG[case.op].spec
+    built, launch, expected = spec.prepare(case)
+    return spec.judge(expected, kernels.run(launch)["dst"], built)
+
+
+@needs_cxx
+@pytest.mark.parametrize("case", MMQ_CASES, ids=[c.id for c in MMQ_CASES])
+def test_mmq_source_run_on_the_host_passes(mmq_on_host, case):
+    v = _host_verdict(mmq_on_host, case)
+    assert v.n_bad == 0, v
+
+
+@needs_cxx
+def test_mmq_source_with_a_planted_bug_fails_on_the_host(tmp_path):
+    """The same source with q4_K's mmq override dropped (mins times d8*sum(q8), mmvq's scaling) fails
+    with the transliteration's worst element (test_mmq_transliteration_catches_a_planted_error)."""
+    text = MMQ_SRC.read_text()
+    bug = "struct MmqGroup<fmt::q4_K> : Group<fmt::q4_K> { static constexpr Dot kind = Dot::kMinS; };"
+    assert bug in text
+    kernels = hip_host.build(MMQ_SRC, tmp_path, text.replace(bug, bug.replace("kMinS", "kMin")))
+    (case,) = [c for c in MMQ_CASES if c.id == "quant.mmq_q4_K/f32/k1024/normal/s0"]
+    v = _host_verdict(kernels, case)
+    assert (v.passed, v.n_bad, v.worst.coords, v.worst.expected) == (False, 7427, [61, 18], "-14.550348281860352")
 
 
 @pytest.mark.parametrize("file,expected", [("quantized_mmv.hip", CANDLE_MATVEC), ("quantized_mmq.hip", CANDLE_MMQ)])
