@@ -14,7 +14,8 @@
 // and q4_K / q5_K multiply the sub-block's min by the q8_1 block's stored sum s.
 //
 // No cross-thread sums at all: each thread owns whole outputs (a row and CHUNK columns of the tile)
-// and adds its groups in k order, so wave 32 and wave 64 run the same code. Correctness over speed:
+// and adds its groups in k order, so wave 32 and wave 64 run the same code (and, with no barrier, a
+// host build runs it one thread at a time: tests/hip_host.py). Correctness over speed:
 // the weights are re-read for every CHUNK columns (caches absorb it), there is no shared-memory tile.
 #include "quantized_dot.h"
 
