@@ -73,3 +73,5 @@ CANDLE_MATVEC = {
     **{f"mul_mat_vec_{f}_q8_1_cuda{b}": ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32"]
        for f in _LEGACY + _K for b in range(1, 9)},
 }
+# ... and its mmq kernels (quantized_mmq.hip)
+CANDLE_MMQ = {f"mul_mat_{f}": ["ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "i32"] for f in _LEGACY + _K}

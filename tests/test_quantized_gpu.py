@@ -1,7 +1,7 @@
 """The quantized family on Candle's own CUDA kernels (`cuda` level, quantized.cu) and on the bundled
 HIP suite (`hip-on-nvidia`, wave 64 and 32): every case of the quant sweep must pass: dequantize and
 quantize_q8_1 bit-exact, dmmv, mmvq (batch 1..8) and mmq within the tolerance
-parity/ops/quantized/matvec.py derives (the bundled suite has no mmq). Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
+parity/ops/quantized/matvec.py derives. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
 PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
 
 import pytest
@@ -22,17 +22,17 @@ def test_quant_sweep_passes_on_candles_cuda_kernels(candle_level):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["hip-on-nvidia", "hip-on-nvidia/w32"])
 def test_quant_sweep_passes_on_the_bundled_suite(name):
-    """backends/hip/quantized.hip and quantized_mmv.hip compiled for NVIDIA in both wavefront modes
-    (wave 64: -DPARITY_WAVE64, two warps a wavefront): every quant case but mmq's (no bundled mmq)."""
+    """backends/hip/quantized.hip, quantized_mmv.hip and quantized_mmq.hip compiled for NVIDIA in both
+    wavefront modes (wave 64: -DPARITY_WAVE64, two warps a wavefront): every quant case, mmq's included."""
     from parity.levels import DEFAULT_HIP_SRC, make
     lv = make(name, DEFAULT_HIP_SRC, None)
     if not lv.availability.available:
         pytest.skip(f"{name} unavailable: {lv.availability.reason}")
     try:
-        cases = [c for c in load_sweep("quant") if not c.op.startswith("quant.mmq_")]
+        cases = load_sweep("quant")
         rows = run_cases(cases, lv.executor, lv.availability.device)
     finally:
         lv.executor.close()
-    assert len(rows) == len(cases) > 196
+    assert len(rows) == len(cases) == 196 + 606
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
     assert not bad, f"{name}: {len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])

@@ -1,17 +1,24 @@
-"""The bundled HIP dequantize kernels (backends/hip/quantized.hip) without a GPU: a NumPy
-transliteration of each kernel's own index and bit logic (which unit of which CUDA block reads
-which bytes, shifts and masks, writes which elements, with f32 arithmetic in the kernel's order)
-run on Candle's launch of every quant-sweep case and judged like the GPU result; plus the
-bundled suite's declarations against the catalog. The GPU check is tests/test_quantized_gpu.py."""
+"""The bundled HIP dequantize and mmq kernels (backends/hip/quantized.hip, quantized_mmq.hip) without
+a GPU: a NumPy transliteration of each kernel's own index and bit logic (which unit of which CUDA
+block reads which bytes, shifts and masks, writes which elements, with f32 arithmetic in the kernel's
+order) run on Candle's launch of every quant-sweep case and judged like the GPU result, planted bugs
+caught; quantized_mmq.hip's own source compiled with g++ and run on the host (tests/hip_host.py: it
+keeps no barrier), planted bug caught; mmvq's group decoding; the quantized sources compiled through the
+HIP-on-NVIDIA mapping; the bundled suite's declarations against the catalog. The GPU check is
+tests/test_quantized_gpu.py."""
+
+import shutil
 
 import numpy as np
 import pytest
 
-from fakes_quantized import CANDLE_MATVEC
+import hip_host
+from fakes_quantized import CANDLE_MATVEC, CANDLE_MMQ
 from parity.cases import load_sweep
 from parity.levels import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
 from parity.ops.quantized.blocks import FORMATS, QK_K
+from parity.ops.quantized.matvec import DOTS
 from parity.suite import discover
 
 F = np.float32
@@ -285,22 +292,195 @@ def test_mmvq_group_decoding_gives_the_dequantized_dot_product(name):
     assert np.allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(x).max()), (got, want)
 
 
-def test_bundled_suite_declares_candles_mat_vec_kernels_and_no_other_extra(tmp_path):
-    """quantized_mmv.hip: quantize_q8_1, dequantize_mul_mat_vec_* and mul_mat_vec_*_q8_1_cuda1..8 with
-    the parameter lists of Candle's quantized.cu (checked against its declarations too when
-    PARITY_CANDLE_KERNELS or the checkout's .candle/src has it); coverage finds each one present."""
+# ------------------------------------------------------------------ quantized_mmq.hip: mmq
+MMQ_SRC = DEFAULT_HIP_SRC / "quantized_mmq.hip"
+MMQ_KIND = {**KIND, "q5_0": "pure", "q4_K": "min_s", "q5_K": "min_s"}      # MmqGroup<F>::kind
+CHUNK = 8                                                                  # quantized_mmq.hip CHUNK
+
+
+def _mmq_tiles():
+    """The PK_MMQ(FMT, MMQ_X, MMQ_Y) table of quantized_mmq.hip."""
+    import re
+    return {f: (int(x), int(y)) for f, x, y in re.findall(r"^PK_MMQ\((\w+), (\d+), (\d+)\)", MMQ_SRC.read_text(), re.M)}
+
+
+def _mmq_xgroup(name, blk, t):
+    """MmqGroup<F>::load: Group<F>'s, and for q5_0 each byte q to the int8 q - 16 by the kernel's SWAR."""
+    xg = _xgroup(name, blk, t)
+    if name != "q5_0":
+        return xg
+    q = (((xg[0] | 0x80) - 0x10) ^ 0x80).astype(np.uint8).view(np.int8).astype(np.int64)
+    return (q,) + xg[1:]
+
+
+def _group_dot_f32(kind, xg, yq, d8, s8):
+    """quantized_dot.h group_dot in f32, each operation rounded in the kernel's order (no FMA)."""
+    q, c, m, off, d, dm = xg
+    dot = np.stack([(q[:, :16] * yq[:, :16]).sum(1), (q[:, 16:] * yq[:, 16:]).sum(1)], 1)
+    ysum = np.stack([yq[:, :16].sum(1), yq[:, 16:].sum(1)], 1)
+    i2f = lambda v: v.astype(F)
+    if kind == "sub":
+        return d * (i2f(dot.sum(1)) * d8 - F(off) * s8)
+    if kind == "asym":
+        return i2f(dot.sum(1)) * (d * d8) + dm * s8
+    if kind == "pure":
+        return (d * d8) * i2f(dot.sum(1))
+    if kind == "scaled":
+        return d * (d8 * i2f((c * (dot - off * ysum)).sum(1)))
+    scaled = d * (d8 * i2f((c * dot).sum(1)))
+    if kind == "min_s":
+        return scaled - dm * (i2f(m[:, 0]) * s8)
+    return scaled - dm * (d8 * i2f((m * ysum).sum(1)))
+
+
+def mmq_transliterated(case, kinds=MMQ_KIND, xgroup=_mmq_xgroup, store=None):
+    """(built, expected, what mul_mat_<fmt> writes) through Candle's launch: every CUDA block
+    (bx, by) and thread's units u (row bx*MMQ_Y + u % MMQ_Y, columns by*MMQ_X + CHUNK*(u / MMQ_Y)..),
+    the groups added in k order in f32; dst NaN where nothing is written, and no element written twice.
+    `kinds`, `xgroup`, `store(col, row, nrows_dst, ncols_y)` (the dst index): replaceable to plant bugs."""
+    spec = CATALOG[case.op].spec
+    built, launch, expected = spec.prepare(case)
+    a = {x.name: int(x.value) for x in launch.args if x.kind == "i32"}
+    ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst = (a[k] for k in ("ncols_x", "nrows_x", "ncols_y", "nrows_y",
+                                                                    "nrows_dst"))
+    name = built.geo["format"]
+    fmt = FORMATS[name]
+    mmq_x, mmq_y = _mmq_tiles()[name]
+    (gx, gy, _), (bdx, bdy, _) = launch.grid, launch.block
+    nthreads = bdx * bdy
+    rows, cols = [], []
+    for bx in range(gx):
+        for by in range(gy):
+            for tid in range(nthreads):
+                for u in range(tid, mmq_y * (mmq_x // CHUNK), nthreads):
+                    row, c0 = bx * mmq_y + u % mmq_y, by * mmq_x + CHUNK * (u // mmq_y)
+                    if row >= nrows_dst or c0 >= ncols_y:
+                        continue
+                    for j in range(CHUNK):
+                        if c0 + j < ncols_y:
+                            rows.append(row), cols.append(c0 + j)
+    rows, cols = np.array(rows), np.array(cols)
+    xrow = np.minimum(rows, nrows_x - 1)
+    allb = built.bases["vx"][: built.bases["vx"].size // fmt.size * fmt.size].reshape(-1, fmt.size)
+    yb = built.bases["vy"].reshape(-1, 36)
+    groups, per_block, bpr, yblocks = ncols_x // 32, fmt.qk // 32, ncols_x // fmt.qk, nrows_y // 32
+    acc = np.zeros(rows.size, F)
+    with np.errstate(all="ignore"):
+        for gi in range(groups):
+            xg = xgroup(name, allb[xrow * bpr + gi // per_block], gi % per_block)
+            y = yb[cols * yblocks + gi]
+            d8, s8 = _h(y, 0), _h(y, 2)
+            acc = (acc + _group_dot_f32(kinds[name], xg, y[:, 4:36].view(np.int8).astype(np.int64), d8, s8)).astype(F)
+    at = (store or (lambda c, r, n, m: c * n + r))(cols, rows, nrows_dst, ncols_y)
+    assert np.bincount(at).max() == 1                                     # each output written once
+    dst = np.full(ncols_y * nrows_dst, np.nan, F)
+    dst[at] = acc
+    return built, expected, dst
+
+
+MMQ_CASES = [c for c in load_sweep("quant") if c.op.startswith("quant.mmq_")]      # k512, k1024, k1536
+
+
+def test_mmq_tiles_are_candles():
+    assert _mmq_tiles() == {f: (d.mmq_x, d.mmq_y) for f, d in DOTS.items()}
+
+
+@pytest.mark.parametrize("case", MMQ_CASES, ids=[c.id for c in MMQ_CASES])
+def test_mmq_kernel_logic_matches_the_reference(case):
+    """Every format's mmq on every shape (k1024's 130 x 70: partial second tiles both ways), normal and
+    special values, judged like the GPU result."""
+    built, expected, got = mmq_transliterated(case)
+    verdict = CATALOG[case.op].spec.judge(expected, got, built)
+    assert verdict.n_bad == 0, verdict
+
+
+@pytest.mark.parametrize("case_id,planted,n_bad,coords,expected,got", [
+    # q4_K with mmvq's scaling (mins times d8*sum(q8), not s): MmqGroup's override forgotten
+    ("quant.mmq_q4_K/f32/k1024/normal/s0", {"kinds": {**MMQ_KIND, "q4_K": "min"}}, 7427, [61, 18],
+     "-14.550348281860352", "-14.375077247619629"),
+    # q5_0 as mmvq scales it (d * (sumi*d8 - 16*s)): the -16 not folded into the quants
+    ("quant.mmq_q5_0/f32/k1024/normal/s0", {"kinds": {**MMQ_KIND, "q5_0": "sub"}, "xgroup": _xgroup}, 8682, [66, 40],
+     "-31.592008590698242", "-29.892107009887695"),
+    # dst stored row-major (row * ncols_y + col) instead of column by column
+    ("quant.mmq_q8_0/f32/k1024/normal/s0", {"store": lambda c, r, n, m: r * m + c}, 9096, [26, 56],
+     "-2283.656982421875", "2763.476318359375"),
+], ids=["q4_K-mins-times-d8-sum", "q5_0-mmvq-offset", "q8_0-row-major-store"])
+def test_mmq_transliteration_catches_a_planted_error(case_id, planted, n_bad, coords, expected, got):
+    """The transliteration is judged like the GPU: each planted bug fails with its exact worst element."""
+    (case,) = [c for c in MMQ_CASES if c.id == case_id]
+    built, exp, dst = mmq_transliterated(case, **planted)
+    v = CATALOG[case.op].spec.judge(exp, dst, built)
+    w = v.worst
+    assert (v.passed, v.n_bad, w.coords, w.expected, w.got) == (False, n_bad, coords, expected, got)
+
+
+# quantized_mmq.hip itself, compiled for the host (tests/hip_host.py: no barrier in it, so one thread
+# at a time computes what the GPU does, up to FMA contraction)
+needs_cxx = pytest.mark.skipif(hip_host.CXX is None, reason="g++ not on PATH")
+
+
+@pytest.fixture(scope="module")
+def mmq_on_host(tmp_path_factory):
+    return hip_host.build(MMQ_SRC, tmp_path_factory.mktemp("mmq_host"))
+
+
+def _host_verdict(kernels, case):
+    spec = CATALOG[case.op].spec
+    built, launch, expected = spec.prepare(case)
+    return spec.judge(expected, kernels.run(launch)["dst"], built)
+
+
+@needs_cxx
+@pytest.mark.parametrize("case", MMQ_CASES, ids=[c.id for c in MMQ_CASES])
+def test_mmq_source_run_on_the_host_passes(mmq_on_host, case):
+    v = _host_verdict(mmq_on_host, case)
+    assert v.n_bad == 0, v
+
+
+@needs_cxx
+def test_mmq_source_with_a_planted_bug_fails_on_the_host(tmp_path):
+    """The same source with q4_K's mmq override dropped (mins times d8*sum(q8), mmvq's scaling) fails
+    with the transliteration's worst element (test_mmq_transliteration_catches_a_planted_error)."""
+    text = MMQ_SRC.read_text()
+    bug = "struct MmqGroup<fmt::q4_K> : Group<fmt::q4_K> { static constexpr Dot kind = Dot::kMinS; };"
+    assert bug in text
+    kernels = hip_host.build(MMQ_SRC, tmp_path, text.replace(bug, bug.replace("kMinS", "kMin")))
+    (case,) = [c for c in MMQ_CASES if c.id == "quant.mmq_q4_K/f32/k1024/normal/s0"]
+    v = _host_verdict(kernels, case)
+    assert (v.passed, v.n_bad, v.worst.coords, v.worst.expected) == (False, 7427, [61, 18], "-14.550348281860352")
+
+
+@pytest.mark.parametrize("file,expected", [("quantized_mmv.hip", CANDLE_MATVEC), ("quantized_mmq.hip", CANDLE_MMQ)])
+def test_bundled_suite_declares_candles_mat_vec_and_mmq_kernels_and_no_other_extra(file, expected, tmp_path):
+    """quantized_mmv.hip: quantize_q8_1, dequantize_mul_mat_vec_* and mul_mat_vec_*_q8_1_cuda1..8;
+    quantized_mmq.hip: mul_mat_<fmt>; with the parameter lists of Candle's quantized.cu (checked against
+    its declarations too when PARITY_CANDLE_KERNELS or the checkout's .candle/src has it); coverage
+    finds each one present."""
     import os
     from pathlib import Path
     from parity.coverage import coverage
     suite = discover(DEFAULT_HIP_SRC)
-    got = {k: d.params for k, d in suite.kernels.items() if d.file.name == "quantized_mmv.hip"}
-    assert got == CANDLE_MATVEC
+    got = {k: d.params for k, d in suite.kernels.items() if d.file.name == file}
+    assert got == expected
     status = {r.kernel: r.status for r in coverage(suite)}
-    assert {status[k] for k in CANDLE_MATVEC} == {"present"} and "extra" not in status.values()
+    assert {status[k] for k in expected} == {"present"} and "extra" not in status.values()
     for src in (os.environ.get("PARITY_CANDLE_KERNELS"), Path(__file__).resolve().parents[1] / ".candle/src",
                 "/work/main/.candle/src"):
         if src and Path(src, "quantized.cu").is_file():
             (tmp_path / "quantized.cu").write_bytes(Path(src, "quantized.cu").read_bytes())
             candle = discover(tmp_path)
-            assert {k: candle.kernels[k].params for k in CANDLE_MATVEC} == CANDLE_MATVEC
+            assert {k: candle.kernels[k].params for k in expected} == expected
             break
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("wave", [32, 64])
+@pytest.mark.parametrize("file", ["quantized.hip", "quantized_mmv.hip", "quantized_mmq.hip"])
+def test_quantized_sources_compile_for_hip_on_nvidia(file, wave, tmp_path):
+    """Each quantized source through the HIP-on-NVIDIA mapping with nvcc (sm_90), as the
+    hip-on-nvidia level builds it in both wavefront modes (the GPU tests need a device)."""
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor(DEFAULT_HIP_SRC, wave=wave, compiler="nvcc", arch="90", cache_root=tmp_path)
+    res = ex.toolchain.compile(DEFAULT_HIP_SRC / file)
+    assert res.ok, res.error.message if res.error else ""
