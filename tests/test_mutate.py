@@ -312,3 +312,15 @@ def test_a_kill_mid_pipeline_leaves_the_worker_answering_its_own_launches():
         assert (out.verdict, out.cases_run) == ("survived", 4)
     finally:
         ex.close()
+
+
+def test_every_bundled_argument_names_a_mutant_the_suite_has():
+    """backends/hip/mutants-equivalent.toml is matched by (file, line, mutated line): an entry whose
+    line was edited since would silently argue nothing."""
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.mutate.operators import mutants_of
+    from parity.mutate.scope import EQUIVALENT_FILE, load_argued
+    table = load_argued(DEFAULT_HIP_SRC / EQUIVALENT_FILE)
+    files = sorted({f for f, _, _ in table})
+    have = {(m.file, m.source_line.strip(), m.mutated_line().strip()) for m in mutants_of(DEFAULT_HIP_SRC, files)}
+    assert len(table) >= 49 and not set(table) - have, sorted(set(table) - have)

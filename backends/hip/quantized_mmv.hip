@@ -112,6 +112,8 @@ PK_DEV void mmvq_partial(const u8* x, const u8* yq, int ncols_x, int nrows_x, in
   constexpr int RPB = NCOLS == 1 ? 1 : 2, G = F::qk / QK8_1;
   const int groups = ncols_x / QK8_1, blocks_per_row = ncols_x / F::qk, yblocks = nrows_y / QK8_1;
   const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  // one row (batch 1): four groups' loads in flight at once, not one memory round trip per group
+#pragma unroll(NCOLS == 1 ? 4 : 1)
   for (int gi = tid; gi < groups; gi += nthreads) {
     XGroup g[RPB];
 #pragma unroll
