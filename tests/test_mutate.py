@@ -3,6 +3,7 @@ fake runner, the CLI's --list and no-GPU answer; one GPU test (run on the device
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -189,22 +190,37 @@ def test_spread_interleaves_case_classes():
     assert n_chain and all(c.op.startswith("chain.") for c in mixed[-n_chain:])   # the costly chains last
 
 
-def test_header_mutant_compiles_the_sources_using_the_changed_definition_first(tmp_path: Path):
+def test_header_mutant_compiles_only_the_sources_that_can_use_the_changed_definition(tmp_path: Path):
+    """A header mutant compiles the sources that mention the changed definition, or a definition of
+    the header that does (transitively), or whose other headers do; the others cannot contain its
+    code. File-scope code, free operators and a definition nobody uses: every source."""
     from parity.mutate.targets import FileTarget, enclosing_name, source_order
     header = ("#pragma once\nnamespace pk {\n// f(x) here\nstruct Acc {\n  int v;\n};\n"
               "__device__ int clamp_idx(int i, int n) {\n  return i < n ? i : n - 1;\n}\n"
+              "template <class T>\n__device__ T at(const T* p, int i, int n) {\n  return p[clamp_idx(i, n)];\n}\n"
+              "__device__ int unused(int i) {\n  return i > 0 ? i : 0;\n}\n"
+              "__device__ Acc operator+(Acc a, Acc b) {\n  return Acc{a.v + b.v};\n}\n"
               "#define APPLY(x) \\\n  ((x) < 0 ? 0 : (x))\n}\n")
     at = header.index("i < n")
     assert enclosing_name(header, at) == "clamp_idx"
+    assert enclosing_name(header, header.index("clamp_idx(int")) == "clamp_idx"       # its head too
     assert enclosing_name(header, header.index("(x) < 0")) == "APPLY"
     assert enclosing_name(header, header.index("int v")) == "Acc"
+    assert enclosing_name(header, header.index("a.v + b.v")) is None                   # a free operator
     assert enclosing_name(header, header.index("#pragma")) is None
     (tmp_path / "h.h").write_text(header)
+    (tmp_path / "g.h").write_text('#include "h.h"\n#define GET(p, i) pk::clamp_idx(i, 8)\n')
     (tmp_path / "a.hip").write_text('#include "h.h"\nint a() { return 1; }\n')
     (tmp_path / "b.hip").write_text('#include "h.h"\nint b(int i) { return pk::clamp_idx(i, 3); }\n')
-    t = FileTarget("h.h", (("a.hip", frozenset({"a"})), ("b.hip", frozenset({"b"}))))
-    assert source_order(t, ["a.hip", "b.hip"], header, at, tmp_path) == ["b.hip", "a.hip"]
-    assert source_order(t, ["a.hip", "b.hip"], header, header.index("#pragma"), tmp_path) == ["a.hip", "b.hip"]
+    (tmp_path / "c.hip").write_text('#include "h.h"\nint c(const int* p) { return pk::at(p, 4, 3); }\n')
+    (tmp_path / "d.hip").write_text('#include "g.h"\nint d(int i) { return GET(0, i); }\n')
+    srcs = ["a.hip", "b.hip", "c.hip", "d.hip"]
+    t = FileTarget("h.h", tuple((s, frozenset({s[0]})) for s in srcs))
+    assert source_order(t, srcs, header, at, tmp_path) == ["b.hip", "c.hip", "d.hip"]
+    every = sorted(srcs)
+    assert source_order(t, srcs, header, header.index("i > 0"), tmp_path) == every        # used by none
+    assert source_order(t, srcs, header, header.index("a.v + b.v"), tmp_path) == every
+    assert source_order(t, srcs, header, header.index("#pragma"), tmp_path) == every
 
 
 def test_an_interrupted_evaluation_keeps_what_finished():
@@ -324,3 +340,40 @@ def test_every_bundled_argument_names_a_mutant_the_suite_has():
     files = sorted({f for f, _, _ in table})
     have = {(m.file, m.source_line.strip(), m.mutated_line().strip()) for m in mutants_of(DEFAULT_HIP_SRC, files)}
     assert len(table) >= 49 and not set(table) - have, sorted(set(table) - have)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("where", ["common.h:57:nan-check", "structured.h:99:relational-boundary",
+                                   "unary.h:114:ternary-swap"])
+def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_path: Path, where: str):
+    """The static source selection is sound: the smallest bundled source that source_order leaves
+    out for a header mutant compiles (nvcc, the hip-on-nvidia flags, PTX) to exactly the original's."""
+    import subprocess
+    from parity.cases import load_sweep
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.mutate.operators import mutants_of
+    from parity.mutate.targets import cases_for, source_order, sources_needed, targets
+    from parity.resources import hip_mapping
+    file, line, op = where.split(":")
+    suite = DEFAULT_HIP_SRC
+    t = targets(suite, [hip_mapping()])[file]
+    need = sources_needed(t, cases_for(t, load_sweep("pr")))
+    [m, *_] = [m for m in mutants_of(suite, [file], [op]) if m.line == int(line)]
+    text = m.apply((suite / file).read_text())
+    left_out = [s for s in need if s not in source_order(t, need, text, m.offset, suite)]
+    assert left_out
+    src = min(left_out, key=lambda s: (suite / s).stat().st_size)
+    shutil.copytree(suite, tmp_path / "s")
+    (tmp_path / "s" / file).write_text(text)
+    tc = HipOnNvidiaExecutor(arch="90", compiler="nvcc").toolchain
+
+    def ptx(path: Path) -> str:
+        out = path.with_suffix(".ptx")
+        p = subprocess.run(["nvcc", "-ptx", "-arch=sm_90", *tc.flags(path), "-x", "cu", str(path), "-o", str(out)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[:500]
+        return out.read_text()
+    shutil.copytree(suite, tmp_path / "o")
+    assert ptx(tmp_path / "s" / src) == ptx(tmp_path / "o" / src), (where, src)

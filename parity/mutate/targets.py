@@ -98,43 +98,99 @@ _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
 
 
 def enclosing_name(text: str, offset: int) -> str | None:
-    """The name of the definition around `offset` in a header: the macro whose body holds it, else
-    the outermost function, struct or class (namespaces and extern "C" blocks looked through)."""
-    start = text.rfind("\n", 0, offset) + 1
-    while start > 0 and text[:start - 1].rstrip(" \t").endswith("\\"):    # a continued #define
-        start = text.rfind("\n", 0, start - 1) + 1
-    m = _MACRO.match(text, start)
-    if m:
-        return m.group(1)
-    code = mask(text)
-    opened: list[int] = []
-    for i, ch in enumerate(code[:offset]):
-        if ch == "{":
-            opened.append(i)
-        elif ch == "}" and opened:
-            opened.pop()
-    for brace in opened:
-        head_start = max(code.rfind(c, 0, brace) for c in ";{}") + 1
-        head = code[head_start:brace]
-        if re.search(r"\bnamespace\b|extern\s*$", head) or not head.strip():
-            continue
-        hit = _BLOCK_HEAD.search(head)
-        return (hit.group(1) or hit.group(2)) if hit else None
+    """The name of the definition around `offset` in a header, its head (template line, return
+    type, parameters) included: the macro whose body holds it, else the outermost function, struct
+    or class (namespaces and extern "C" blocks looked through). None at file scope and in a free
+    operator (its users never write its name)."""
+    for name, start, end in _definitions(text):
+        if start <= offset < end:
+            return name
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _definitions(text: str) -> tuple[tuple[str | None, int, int], ...]:
+    """(name, start, end) of every macro (continued lines included), then of every outermost
+    brace-delimited definition from the start of its head."""
+    out = []
+    for m in _MACRO.finditer(text):
+        end = m.end()
+        while True:
+            j = text.find("\n", end)
+            end = len(text) if j < 0 else j + 1
+            if j < 0 or not text[:j].rstrip(" \t\r").endswith("\\"):
+                break
+        out.append((m.group(1), m.start(), end))
+    code = mask(text)
+    depth, current = 0, None                   # current: (name, head start, depth it opened at)
+    for i, ch in enumerate(code):
+        if ch == "{":
+            if current is None:
+                head_start = max(code.rfind(c, 0, i) for c in ";{}") + 1
+                head = code[head_start:i]
+                if head.strip() and not re.search(r"\bnamespace\b|extern\s*$", head):
+                    hit = None if re.search(r"\boperator\b", head) else _BLOCK_HEAD.search(_untemplated(head))
+                    current = ((hit.group(1) or hit.group(2)) if hit else None, head_start, depth)
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if current is not None and depth == current[2]:
+                out.append((current[0], current[1], i + 1))
+                current = None
+    return tuple(out)
+
+
+def _untemplated(head: str) -> str:
+    """A definition's head without its `template <...>` parameter lists (`class T` is not a name)."""
+    out, i = [], 0
+    for m in re.finditer(r"\btemplate\s*<", head):
+        if m.start() < i:
+            continue
+        out.append(head[i:m.start()])
+        depth, j = 1, m.end()
+        while j < len(head) and depth:
+            depth += {"<": 1, ">": -1}.get(head[j], 0)
+            j += 1
+        i = j
+    return "".join(out) + head[i:]
+
+
+def _names_reaching(text: str, name: str) -> set[str] | None:
+    """`name` and every definition of the header `text` that mentions one of these names, to a
+    fixpoint (a source using any of them may use the changed code); None when a mention sits
+    outside any named definition (file-scope code: every includer may use it)."""
+    names, todo = {name}, [name]
+    while todo:
+        word = re.compile(rf"\b{re.escape(todo.pop())}\b")
+        for m in word.finditer(text):
+            outer = enclosing_name(text, m.start())
+            if outer is None:
+                return None
+            if outer not in names:
+                names.add(outer)
+                todo.append(outer)
+    return names
 
 
 def source_order(target: FileTarget, sources: list[str], mutant_text: str, offset: int,
                  suite_dir: Path) -> list[str]:
-    """`sources` with those that use the changed definition first (a header mutant stops at the
-    first source whose cases kill it; the order only decides how soon)."""
+    """The sources a header mutant must compile, those that use the changed definition first (a
+    header mutant stops at the first source whose cases kill it). A source that neither mentions
+    the definition nor anything of the header that does (nor do its other headers) cannot contain
+    its code: it is left out, unless no source uses it (then all are compiled, to be sure the code
+    is dead). Free operators and file-scope code: every source, users first where known."""
     name = enclosing_name(mutant_text, offset)
     if name is None or len(sources) < 2:
         return list(sources)
-    word = re.compile(rf"\b{re.escape(name)}\b")
+    reach = _names_reaching(mutant_text, name)
+    words = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(reach or {name})) + r")\b")
     root = Path(suite_dir)
     header = (root / target.file).resolve()
 
     def uses(src: str) -> bool:
         files = [root / src] + [h for h in header_closure(root / src, []) if h.resolve() != header]
-        return any(word.search(f.read_text(errors="replace")) for f in files if f.is_file())
-    return sorted(sources, key=lambda s: not uses(s))
+        return any(words.search(f.read_text(errors="replace")) for f in files if f.is_file())
+    users = [s for s in sources if uses(s)]
+    if reach is None or not users:
+        return users + [s for s in sources if s not in users]
+    return users
