@@ -268,7 +268,7 @@ class _Stop(Exception):
 
 
 def drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
-           emit: Callable[[int, dict], None], stop: Callable[[dict], bool] | None = None) -> None:
+          emit: Callable[[int, dict], None], stop: Callable[[dict], bool] | None = None) -> None:
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
     timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
     PIPELINE_DEPTH small launches ahead. `stop(row)` true: no further item is taken, and the

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import queue
 import shutil
-import threading
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
