@@ -75,3 +75,19 @@ class FailsNeg(Executor):
         if launch.kernel.startswith("uneg_") and res.status == "ok":
             res.outputs = {n: np.zeros_like(a) for n, a in res.outputs.items()}
         return res
+
+
+class SuiteCpu(Executor):
+    """The cpu level built as a suite level is (suite_dir=...): parity mutate's GpuRunner on a
+    machine without a GPU. Mutants change no CPU result, so every one survives."""
+    level = "cpu"
+
+    def __init__(self, suite_dir=None):
+        from parity.executors.cpu import CpuExecutor
+        self.cpu = CpuExecutor()
+
+    def availability(self) -> Availability:
+        return Availability(True, device="cpu")
+
+    def run(self, launch: Launch) -> ExecResult:
+        return self.cpu.run(launch)

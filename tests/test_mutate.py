@@ -159,6 +159,7 @@ def test_gpu_known_killable_unary_mutant_is_killed(tmp_path: Path):
     assert outs[0].verdict == "killed" and outs[0].case.startswith("unary.relu/f32"), outs[0]
     assert outs[1].verdict == "equivalent", outs[1]
     assert all(o.verdict in ("killed", "survived", "equivalent") for o in outs)
+    assert all(o.phases["sources"] >= 1 and o.phases["compile"] > 0 for o in outs), [o.phases for o in outs]
 
 
 def test_evaluate_in_parallel_keeps_the_mutants_order():
@@ -377,3 +378,27 @@ def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_p
         return out.read_text()
     shutil.copytree(suite, tmp_path / "o")
     assert ptx(tmp_path / "s" / src) == ptx(tmp_path / "o" / src), (where, src)
+
+
+def test_each_outcome_says_where_its_time_went():
+    """GpuRunner's outcomes carry their phases (seconds waiting for a runner and running cases;
+    compiling and sources compiled on a compiling level), and the runner sums them."""
+    from fakes_worker import SuiteCpu
+    from parity.cases import Filters, load_sweep
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.mutate.operators import mutants_of
+    from parity.mutate.run import GpuRunner
+    from parity.mutate.targets import targets
+    from parity.resources import hip_mapping
+    cases = [c for c in load_sweep("smoke", Filters(["unary.neg"])) if c.dtype == "f32"][:4]
+    files = {"unary.h": targets(DEFAULT_HIP_SRC, [hip_mapping()])["unary.h"]}
+    ms = mutants_of(DEFAULT_HIP_SRC, ["unary.h"])[:2]
+    runner = GpuRunner(DEFAULT_HIP_SRC, SuiteCpu, files, cases, jobs=2, runners=1)
+    try:
+        outs = evaluate(ms, runner.run_mutant, workers=2)
+    finally:
+        runner.close()
+    assert [(o.verdict, o.cases_run) for o in outs] == [("survived", 4)] * 2
+    assert all(set(o.phases) == {"wait", "run"} and o.phases["run"] > 0 for o in outs), [o.phases for o in outs]
+    assert runner.cases_run == 8
+    assert abs(sum(o.phases["run"] for o in outs) - runner.seconds["run"]) < 0.01

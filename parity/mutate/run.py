@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..cases import Case
@@ -47,6 +47,8 @@ class Outcome:
     seconds: float = 0.0
     cases_run: int = 0
     kernels: tuple[str, ...] = ()  # the kernels whose machine code the mutant changed (run ones)
+    phases: dict[str, float] = field(default_factory=dict)   # seconds compiling, waiting for a runner,
+                                                             # running; sources compiled (GpuRunner)
 
 
 RunMutant = Callable[[Mutant], Outcome]
@@ -160,6 +162,7 @@ class GpuRunner:
         self._baseline_lock = threading.Lock()
         self.original_rows: dict[str, dict] = {}         # case id -> its row on the unmutated suite
         self._tally = threading.Lock()
+        self._phases = threading.local()                 # .spent: the running mutant's phases, per lane
         # The unmutated suite, every source any case needs (a host routine's or a chain's steps come
         # from files no mutant touches), compiled in the background: a slot's worker finds them in the
         # cache (compile_cache keys a folder by content) instead of compiling while holding a runner.
@@ -225,8 +228,14 @@ class GpuRunner:
         return {k: str(r["verdict"]) for k, r in self.original_rows.items() if r["verdict"] != "pass"}
 
     def _count(self, what: str, t0: float) -> None:
+        spent = time.perf_counter() - t0
         with self._tally:
-            self.seconds[what] += time.perf_counter() - t0
+            self.seconds[what] += spent
+        mine = getattr(self._phases, "spent", None)      # the calling lane's mutant
+        if mine is not None:
+            mine[what] = mine.get(what, 0.0) + spent
+            if what == "compile":
+                mine["sources"] = mine.get("sources", 0) + 1
 
     def _prepare(self, case: Case) -> Prepared | None:
         p = self._prepared.get(case.id)
@@ -242,6 +251,15 @@ class GpuRunner:
         return source_order(target, needed, (slot / mutant.file).read_text(), mutant.offset, slot)
 
     def run_mutant(self, mutant: Mutant) -> Outcome:
+        """The mutant's outcome, with where its time went (`phases`)."""
+        self._phases.spent = spent = {}
+        try:
+            out = self._run_mutant(mutant)
+        finally:
+            self._phases.spent = None
+        return replace(out, phases={k: round(v, 3) for k, v in spent.items()})
+
+    def _run_mutant(self, mutant: Mutant) -> Outcome:
         t0 = time.perf_counter()
         j = self._free.get()
         try:
