@@ -19,6 +19,7 @@ Examples:
   parity mutate --list --max 40                  # the mutants that would run (no GPU needed)
   parity mutate --sweep pr --max 300 --min-score 0.95
   parity mutate --ops 'unary.*' --max 20 --level amd
+  parity mutate --max 300 --resume reports/mutate-pr-20261125-195429   # go on after Ctrl-C
 Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error (no GPU level).
 """
 
@@ -38,9 +39,12 @@ Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error 
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
 @click.option("--equivalent", "equivalent_file", type=click.Path(path_type=Path),
               help="Mutants argued equivalent, with reasons [default: the suite's mutants-equivalent.toml].")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+              help="Go on with an interrupted run in this report folder: the mutants its mutants.jsonl "
+                   "holds are not run again (same --sweep, --max, --seed and --hip-src).")
 @click.option("--list", "list_only", is_flag=True, help="Print the mutants that would run and stop.")
 def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score, mutant_timeout, out,
-               equivalent_file, list_only) -> None:
+               equivalent_file, resume, list_only) -> None:
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
     from .cases import Filters, load_sweep
@@ -84,13 +88,22 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
     except ValueError as e:
         raise SetupError(str(e))
+    previous = []
+    if resume:
+        from .mutate.report import load_journal
+        if not (Path(resume) / "mutants.jsonl").is_file():
+            raise SetupError(f"--resume {resume}: no mutants.jsonl there (a parity mutate report folder)")
+        try:
+            previous = load_journal(Path(resume) / "mutants.jsonl", {m.id: m for m in mutants})
+        except ValueError as e:
+            raise SetupError(str(e))
     _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
-         mutant_timeout, out, table, dict(out_of_reach))
+         mutant_timeout, out, table, dict(out_of_reach), resume, previous)
 
 
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
          runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict,
-         out_of_reach: dict[str, int]) -> None:
+         out_of_reach: dict[str, int], resume: Path | None = None, previous: list = ()) -> None:
     from .levels import make
     from .mutate.report import record, summary, write
     from .mutate.run import GpuRunner, evaluate
@@ -104,15 +117,19 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
     console = Console()
     t0 = time.perf_counter()
-    folder = Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    folder = Path(resume) if resume else Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
-    outcomes, interrupted = [], False
+    outcomes, interrupted = list(previous), False
+    seen = {o.mutant.id for o in outcomes}
+    todo = [m for m in mutants if m.id not in seen]
     runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout, runners=runners)
-    with open(folder / "mutants.jsonl", "w") as journal:    # each outcome as it comes: nothing lost
+    with open(folder / "mutants.jsonl", "a" if resume else "w") as journal:    # each outcome as it comes
+        if resume and journal.tell() and not (folder / "mutants.jsonl").read_bytes().endswith(b"\n"):
+            journal.write("\n")          # a line cut short by a kill stays apart from the next one
         try:
             with terminal.progress(console) as prog:
-                task = prog.add_task(level, total=len(mutants), status="", unit="mutants")
-                tally: Counter = Counter()
+                task = prog.add_task(level, total=len(mutants), completed=len(outcomes), status="", unit="mutants")
+                tally: Counter = Counter(o.verdict for o in outcomes)
 
                 def done(o) -> None:
                     outcomes.append(o)
@@ -120,7 +137,7 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
                     journal.flush()
                     tally[o.verdict] += 1
                     prog.update(task, advance=1, status=", ".join(f"{n} {v}" for v, n in tally.items()))
-                evaluate(mutants, lambda m: argued(runner.run_mutant(m), table), done, workers=len(runner.slots))
+                evaluate(todo, lambda m: argued(runner.run_mutant(m), table), done, workers=len(runner.slots))
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -129,14 +146,15 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     outcomes.sort(key=lambda o: order[o.mutant.id])
     meta = {"sweep": sweep, "level": level, "device": lv.availability.device, "hip_src": str(suite),
             "mutants": len(mutants), "done": len(outcomes), "out_of_reach": out_of_reach, "interrupted": interrupted, "jobs": jobs,
-            "runners": runners, "elapsed_s": time.perf_counter() - t0,
+            "runners": runners, "elapsed_s": time.perf_counter() - t0, "resumed_with": len(previous),
             "compile_s": runner.seconds["compile"], "wait_s": runner.seconds["wait"], "run_s": runner.seconds["run"],
             "cases_run": runner.cases_run,
             "failing_on_original": runner.original_failures()}
     s = summary(outcomes, families, meta)
     write(s, folder)
     pct = "n/a" if s["score"] is None else f"{100 * s['score']:.1f}%"
-    click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items())
+    again = f" ({len(previous)} from {folder}/mutants.jsonl, {len(outcomes) - len(previous)} this run)" if resume else ""
+    click.echo(f"mutation score {pct}: " + ", ".join(f"{n} {v}" for v, n in s["counts"].items()) + again
                + f" in {meta['elapsed_s']:.0f} s (summed over {jobs} lanes: {meta['compile_s']:.0f} s compiling,"
                f" {meta['wait_s']:.0f} s waiting for one of {runners} runners, {meta['run_s']:.0f} s running"
                f" {meta['cases_run']} cases)")
@@ -148,7 +166,8 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
         click.echo(f"  survived {v['operator']:20s} {v['diff']}")
     click.echo(f"reports: {folder}/ (mutants.json, mutants.jsonl, summary.md, index.html)")
     if interrupted:                      # lanes still compiling are not waited for
-        click.echo(f"interrupted: {len(outcomes)} of {len(mutants)} mutants done; the score covers those")
+        click.echo(f"interrupted: {len(outcomes)} of {len(mutants)} mutants done; the score covers those "
+                   f"(the same command with --resume {folder} runs the rest)")
         sys.stdout.flush()
         os._exit(130)
     sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)

@@ -402,3 +402,33 @@ def test_each_outcome_says_where_its_time_went():
     assert all(set(o.phases) == {"wait", "run"} and o.phases["run"] > 0 for o in outs), [o.phases for o in outs]
     assert runner.cases_run == 8
     assert abs(sum(o.phases["run"] for o in outs) - runner.seconds["run"]) < 0.01
+
+
+def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: Path):
+    """`--resume FOLDER` after an interrupted run: the journal's outcomes are kept and only the rest
+    run (GpuRunner on a suite-shaped cpu level: every mutant survives); a journal from another
+    sample, or a folder without one, is a one-line usage error."""
+    import parity.levels
+    from fakes_worker import SuiteCpu
+    from parity.executors.base import Availability
+    from parity.levels import Level
+    monkeypatch.setattr(parity.levels, "make", lambda *a, **k: Level("cpu", Availability(True, device="cpu"), SuiteCpu()))
+    args = ["mutate", "--sweep", "smoke", "--ops", "unary.neg", "--max", "4", "--jobs", "2", "--runners", "1",
+            "--out", str(tmp_path)]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    [folder] = tmp_path.glob("mutate-smoke-*")
+    lines = (folder / "mutants.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    (folder / "mutants.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])   # killed mid-line
+    r = CliRunner().invoke(main, [*args, "--resume", str(folder)])
+    assert r.exit_code == 0, r.output
+    assert f"4 survived (2 from {folder}/mutants.jsonl, 2 this run)" in r.output
+    ids = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[:2]]
+    again = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[3:]]
+    assert len(again) == 2 and not set(ids) & set(again)
+    assert json.loads((folder / "mutants.json").read_text())["meta"]["resumed_with"] == 2
+    r = CliRunner().invoke(main, [*args[:-4], "--seed", "7", "--out", str(tmp_path), "--resume", str(folder)])
+    assert r.exit_code == 2 and "is not in this run's sample" in r.output
+    r = CliRunner().invoke(main, [*args, "--resume", str(tmp_path)])
+    assert r.exit_code == 2 and "no mutants.jsonl there" in r.output

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
+from .operators import Mutant
 from .run import COUNTED, VERDICTS, Outcome
 
 _HINTS = {
@@ -65,6 +66,26 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
 def record(o: Outcome) -> dict:
     """One outcome, JSON-ready (mutants.json's outcomes, and the journal's lines)."""
     return {**{k: v for k, v in asdict(o).items() if k != "mutant"}, "mutant": o.mutant.id, "diff": o.mutant.diff()}
+
+
+def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
+    """The outcomes a mutants.jsonl recorded (`record`'s lines), for the mutants by id; ValueError
+    naming the first one that is not among them (another sample: --sweep, --max, --seed or the
+    suite differ). A line cut short by a kill is left out: that mutant runs again."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        m = mutants.get(r.get("mutant", ""))
+        if m is None:
+            raise ValueError(f"{path}: mutant {r.get('mutant')} is not in this run's sample (were --sweep, --max, "
+                             "--seed and --hip-src the same?)")
+        out.append(Outcome(m, r["verdict"], r.get("case", ""), r.get("case_verdict", ""), r.get("message", ""),
+                           r.get("seconds", 0.0), r.get("cases_run", 0), tuple(r.get("kernels", ())),
+                           dict(r.get("phases", {}))))
+    return out
 
 
 def _family(v: dict) -> str:
