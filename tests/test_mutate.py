@@ -108,6 +108,16 @@ def test_classification_score_and_reports(tmp_path: Path):
     paths = write(s, tmp_path)
     assert json.loads(paths[0].read_text())["score"] == 0.5 and "50.0%" in paths[2].read_text()
     assert score([Outcome(ms[0], "equivalent")]) is None
+    assert "Where the time went" not in md                  # (no runner timings in this meta)
+    slow = [Outcome(ms[0], "killed", seconds=30.0, cases_run=3, phases={"compile": 20.0, "wait": 4.0, "run": 6.0,
+                                                                         "sources": 2}),
+            Outcome(ms[1], "survived", seconds=90.0, cases_run=800, phases={"compile": 10.0, "run": 80.0})]
+    meta = {"sweep": "pr", "level": "hip-on-nvidia", "elapsed_s": 100.0, "jobs": 2, "runners": 1, "compile_s": 30.0,
+            "wait_s": 4.0, "run_s": 86.0, "cases_run": 803}
+    md = markdown(summary(slow, {}, meta))
+    assert ("30 s compiling, 4 s waiting for one of 1 runners, 86 s running 803 cases" in md
+            and md.index("| 90.0 | survived | 800 | compile 10 s, run 80 s |") < md.index("| 30.0 | killed | 3 |"))
+    assert "compile 20 s, wait 4 s, run 6 s, 2 source(s)" in md
 
 
 def test_cli_list_needs_no_gpu():

@@ -60,7 +60,17 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
             "survivors": survivors,
             "argued": [{"diff": o.mutant.diff(), "why": o.message} for o in outcomes if o.verdict == "argued-equivalent"],
             "unreachable": dict(meta.get("out_of_reach") or {}),
+            "slowest": [{"diff": o.mutant.diff(), "verdict": o.verdict, "seconds": round(o.seconds, 1),
+                         "cases_run": o.cases_run, "phases": dict(o.phases)}
+                        for o in sorted(outcomes, key=lambda o: -o.seconds)[:SLOWEST]],
             "outcomes": [record(o) for o in outcomes]}
+
+
+SLOWEST = 10     # mutants listed under "where the time went"
+
+
+def _phases(p: dict) -> str:
+    return ", ".join(f"{k} {v:.0f} s" if k != "sources" else f"{v} source(s)" for k, v in p.items()) or "-"
 
 
 def record(o: Outcome) -> dict:
@@ -138,6 +148,15 @@ def markdown(s: dict) -> str:
     if s["unreachable"]:
         lines += ["", f"## Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})", ""]
         lines += [f"- {n} mutant(s): {why}" for why, n in s["unreachable"].items()]
+    m = s["meta"]
+    if s.get("slowest") and "compile_s" in m:
+        lines += ["", "## Where the time went", "",
+                  f"{m.get('elapsed_s', 0):.0f} s in all; summed over {m.get('jobs')} lanes: "
+                  f"{m.get('compile_s', 0):.0f} s compiling, {m.get('wait_s', 0):.0f} s waiting for one of "
+                  f"{m.get('runners')} runners, {m.get('run_s', 0):.0f} s running {m.get('cases_run', 0)} cases. "
+                  "The slowest mutants:", "", "| seconds | verdict | cases run | phases | diff |", "|---|---|---|---|---|"]
+        lines += [f"| {v['seconds']} | {v['verdict']} | {v['cases_run']} | {_phases(v['phases'])} "
+                  f"| `{v['diff'].replace('|', '&#124;')}` |" for v in s["slowest"]]
     return "\n".join(lines) + "\n"
 
 
@@ -155,6 +174,9 @@ def html_page(s: dict) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in s["counts"].items())
     argued = "".join(f"<tr><td><code>{e(a['diff'])}</code></td><td>{e(a['why'])}</td></tr>" for a in s["argued"])
     reach = "".join(f"<li>{n} mutant(s): {e(why)}</li>" for why, n in s["unreachable"].items())
+    slow = "".join(f"<tr><td>{v['seconds']}</td><td>{e(v['verdict'])}</td><td>{v['cases_run']}</td>"
+                   f"<td>{e(_phases(v['phases']))}</td><td><code>{e(v['diff'])}</code></td></tr>"
+                   for v in s.get("slowest", []))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>parity mutate: {_pct(s['score'])}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left}} th{{background:#f4f4f4}}
@@ -169,6 +191,8 @@ Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach and
 <table><tr><th>diff</th><th>why no input tells them apart</th></tr>{argued}</table>
 <h2>Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})</h2>
 <ul>{reach}</ul>
+<h2>Slowest mutants</h2>
+<table><tr><th>seconds</th><th>verdict</th><th>cases run</th><th>phases</th><th>diff</th></tr>{slow}</table>
 </body></html>
 """
 
