@@ -170,10 +170,13 @@ class GpuRunner:
         self._warm.start()
 
     def _precompile_original(self, cases: list[Case]) -> None:
-        ex = self.level_cls(suite_dir=self.suite_dir, **self.level_kw)
-        if isinstance(ex, Compiling):
-            kernels = sorted(set().union(*(case_kernels(c) for c in cases)))
-            ex.precompile(ex.sources_for(kernels), jobs=os.cpu_count() or 1)
+        try:
+            ex = self.level_cls(suite_dir=self.suite_dir, **self.level_kw)
+            if isinstance(ex, Compiling):
+                kernels = sorted(set().union(*(case_kernels(c) for c in cases)))
+                ex.precompile(ex.sources_for(kernels), jobs=os.cpu_count() or 1)
+        except Exception:      # only a head start: a source that fails here fails where a case needs it
+            pass
 
     def close(self) -> None:
         for ex in [*self._workers.values(), self._original_ex]:
