@@ -89,17 +89,22 @@ def _mask_directive(text: str, i: int, blank: Callable[[int, int], None]) -> int
     if head:
         blank(i, head.end())
         return head.end()
+    end = directive_end(text, i)
+    blank(i, end)
+    return end
+
+
+def directive_end(text: str, i: int) -> int:
+    """Where the preprocessor line holding offset `i` ends (after its newline), its
+    backslash-continued lines included."""
     end = i
     while True:
         j = text.find("\n", end)
         if j < 0:
-            end = len(text)
-            break
+            return len(text)
+        if not text[end:j].rstrip(" \t\r").endswith("\\"):
+            return j + 1
         end = j + 1
-        if not text[:j].rstrip(" \t\r").endswith("\\"):
-            break
-    blank(i, end)
-    return end
 
 
 # ----------------------------------------------------------------------------- operators

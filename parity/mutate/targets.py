@@ -17,7 +17,7 @@ from ..compile_cache import header_closure
 from ..host.routines import suite_kernels
 from ..ops import expected_kernels
 from ..suite import discover
-from .operators import mask
+from .operators import directive_end, mask
 
 
 @dataclass(frozen=True)
@@ -112,15 +112,7 @@ def enclosing_name(text: str, offset: int) -> str | None:
 def _definitions(text: str) -> tuple[tuple[str | None, int, int], ...]:
     """(name, start, end) of every macro (continued lines included), then of every outermost
     brace-delimited definition from the start of its head."""
-    out = []
-    for m in _MACRO.finditer(text):
-        end = m.end()
-        while True:
-            j = text.find("\n", end)
-            end = len(text) if j < 0 else j + 1
-            if j < 0 or not text[:j].rstrip(" \t\r").endswith("\\"):
-                break
-        out.append((m.group(1), m.start(), end))
+    out = [(m.group(1), m.start(), directive_end(text, m.end())) for m in _MACRO.finditer(text)]
     code = mask(text)
     depth, current = 0, None                   # current: (name, head start, depth it opened at)
     for i, ch in enumerate(code):
