@@ -237,8 +237,6 @@ class GpuRunner:
         mine = getattr(self._phases, "spent", None)      # the calling lane's mutant
         if mine is not None:
             mine[what] = mine.get(what, 0.0) + spent
-            if what == "compile":
-                mine["sources"] = mine.get("sources", 0) + 1
 
     def _prepare(self, case: Case) -> Prepared | None:
         p = self._prepared.get(case.id)
@@ -257,12 +255,12 @@ class GpuRunner:
         """The mutant's outcome, with where its time went (`phases`)."""
         self._phases.spent = spent = {}
         try:
-            out = self._run_mutant(mutant)
+            out = self._run_mutant(mutant, spent)
         finally:
             self._phases.spent = None
         return replace(out, phases={k: round(v, 3) for k, v in spent.items()})
 
-    def _run_mutant(self, mutant: Mutant) -> Outcome:
+    def _run_mutant(self, mutant: Mutant, spent: dict[str, float]) -> Outcome:
         t0 = time.perf_counter()
         j = self._free.get()
         try:
@@ -270,6 +268,8 @@ class GpuRunner:
             changed, ran, touched = False, 0, set()
             for source in self._sources(mutant, slot):
                 digest, err = self._digest(slot, source)
+                if digest != {}:              # ({}: a level that compiles only in its worker)
+                    spent["sources"] = spent.get("sources", 0) + 1   # the mutant's compiles, not the original's
                 if digest is None:
                     return Outcome(mutant, "compile-error", message=f"{source}: {err}",
                                    seconds=time.perf_counter() - t0)
