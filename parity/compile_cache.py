@@ -128,6 +128,16 @@ def toolchain_version(argv: tuple[str, ...], env_items: tuple[tuple[str, str], .
     return clean_message(p.stdout + p.stderr)
 
 
+def _folder_free(flags: list[str], source: Path) -> list[str]:
+    """flags with the source's own folder written as <dir>: what it holds enters the key by content
+    (header_closure), so a copy of a suite elsewhere (parity mutate's slots) has the original's keys,
+    whichever compiler (nvcc, NVRTC, hiprtc) the key is for."""
+    out = list(flags)
+    for d in sorted({str(source.parent), str(source.parent.resolve())}, key=len, reverse=True):
+        out = [f.replace(d, "<dir>") for f in out]
+    return out
+
+
 def cache_key(source: Path, headers: list[Path], flags: list[str], toolchain: str, target: str,
               source_bytes: bytes | None = None) -> str:
     h = hashlib.sha256()
@@ -143,7 +153,7 @@ def cache_key(source: Path, headers: list[Path], flags: list[str], toolchain: st
     for name, body in sorted((Path(hd).name.encode(), Path(hd).read_bytes()) for hd in headers):
         put(name)
         put(body)
-    put("\0".join(flags).encode())
+    put("\0".join(_folder_free(flags, Path(source))).encode())
     put(toolchain.encode())
     put(target.encode())
     return h.hexdigest()
@@ -232,15 +242,6 @@ def cached_build(key: str, build: Builder, command: list[str] = (), root: Path |
         return CompileResult(False, key, None, text, False, err, seconds, list(command))
 
 
-def _folder_free(flags: list[str], source: Path) -> list[str]:
-    """flags with the source's own folder written as <dir>: what it holds enters the key by content
-    (header_closure), so a copy of a suite elsewhere has the original's keys."""
-    out = list(flags)
-    for d in sorted({str(source.parent), str(source.parent.resolve())}, key=len, reverse=True):
-        out = [f.replace(d, "<dir>") for f in out]
-    return out
-
-
 def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[str], *,
                    target: str = "", include_dirs: list[str | os.PathLike] = (),
                    env: dict[str, str] | None = None, output_flag: str = "-o",
@@ -256,7 +257,7 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
         err = CompileError(f"{compiler[0]}: not found on PATH", [], cmd, None)
         return CompileResult(False, "", error=err, command=cmd)
     incs = [Path(d) for d in include_dirs]
-    key = cache_key(source, header_closure(source, incs), [*compiler, *_folder_free(flags, source)], version, target)
+    key = cache_key(source, header_closure(source, incs), [*compiler, *flags], version, target)
 
     def build(out: Path) -> tuple[int, str]:
         p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
