@@ -47,7 +47,7 @@ class Executor:
         into a tensor it only reads stops the chain with its verdict, named. The whole chain is one
         request (one message to an isolated worker); each step is this executor's own `run` (the
         same launch as a single case), so on GPU levels the tensors go through host memory
-        between steps (device-resident intermediates: not yet)."""
+        between steps (HipOnNvidiaExecutor.resident_chains, opt-in, keeps them on the device)."""
         store = {n: np.asarray(b) for n, b in chain.buffers.items()}
         for i, step in enumerate(chain.steps):
             res = self.chain_step(step, store)
