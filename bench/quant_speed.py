@@ -14,7 +14,7 @@ mul_mat_vec_q4_K_q8_1_cuda1 (grid nrows, block 32 x 4), only the latter timed; b
 q8_1 activations + f32 output; the two suites' outputs compared (largest difference relative to the
 largest output: float sums in different orders).
 
-    python3 bench/quant_speed.py OUT_DIR [--cuda-src .candle/src] [--wave 64|32]
+    python3 bench/quant_speed.py OUT_DIR [--cuda-src .candle/src] [--wave 64|32] [--hip-src DIR]
 """
 from __future__ import annotations
 
@@ -90,6 +90,7 @@ def main() -> None:
     ap.add_argument("--cuda-src", type=Path, default=Path(__file__).resolve().parents[1] / ".candle" / "src",
                     help="Candle's candle-kernels/src (quantized.cu) [default: .candle/src]")
     ap.add_argument("--wave", type=int, default=64, choices=(64, 32), help="hip-on-nvidia wavefront size")
+    ap.add_argument("--hip-src", type=Path, help="HIP suite folder [default: the bundled backends/hip]")
     a = ap.parse_args()
     fmt = FORMATS["q4_K"]
     n = ROWS * COLS
@@ -97,7 +98,8 @@ def main() -> None:
     blocks = random_blocks(fmt, nblocks, np.random.default_rng(0))
     vx = cp.asarray(blocks.reshape(-1))
     ref = dequantize_reference("q4_K", blocks[:CHECKED_BLOCKS].reshape(-1))
-    suites = {"hip": HipOnNvidiaExecutor(wave=a.wave), "cuda": CudaExecutor(suite_dir=a.cuda_src)}
+    hip = HipOnNvidiaExecutor(wave=a.wave, **({"suite_dir": a.hip_src} if a.hip_src else {}))
+    suites = {"hip": hip, "cuda": CudaExecutor(suite_dir=a.cuda_src)}
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     rows = []
     for out_dt, np_dt in (("f32", np.float32), ("f16", np.float16)):

@@ -33,6 +33,16 @@ template <int AL> PK_DEV u32 ld32(const u8* p) {
     return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
   }
 }
+// Four little-endian u32 at p into w: one 16-byte load when p is 16-byte aligned (AL = 16).
+template <int AL> PK_DEV void ld32x4(const u8* p, u32* w) {
+  if constexpr (AL >= 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = ld32<AL>(p + 4 * i);
+  }
+}
 template <int AL> PK_DEV u32 ld16(const u8* p) {
   if constexpr (AL >= 2) return *reinterpret_cast<const u16*>(p);
   else return (u32)p[0] | ((u32)p[1] << 8);

@@ -14,9 +14,10 @@
 //
 // Memory: each thread takes 4 consecutive elements of a quant (group of) block(s) and stores
 // them as one 16-byte (f32) or 8-byte (f16) access, a warp's store instruction covering whole
-// 32-byte sectors; the block's bytes are read as u32 words where the array's alignment allows
-// (the fast path: vx aligned to what the block size keeps, y to the store width), byte by byte
-// otherwise. No cross-lane operations: the same on 32- and 64-lane wavefronts.
+// 32-byte sectors; the block's bytes are read as the widest words the block size keeps aligned
+// (align_of_size). Candle's quantized buffers are whole device allocations (vx and y start
+// 256-byte aligned), so there is no path for other alignments: it would be code no Candle launch
+// reaches. No cross-lane operations: the same on 32- and 64-lane wavefronts.
 #include "quantized.h"
 
 namespace pk {
@@ -44,50 +45,28 @@ PK_DEV void vstore4(f16* y, float v0, float v1, float v2, float v3) {
 #endif
 }
 
-// y[0..3] = v: one vector store on the fast path (y is then 4*sizeof(T)-aligned).
-template <bool FAST, class T> PK_DEV void store4(T* y, float v0, float v1, float v2, float v3) {
-  if constexpr (FAST) {
-    vstore4(y, v0, v1, v2, v3);
-  } else {
-    put(y, v0), put(y + 1, v1), put(y + 2, v2), put(y + 3, v3);
-  }
-}
-
-template <bool B> struct Fast { static constexpr bool value = B; };
-// Runs body(Fast<FAST>) with FAST = vx is AL-aligned and y 4*sizeof(T)-aligned (always, for
-// Candle's device allocations; the byte path keeps host-side offsets correct).
-template <int AL, class T, class F> PK_DEV void dispatch(const void* vx, const T* y, F&& body) {
-  const bool fast = ((usize)vx % AL) == 0 && ((usize)y % (4 * sizeof(T))) == 0;
-  if (fast) body(Fast<true>());
-  else body(Fast<false>());
-}
-
 // The quads at e0 and (when TWO) e1 of the block at blk, stored at y + e0 and y + e1: both read
 // before either is stored, so the block's scale words are loaded once (a store in between may
 // alias them for all the compiler knows).
-template <class F, bool FAST, bool TWO, class T> PK_DEV void put_quads(const u8* blk, int e0, int e1, T* y) {
-  constexpr int A = FAST ? F::align : 1;
+template <class F, bool TWO, class T> PK_DEV void put_quads(const u8* blk, int e0, int e1, T* y) {
   float a[4], b[4];
-  F::template deq4<A>(blk, e0, a);
-  if (TWO) F::template deq4<A>(blk, e1, b);
-  store4<FAST>(y + e0, a[0], a[1], a[2], a[3]);
-  if (TWO) store4<FAST>(y + e1, b[0], b[1], b[2], b[3]);
+  F::template deq4<F::align>(blk, e0, a);
+  if (TWO) F::template deq4<F::align>(blk, e1, b);
+  vstore4(y + e0, a[0], a[1], a[2], a[3]);
+  if (TWO) vstore4(y + e1, b[0], b[1], b[2], b[3]);
 }
 
 // ----------------------------------------------------------- q4_0, q4_1, q8_0: 8 blocks a CUDA block
 // Quant block qb = 8*blockIdx + u/4, u = 0..31 over the threads, takes the quads 4g.. and 16+4g..
 // (g = u%4): for q4, bytes 4g..4g+3 of qs, low nibbles then high nibbles.
 template <class F, class T> PK_DEV void tile8(const void* vx, T* y, int k) {
-  dispatch<F::align>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    for (int u = threadIdx.x; u < 32; u += blockDim.x) {
-      const usize qb = (usize)blockIdx.x * 8 + (usize)(u / 4);
-      if (qb >= (usize)(unsigned)k) return;
-      const u8* blk = static_cast<const u8*>(vx) + qb * F::size;
-      T* o = y + qb * 32;
-      put_quads<F, FAST, true>(blk, 4 * (u % 4), 16 + 4 * (u % 4), o);
-    }
-  });
+  for (int u = threadIdx.x; u < 32; u += blockDim.x) {
+    const usize qb = (usize)blockIdx.x * 8 + (usize)(u / 4);
+    if (qb >= (usize)(unsigned)k) return;
+    const u8* blk = static_cast<const u8*>(vx) + qb * F::size;
+    T* o = y + qb * 32;
+    put_quads<F, true>(blk, 4 * (u % 4), 16 + 4 * (u % 4), o);
+  }
 }
 
 // ----------------------------------------------------------- q5_0, q5_1: two elements a thread
@@ -101,13 +80,8 @@ template <class T, int SIZE, bool ASYM> PK_DEV void q5_01(const void* vx, T* y, 
   const usize qb = i / 16;
   const int j = (int)(i % 16);
   const u8* blk = static_cast<const u8*>(vx) + qb * SIZE;
-  float d, m;
-  u32 qh;
-  if (((usize)vx % AL) == 0) {
-    d = half_at<AL>(blk), m = ASYM ? half_at<AL>(blk + 2) : 0.0f, qh = ld32<AL>(blk + QH);
-  } else {
-    d = half_at<1>(blk), m = ASYM ? half_at<1>(blk + 2) : 0.0f, qh = ld32<1>(blk + QH);
-  }
+  const float d = half_at<AL>(blk), m = ASYM ? half_at<AL>(blk + 2) : 0.0f;
+  const u32 qh = ld32<AL>(blk + QH);
   const u32 q = blk[QS + j];
   const float x0 = (float)((q & 0xfu) | (((qh >> j) & 1u) << 4));
   const float x1 = (float)((q >> 4) | (((qh >> (j + 16)) & 1u) << 4));
@@ -125,16 +99,13 @@ template <class T, int SIZE, bool ASYM> PK_DEV void q5_01(const void* vx, T* y, 
 // nibbles at 64il+4ir, high ones 32 further); q8_K 32 units (quads 4u and 128+4u). With Candle's
 // block sizes every thread runs one unit.
 template <class F, int G, int P, int H, class T> PK_DEV void kquant(const void* vx, T* y) {
-  dispatch<F::align>(vx, y, [&](auto fast) {
-    constexpr bool FAST = decltype(fast)::value;
-    constexpr int units = H > 0 ? 32 : 64;
-    const u8* blk = static_cast<const u8*>(vx) + (usize)blockIdx.x * F::size;
-    T* o = y + (usize)blockIdx.x * QK_K;
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-      const int e0 = (u / G) * P + 4 * (u % G);
-      put_quads<F, FAST, (H > 0)>(blk, e0, e0 + H, o);
-    }
-  });
+  constexpr int units = H > 0 ? 32 : 64;
+  const u8* blk = static_cast<const u8*>(vx) + (usize)blockIdx.x * F::size;
+  T* o = y + (usize)blockIdx.x * QK_K;
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    const int e0 = (u / G) * P + 4 * (u % G);
+    put_quads<F, (H > 0)>(blk, e0, e0 + H, o);
+  }
 }
 
 template <class T> PK_DEV void q4_0(const void* vx, T* y, int k) { tile8<fmt::q4_0>(vx, y, k); }

@@ -120,18 +120,25 @@ template <> struct Group<fmt::q3_K> {                 // (2 bits | 4 * hmask bit
 };
 template <bool Q5> struct GroupQ45 {                   // 4 (+1) bits, 6-bit scale and min per 32
   static constexpr Dot kind = Dot::kMin;
+  // 144- and 176-byte blocks of an allocation that starts 16-byte aligned (A = 4: a device
+  // allocation, quantized.hip) start 16-byte aligned, as do all the fields read here: 16-byte loads
+  // (a third of the load instructions; mmvq at batch 1 is bound by memory).
+  static constexpr int W = (kSizeQ4_K % 16 == 0 && kSizeQ5_K % 16 == 0) ? 16 : 4;
   template <int A> static PK_DEV void load(const u8* b, int t, XGroup& g) {
+    constexpr int L = A >= 4 ? W : A;
     const u8* q = b + (Q5 ? 48 : 16) + 32 * (t / 2);
+    u32 qw[8], hw[8], head[4];
+    ld32x4<L>(q, qw), ld32x4<L>(q + 16, qw + 4), ld32x4<L>(b, head);
+    if (Q5) ld32x4<L>(b + 16, hw), ld32x4<L>(b + 32, hw + 4);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      g.v[i] = (ld32<A>(q + 4 * i) >> (4 * (t % 2))) & 0x0f0f0f0fu;
-      if (Q5) g.v[i] |= ((ld32<A>(b + 16 + 4 * i) >> t) & 0x01010101u) << 4;
+      g.v[i] = (qw[i] >> (4 * (t % 2))) & 0x0f0f0f0fu;
+      if (Q5) g.v[i] |= ((hw[i] >> t) & 0x01010101u) << 4;
     }
     u32 sc, mn;
-    scale_min_k4(ld32<A>(b + 4), ld32<A>(b + 8), ld32<A>(b + 12), t, sc, mn);
+    scale_min_k4(head[1], head[2], head[3], t, sc, mn);
     g.c[0] = g.c[1] = (int)sc, g.m[0] = g.m[1] = (int)mn;
-    const u32 dm = ld32<A>(b);
-    g.d = lo_half(dm), g.dm = hi_half(dm);
+    g.d = lo_half(head[0]), g.dm = hi_half(head[0]);
   }
 };
 template <> struct Group<fmt::q4_K> : GroupQ45<false> {};

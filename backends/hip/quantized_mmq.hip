@@ -78,10 +78,7 @@ PK_DEV void mmq(const void* vx, const void* vy, float* dst, int ncols_x, int nro
                 int nrows_dst) {
   const u8* x = static_cast<const u8*>(vx);
   const u8* yq = static_cast<const u8*>(vy);
-  if (((usize)vx % F::align) == 0)
-    mmq_tile<F, MMQ_X, MMQ_Y, F::align>(x, yq, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
-  else
-    mmq_tile<F, MMQ_X, MMQ_Y, 1>(x, yq, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
+  mmq_tile<F, MMQ_X, MMQ_Y, F::align>(x, yq, dst, ncols_x, nrows_x, ncols_y, nrows_y, nrows_dst);
 }
 
 }  // namespace gguf

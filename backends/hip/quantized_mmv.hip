@@ -95,7 +95,7 @@ template <class F> PK_DEV void dmmv(const void* vx, const float* y, float* dst, 
   const bool live = !bounded || row < (usize)(unsigned)nrows;   // threads of a row past nrows: barrier only
   const u8* x = static_cast<const u8*>(vx);
   float s = 0.0f;
-  if (live) s = ((usize)vx % F::align) == 0 ? dmmv_row<F, F::align>(x, y, ncols, row) : dmmv_row<F, 1>(x, y, ncols, row);
+  if (live) s = dmmv_row<F, F::align>(x, y, ncols, row);   // vx: a whole allocation (quantized.hip)
   part[threadIdx.y * blockDim.x + threadIdx.x] = s;
   __syncthreads();
   if (!live || threadIdx.x != 0) return;
@@ -144,20 +144,31 @@ PK_DEV void mmvq(const void* vx, const void* vy, float* dst, int ncols_x, int nr
     for (int i = 0; i < RPB; ++i) acc[j][i] = 0.0f;
   const u8* x = static_cast<const u8*>(vx);
   const u8* yq = static_cast<const u8*>(vy);
-  if (((usize)vx % F::align) == 0) mmvq_partial<F, NCOLS, F::align>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
-  else mmvq_partial<F, NCOLS, 1>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
-  // every thread's partial sums to shared memory; thread (j, i) adds up those of output (j, i)
-  __shared__ float part[NCOLS * RPB][128];
+  mmvq_partial<F, NCOLS, F::align>(x, yq, ncols_x, nrows_x, nrows_y, row0, acc);
+  // every thread's partial sums to shared memory; 16 threads per output (j, i) add up a 16th of
+  // them each, then thread (j, i) adds those 16: two short serial sums, not one of 128 (nthreads,
+  // 128 or 64 in Candle's launches, is a multiple of 16)
+  constexpr int NOUT = NCOLS * RPB, PARTS = 16;
+  __shared__ float part[NOUT][128];
+  __shared__ float part2[NOUT][PARTS];
   const int t = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
 #pragma unroll
   for (int j = 0; j < NCOLS; ++j)
 #pragma unroll
     for (int i = 0; i < RPB; ++i) part[j * RPB + i][t] = acc[j][i];
   __syncthreads();
-  if (t < NCOLS * RPB) {
+  for (int u = t; u < NOUT * PARTS; u += nthreads) {
+    const int o = u / PARTS, k = u % PARTS;
+    float s = 0.0f;
+    for (int w = k; w < nthreads; w += PARTS) s += part[o][w];
+    part2[o][k] = s;
+  }
+  __syncthreads();
+  if (t < NOUT) {
     const int j = t / RPB, i = t % RPB;
     float s = 0.0f;
-    for (int w = 0; w < nthreads; ++w) s += part[t][w];
+#pragma unroll
+    for (int k = 0; k < PARTS; ++k) s += part2[t][k];
     if (row0 + i < nrows_dst) dst[(usize)j * nrows_dst + row0 + i] = s;
   }
 }
