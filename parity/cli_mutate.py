@@ -62,11 +62,12 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}
     if not files:
         raise SetupError("no suite file defines a kernel of the selected cases")
-    from .mutate.scope import largest_case, unreachable
+    from .mutate.scope import largest_case, unreachable, wide_spans
     largest = largest_case(cases)
+    spans = {f: wide_spans((suite / f).read_text()) for f in files}
     reach, out_of_reach = [], Counter()
     for m in mutants_of(suite, list(files)):      # sample among what the sweep can catch at all
-        why = unreachable(m, largest)
+        why = unreachable(m, largest, spans[m.file])
         if why:
             out_of_reach[why] += 1
         else:
@@ -119,10 +120,11 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level
     t0 = time.perf_counter()
     folder = Path(resume) if resume else Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
-    outcomes, interrupted = list(previous), False
+    outcomes, interrupted = [argued(o, table) for o in previous], False   # the arguments as they are now
     seen = {o.mutant.id for o in outcomes}
     todo = [m for m in mutants if m.id not in seen]
     runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout, runners=runners)
+    todo.sort(key=runner.cost, reverse=True)     # longest first: the run ends when its last lane does
     with open(folder / "mutants.jsonl", "a" if resume else "w") as journal:    # each outcome as it comes
         if resume and journal.tell() and not (folder / "mutants.jsonl").read_bytes().endswith(b"\n"):
             journal.write("\n")          # a line cut short by a kill stays apart from the next one

@@ -140,6 +140,10 @@ def view(kind: str, shape: tuple[int, ...]) -> Layout:
     if kind == "swap":  # t() of the last two dims (batched transpose)
         r = len(shape)
         return permuted(shape, tuple(range(r - 2)) + (r - 1, r - 2))
+    if kind == "swap-bcast":  # one matrix's t(), broadcast over the leading (batch) dims
+        r = len(shape)
+        m = permuted((1,) * (r - 2) + tuple(shape[-2:]), tuple(range(r - 2)) + (r - 1, r - 2))
+        return strided(shape, (0,) * (r - 2) + m.strides[-2:], offset=1)
     if kind == "perm":
         perms = {3: (2, 0, 1), 4: (2, 0, 3, 1)}
         return permuted(shape, perms.get(len(shape), tuple(reversed(range(len(shape))))))
@@ -168,8 +172,9 @@ LAYOUT_CLASSES: dict[str, LayoutClass] = {c.name: c for c in [
     LayoutClass("transposed", (33, 47), ("transposed", "contig", "stepped"), doc="t() views"),
     LayoutClass("permuted3d", (5, 6, 7), ("perm", "contig", "transposed"), doc="3-D permutation"),
     LayoutClass("permuted4d", (3, 4, 5, 6), ("perm", "transposed", "contig"), doc="4-D permutation"),
-    LayoutClass("transposed-tiles", (3, 70, 45), ("swap",),
-                doc="every operand a batched t(): tiled transpose path, partial tiles"),
+    LayoutClass("transposed-tiles", (3, 70, 45), ("swap", "swap-bcast"),
+                doc="every operand a batched t(), the second one broadcast over the batch (each operand "
+                    "its own batch offsets): tiled transpose path, partial tiles"),
     LayoutClass("reversed-tiles", (40, 3, 66), ("transposed",),
                 doc="every operand fully reversed: unit stride on dim 0, tiles over (0, 2)"),
     LayoutClass("narrowed", (6, 64), ("narrowed", "offset", "transposed"), doc="narrow() with a start offset"),

@@ -283,6 +283,28 @@ def test_index_truncation_is_out_of_reach_without_a_case_that_large():
     assert "2^31" in unreachable(signed, pr) and unreachable(signed, huge) == ""
 
 
+def test_code_a_size_guard_runs_only_past_2_32_elements_is_out_of_reach():
+    """`if (n <= 0xffffffffull) {32-bit} else {64-bit}`: the 64-bit arm and the guard's boundary
+    change results only at that size (the bundled copy2d); the 32-bit arm is in reach."""
+    from parity.mutate.scope import unreachable, wide_spans
+    text = ("void f(usize n, T* d) {\n  if (n <= 0xffffffffull) {\n    d[i + 1] = 0;\n  } else {\n"
+            "    d[j + 1] = 0;\n  }\n  if (m > 0x7fffffffu) {\n    d[k + 1] = 0;\n  }\n  d[q + 1] = 0;\n}\n")
+    spans = wide_spans(text)
+    out = [m for m in mutants_of_text(text, "k.hip") if m.operator != "index-truncation"
+           and unreachable(m, 163835, spans)]
+    assert sorted({m.line for m in out}) == [2, 5, 7, 8]
+    assert all("past 2^32" in unreachable(m, 163835, spans) for m in out if m.line in (2, 5))
+    assert all("past 2^31" in unreachable(m, 163835, spans) for m in out if m.line in (7, 8))
+    assert not [m for m in mutants_of_text(text, "k.hip") if unreachable(m, 2 ** 32, spans)
+                and m.operator != "index-truncation"]
+    from parity.levels import DEFAULT_HIP_SRC
+    fill = (DEFAULT_HIP_SRC / "fill.hip").read_text()
+    wide = [m for m in mutants_of_text(fill, "fill.hip") if m.operator != "index-truncation"
+            and unreachable(m, 163835, wide_spans(fill))]
+    assert {m.source_line.strip() for m in wide} == {"if (n <= 0xffffffffull) {",
+                                                    "dst[r * dst_s + c] = src[r * src_s + c];"}
+
+
 def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
     from parity.mutate.scope import argued, load_argued
     [m] = mutants_of_text("if (!(v > F(-1))) return 0u;\n", "cast.hip", ["relational-boundary"])
@@ -293,6 +315,9 @@ def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
     got = argued(Outcome(m, "survived"), table)
     assert (got.verdict, got.message) == ("argued-equivalent", "cvt.rzi.u32 saturates -1.0 to 0")
     assert argued(Outcome(m, "killed", case="c"), table).verdict == "killed"      # the argument was wrong
+    # a journal's outcome (--resume) is judged by the table as it is now
+    assert argued(Outcome(m, "argued-equivalent", message="old"), table).message.startswith("cvt")
+    assert (argued(Outcome(m, "argued-equivalent", message="old"), {}).verdict, ) == ("survived", )
     s = summary([got, Outcome(m, "killed")], {}, {"sweep": "pr", "level": "x"})
     assert s["score"] == 1.0 and s["argued"][0]["why"].startswith("cvt") and "Argued equivalent (1)" in markdown(s)
     assert load_argued(tmp_path / "absent.toml") == {}
@@ -433,7 +458,8 @@ def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: P
     (folder / "mutants.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])   # killed mid-line
     r = CliRunner().invoke(main, [*args, "--resume", str(folder)])
     assert r.exit_code == 0, r.output
-    assert f"4 survived (2 from {folder}/mutants.jsonl, 2 this run)" in r.output
+    assert f"(2 from {folder}/mutants.jsonl, 2 this run)" in r.output
+    assert json.loads((folder / "mutants.json").read_text())["meta"]["done"] == 4
     ids = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[:2]]
     again = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[3:]]
     assert len(again) == 2 and not set(ids) & set(again)

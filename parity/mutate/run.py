@@ -246,10 +246,18 @@ class GpuRunner:
                 self._prepared[case.id] = p   # (a race prepares a case twice: harmless)
         return p
 
-    def _sources(self, mutant: Mutant, slot: Path) -> list[str]:
+    def _sources(self, mutant: Mutant, slot: Path, text: str | None = None) -> list[str]:
         target = self.targets[mutant.file]
         needed = sources_needed(target, self.cases[mutant.file])
-        return source_order(target, needed, (slot / mutant.file).read_text(), mutant.offset, slot)
+        text = (slot / mutant.file).read_text() if text is None else text
+        return source_order(target, needed, text, mutant.offset, slot)
+
+    def cost(self, mutant: Mutant) -> float:
+        """A mutant's work at most, in rough seconds of one lane: its sources to compile (about 6 s
+        each) and its cases (about 100 a second). Lanes take the costliest first, so the header
+        mutants that compile many sources do not start last and hold up the end of the run."""
+        text = mutant.apply((self.suite_dir / mutant.file).read_text())
+        return 6.0 * len(self._sources(mutant, self.suite_dir, text)) + len(self.cases[mutant.file]) / 100
 
     def run_mutant(self, mutant: Mutant) -> Outcome:
         """The mutant's outcome, with where its time went (`phases`)."""

@@ -1,8 +1,9 @@
 """Mutants a sweep cannot reach by construction, and mutants argued equivalent.
 
 Out of reach: a 64 -> 32-bit index truncation changes results only past 2^32 elements (2^31 for
-a signed `int`); a sweep with no case that large cannot catch it, whatever its other cases do.
-Such mutants are not sampled (the sample is of mutants the sweep could catch); the report counts
+a signed `int`); so does any change to the code a size guard such as `if (n <= 0xffffffffull)`
+runs only past that limit (its 64-bit arm), or to the guard's boundary. A sweep with no case that
+large cannot catch them, whatever its other cases do. Such mutants are not sampled (the sample is of mutants the sweep could catch); the report counts
 them and says what case would measure them.
 
 `argued-equivalent`: a mutant the suite's authors argue no input can catch on a level (the hardware
@@ -14,13 +15,14 @@ wrong and it counts as killed.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 from ..cases import Case
 from ..layouts import LAYOUT_CLASSES
-from .operators import Mutant
+from .operators import Mutant, mask
 from .run import Outcome
 
 EQUIVALENT_FILE = "mutants-equivalent.toml"
@@ -32,15 +34,59 @@ def largest_case(cases: list[Case]) -> int:
     return max(sizes, default=0)
 
 
-def unreachable(mutant: Mutant, largest: int) -> str:
-    """Why the sweep cannot catch `mutant` (its largest case has `largest` elements), or ""."""
-    if mutant.operator != "index-truncation":
-        return ""
-    bits = 31 if mutant.replacement == "int" else 32
-    if largest >= 2 ** bits:
-        return ""
-    return (f"a 32-bit index changes results only past 2^{bits} elements; the sweep's largest case has "
-            f"{largest:,} elements (a sweep with such a case measures it)")
+_LIMITS = {"0xffffffff": 32, "4294967295": 32, "UINT32_MAX": 32, "0x100000000": 32, "4294967296": 32,
+           "0x7fffffff": 31, "2147483647": 31, "INT_MAX": 31, "0x80000000": 31, "2147483648": 31}
+# `if (n <= 0xffffffffull)`: an element count (a bare name) against a 32- or 31-bit limit
+_GUARD = re.compile(r"\bif\s*\(\s*[A-Za-z_]\w*\s*(<=|<|>=|>)\s*(" + "|".join(_LIMITS) + r")[uUlL]*\s*\)")
+
+
+def _block_end(code: str, i: int) -> int:
+    """Offset just past the `}` matching the `{` at code[i]."""
+    depth = 0
+    for k in range(i, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[k], 0)
+        if depth == 0:
+            return k + 1
+    return len(code)
+
+
+def wide_spans(text: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, bits, guard) of the code that only runs, or only changes, past 2^bits elements:
+    a size guard's condition (a boundary change moves the switch by one element, at the limit) and
+    the arm of it that runs only above the limit (the else arm of `n <= LIMIT`, the then arm of
+    `n > LIMIT`), when that arm is a braced block."""
+    code = mask(text)
+    out = []
+    for g in _GUARD.finditer(code):
+        bits, guard = _LIMITS[g.group(2)], " ".join(text[g.start():g.end()].split())
+        out.append((g.start(), g.end(), bits, guard))
+        then = re.compile(r"\s*\{").match(code, g.end())
+        if not then:
+            continue
+        then_end = _block_end(code, then.end() - 1)
+        if g.group(1) in (">", ">="):
+            out.append((then.end(), then_end, bits, guard))
+            continue
+        other = re.compile(r"\s*else\s*\{").match(code, then_end)
+        if other:
+            out.append((other.end(), _block_end(code, other.end() - 1), bits, guard))
+    return out
+
+
+def unreachable(mutant: Mutant, largest: int, spans: list[tuple[int, int, int, str]] = ()) -> str:
+    """Why the sweep cannot catch `mutant` (its largest case has `largest` elements), or "";
+    `spans`: `wide_spans` of the mutant's file."""
+    if mutant.operator == "index-truncation":
+        bits = 31 if mutant.replacement == "int" else 32
+        if largest < 2 ** bits:
+            return (f"a 32-bit index changes results only past 2^{bits} elements; the sweep's largest case "
+                    f"has {largest:,} elements (a sweep with such a case measures it)")
+    for start, end, bits, guard in spans:
+        if start <= mutant.offset < end and largest < 2 ** bits - 1:
+            return (f"`{guard}` or the code it runs only past 2^{bits} elements changes results only at "
+                    f"that size; the sweep's largest case has {largest:,} elements (a sweep with such a "
+                    f"case measures it)")
+    return ""
 
 
 def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
@@ -61,9 +107,13 @@ def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
 
 
 def argued(outcome: Outcome, table: dict[tuple[str, str, str], str]) -> Outcome:
-    """A survivor the table argues equivalent becomes `argued-equivalent` (with the argument)."""
+    """A survivor the table argues equivalent becomes `argued-equivalent` (with the argument). An
+    outcome read back from a journal (--resume) is judged by the table as it is now: an argument
+    added since applies, and one no longer in the table makes the mutant a survivor again."""
     m = outcome.mutant
     why = table.get((m.file, m.source_line.strip(), m.mutated_line().strip()))
-    if outcome.verdict != "survived" or why is None:
+    if outcome.verdict == "argued-equivalent" and why is None:
+        return replace(outcome, verdict="survived", message="")
+    if outcome.verdict not in ("survived", "argued-equivalent") or why is None:
         return outcome
     return replace(outcome, verdict="argued-equivalent", message=why)
