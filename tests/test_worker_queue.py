@@ -170,3 +170,19 @@ def test_renew_rereads_the_suite_in_the_same_process(tmp_path):
         assert ex.restarts == 0
     finally:
         ex.close()
+
+
+def test_a_worker_whose_parent_is_gone_exits_without_a_traceback(capfd):
+    """An interrupted `parity mutate` leaves with os._exit while its GPU workers are starting: a
+    worker's "ready" then meets a closed pipe, which must end it quietly, not print a traceback."""
+    import multiprocessing as mp
+    import signal
+    from parity.executors.worker import _serve
+    parent, child = mp.Pipe()
+    parent.close()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        _serve(child, CpuExecutor, {})
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert "Traceback" not in capfd.readouterr().err

@@ -51,6 +51,13 @@ def context(start_method: str = "forkserver"):
 def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
     import signal                                # Ctrl-C reaches the terminal's whole process group:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops this worker (no traceback per worker)
+    try:
+        _answer(conn, cls, kwargs, env, preload)
+    except (BrokenPipeError, ConnectionResetError):   # the parent is gone (interrupted, os._exit):
+        pass                                          # nobody to answer, nothing to report
+
+
+def _answer(conn, cls, kwargs, env, preload) -> None:
     if env:                                      # before the executor touches the device:
         import os                                # CUDA_VISIBLE_DEVICES pins this worker to one GPU
         os.environ.update(env)
