@@ -47,9 +47,9 @@ def test_bundled_chains_pass_on_cuda_with_candles_kernels(candle_level):
 
 @pytest.mark.gpu
 def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
-    """HipOnNvidiaExecutor.resident_chains (opt-in): kernel steps read and write device tensors,
-    no host copy between them; for every pr chain, every tensor must equal the default path's bit
-    for bit, and the verdicts must be the same."""
+    """HipOnNvidiaExecutor.resident_chains (the default): kernel steps read and write device
+    tensors, no host copy between them; for every pr chain, every tensor must equal the host round
+    trip's bit for bit, and the verdicts must be the same."""
     import numpy as np
     from parity.cases import Case
     from parity.engine import prepare_case
@@ -58,7 +58,8 @@ def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
     if not ex.availability().available:
         pytest.skip(ex.availability().reason)
     try:
-        # every pr chain (24): chain.llama-block/f16/s0 crashed once with the resident path on
+        # every pr chain (24); chain.llama-block/f16/s0 crashed once with the resident path on (stop 24,
+        # a parity mutate run), not seen since
         for cid in [c.id for c in load_sweep("pr", Filters(ops=["chain.*"]))]:
             p = prepare_case(Case.parse(cid))
             ex.resident_chains = False

@@ -46,8 +46,8 @@ class Executor:
         outputs as `solo<i>:<tensor>` (i from 1, as the step labels); a step that fails or writes
         into a tensor it only reads stops the chain with its verdict, named. The whole chain is one
         request (one message to an isolated worker); each step is this executor's own `run` (the
-        same launch as a single case), so on GPU levels the tensors go through host memory
-        between steps (HipOnNvidiaExecutor.resident_chains, opt-in, keeps them on the device)."""
+        same launch as a single case); HipOnNvidiaExecutor (hip-on-nvidia, cuda) keeps the tensors
+        on the device between kernel steps instead (its resident_chains)."""
         store = {n: np.asarray(b) for n, b in chain.buffers.items()}
         for i, step in enumerate(chain.steps):
             res = self.chain_step(step, store)

