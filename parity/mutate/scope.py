@@ -3,8 +3,8 @@
 Out of reach: a 64 -> 32-bit index truncation changes results only past 2^32 elements (2^31 for
 a signed `int`); so does any change to the code a size guard such as `if (n <= 0xffffffffull)`
 runs only past that limit (its 64-bit arm), or to the guard's boundary. A sweep with no case that
-large cannot catch them, whatever its other cases do. Such mutants are not sampled (the sample is of mutants the sweep could catch); the report counts
-them and says what case would measure them.
+large cannot catch them, whatever its other cases do. Such mutants are not sampled (the sample is
+of mutants the sweep could catch); the report counts them and says what case would measure them.
 
 `argued-equivalent`: a mutant the suite's authors argue no input can catch on a level (the hardware
 does what a removed guard does, or Candle's host never makes the launch that reaches it), written
