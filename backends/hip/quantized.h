@@ -1,5 +1,5 @@
 // GGUF block formats as Candle's quantized kernels read them (docs/candle-kernel-abi.md §4b):
-// byte layouts, field loads at any alignment, and the 6-bit sub-block scales of the K-quants.
+// byte layouts, field loads as wide as the alignment allows, the K-quants' 6-bit sub-block scales.
 // Shared by quantized.hip (dequantize) and quantized_mmv.hip (matrix-vector products).
 #pragma once
 #include "common.h"
