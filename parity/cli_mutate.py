@@ -80,7 +80,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         click.echo(f"{len(mutants)} mutants over {len(per_file)} files: "
                    + ", ".join(f"{f} {n}" for f, n in sorted(per_file.items())))
         for why, n in out_of_reach.items():
-            click.echo(f"not sampled, out of the sweep's reach: {n} mutants: {why}")
+            click.echo(f"not sampled, out of the sweep's reach: {n} mutant{'s' if n != 1 else ''}: {why}")
         return
     from .mutate.scope import EQUIVALENT_FILE, load_argued
     if equivalent_file and not Path(equivalent_file).is_file():
