@@ -210,15 +210,18 @@ def _strip_comments(text: str) -> str:
     return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', repl, text, flags=re.S)
 
 
+def balanced_end(text: str, i: int, pair: str = "{}") -> int:
+    """Offset just past the bracket that closes the one opened just before `i` (`pair`: its open
+    and close characters), counting nested pairs; len(text) when it never closes."""
+    depth = 1
+    while i < len(text) and depth:
+        depth += {pair[0]: 1, pair[1]: -1}.get(text[i], 0)
+        i += 1
+    return i
+
+
 def _extern_c_blocks(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for m in re.finditer(r'extern\s+"C"\s*\{', text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        spans.append((m.end(), i))
-    return spans
+    return [(m.end(), balanced_end(text, m.end())) for m in re.finditer(r'extern\s+"C"\s*\{', text)]
 
 
 def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
@@ -231,10 +234,7 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
             continue
         name = m.group(3)
         start = m.end()
-        depth, i = 1, start
-        while i < len(text) and depth:
-            depth += {"(": 1, ")": -1}.get(text[i], 0)
-            i += 1
+        i = balanced_end(text, start, "()")
         params = split_params(text[start:i - 1])
         # the declaration prefix: back to the previous ; } or { (or 200 chars)
         j = g.start()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..cases import Case
 from ..layouts import LAYOUT_CLASSES
+from ..suite import balanced_end
 from .operators import Mutant, mask
 from .run import Outcome
 
@@ -36,18 +37,9 @@ def largest_case(cases: list[Case]) -> int:
 
 _LIMITS = {"0xffffffff": 32, "4294967295": 32, "UINT32_MAX": 32, "0x100000000": 32, "4294967296": 32,
            "0x7fffffff": 31, "2147483647": 31, "INT_MAX": 31, "0x80000000": 31, "2147483648": 31}
+_OPEN, _ELSE = re.compile(r"\s*\{"), re.compile(r"\s*else\s*\{")       # a guard's arms
 # `if (n <= 0xffffffffull)`: an element count (a bare name) against a 32- or 31-bit limit
 _GUARD = re.compile(r"\bif\s*\(\s*[A-Za-z_]\w*\s*(<=|<|>=|>)\s*(" + "|".join(_LIMITS) + r")[uUlL]*\s*\)")
-
-
-def _block_end(code: str, i: int) -> int:
-    """Offset just past the `}` matching the `{` at code[i]."""
-    depth = 0
-    for k in range(i, len(code)):
-        depth += {"{": 1, "}": -1}.get(code[k], 0)
-        if depth == 0:
-            return k + 1
-    return len(code)
 
 
 def wide_spans(text: str) -> list[tuple[int, int, int, str]]:
@@ -60,16 +52,16 @@ def wide_spans(text: str) -> list[tuple[int, int, int, str]]:
     for g in _GUARD.finditer(code):
         bits, guard = _LIMITS[g.group(2)], " ".join(text[g.start():g.end()].split())
         out.append((g.start(), g.end(), bits, guard))
-        then = re.compile(r"\s*\{").match(code, g.end())
+        then = _OPEN.match(code, g.end())
         if not then:
             continue
-        then_end = _block_end(code, then.end() - 1)
+        then_end = balanced_end(code, then.end())
         if g.group(1) in (">", ">="):
             out.append((then.end(), then_end, bits, guard))
             continue
-        other = re.compile(r"\s*else\s*\{").match(code, then_end)
+        other = _ELSE.match(code, then_end)
         if other:
-            out.append((other.end(), _block_end(code, other.end() - 1), bits, guard))
+            out.append((other.end(), balanced_end(code, other.end()), bits, guard))
     return out
 
 

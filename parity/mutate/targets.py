@@ -16,7 +16,7 @@ from ..chains import LAYOUT, is_chain
 from ..compile_cache import header_closure
 from ..host.routines import suite_kernels
 from ..ops import expected_kernels
-from ..suite import discover
+from ..suite import balanced_end, discover
 from .operators import directive_end, mask
 
 
@@ -139,11 +139,7 @@ def _untemplated(head: str) -> str:
         if m.start() < i:
             continue
         out.append(head[i:m.start()])
-        depth, j = 1, m.end()
-        while j < len(head) and depth:
-            depth += {"<": 1, ">": -1}.get(head[j], 0)
-            j += 1
-        i = j
+        i = balanced_end(head, m.end(), "<>")
     return "".join(out) + head[i:]
 
 
