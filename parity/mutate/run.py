@@ -156,6 +156,7 @@ class GpuRunner:
         self._original_lock = threading.Lock()          # guards _original_locks
         self._original_locks: dict[str, threading.Lock] = {}   # one per source: others compile meanwhile
         self._prepared: dict[str, Prepared] = {}         # case id -> built and referenced once
+        self._source_lists: dict[str, list[str]] = {}    # mutant id -> the sources it compiles
         self.seconds = {"compile": 0.0, "wait": 0.0, "run": 0.0}   # summed over the lanes (for the report):
         self.cases_run = 0                               # compiling, waiting for a runner, running cases
         self._original_ex: IsolatedExecutor | None = None  # the unmutated suite, for killing cases
@@ -246,18 +247,22 @@ class GpuRunner:
                 self._prepared[case.id] = p   # (a race prepares a case twice: harmless)
         return p
 
-    def _sources(self, mutant: Mutant, slot: Path, text: str | None = None) -> list[str]:
-        target = self.targets[mutant.file]
-        needed = sources_needed(target, self.cases[mutant.file])
-        text = (slot / mutant.file).read_text() if text is None else text
-        return source_order(target, needed, text, mutant.offset, slot)
+    def _sources(self, mutant: Mutant) -> list[str]:
+        """The sources the mutant compiles (targets.source_order), worked out once: from the suite
+        folder, as every slot is a copy of it."""
+        got = self._source_lists.get(mutant.id)
+        if got is None:
+            target = self.targets[mutant.file]
+            needed = sources_needed(target, self.cases[mutant.file])
+            text = mutant.apply((self.suite_dir / mutant.file).read_text())
+            got = self._source_lists[mutant.id] = source_order(target, needed, text, mutant.offset, self.suite_dir)
+        return got
 
     def cost(self, mutant: Mutant) -> float:
         """A mutant's work at most, in rough seconds of one lane: its sources to compile (about 6 s
         each) and its cases (about 100 a second). Lanes take the costliest first, so the header
         mutants that compile many sources do not start last and hold up the end of the run."""
-        text = mutant.apply((self.suite_dir / mutant.file).read_text())
-        return 6.0 * len(self._sources(mutant, self.suite_dir, text)) + len(self.cases[mutant.file]) / 100
+        return 6.0 * len(self._sources(mutant)) + len(self.cases[mutant.file]) / 100
 
     def run_mutant(self, mutant: Mutant) -> Outcome:
         """The mutant's outcome, with where its time went (`phases`)."""
@@ -274,7 +279,7 @@ class GpuRunner:
         try:
             slot = self._write(j, mutant)
             changed, ran, touched = False, 0, set()
-            for source in self._sources(mutant, slot):
+            for source in self._sources(mutant):
                 digest, err = self._digest(slot, source)
                 if digest != {}:              # ({}: a level that compiles only in its worker)
                     spent["sources"] = spent.get("sources", 0) + 1   # the mutant's compiles, not the original's
