@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from parity.cli import main
 from parity.mutate.operators import mask, mutants_of_text, sample
-from parity.mutate.report import markdown, score, summary, write
+from parity.mutate.report import html_page, markdown, score, summary, write
 from parity.mutate.run import Outcome, evaluate
 
 
@@ -118,6 +118,7 @@ def test_classification_score_and_reports(tmp_path: Path):
     assert ("30 s compiling, 4 s waiting for one of 1 runners, 86 s running 803 cases" in md
             and md.index("| 90.0 | survived | 800 | compile 10 s, run 80 s |") < md.index("| 30.0 | killed | 3 |"))
     assert "compile 20 s, wait 4 s, run 6 s, 2 source(s)" in md
+    assert "30 s compiling, 4 s waiting for one of 1 runners, 86 s running 803 cases" in html_page(summary(slow, {}, meta))
 
 
 def test_cli_list_needs_no_gpu():

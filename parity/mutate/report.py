@@ -69,6 +69,15 @@ def summary(outcomes: list[Outcome], families: dict[str, str], meta: dict) -> di
 SLOWEST = 10     # mutants listed under "where the time went"
 
 
+def _time_spent(m: dict) -> str:
+    """Where the run's time went, summed over its lanes (meta of a GpuRunner run; "" otherwise)."""
+    if "compile_s" not in m:
+        return ""
+    return (f"{m.get('elapsed_s', 0):.0f} s in all; summed over {m.get('jobs')} lanes: {m.get('compile_s', 0):.0f} s "
+            f"compiling, {m.get('wait_s', 0):.0f} s waiting for one of {m.get('runners')} runners, "
+            f"{m.get('run_s', 0):.0f} s running {m.get('cases_run', 0)} cases.")
+
+
 def _phases(p: dict) -> str:
     return ", ".join(f"{k} {v:.0f} s" if k != "sources" else f"{v} source(s)" for k, v in p.items()) or "-"
 
@@ -148,13 +157,10 @@ def markdown(s: dict) -> str:
     if s["unreachable"]:
         lines += ["", f"## Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})", ""]
         lines += [f"- {n} mutant(s): {why}" for why, n in s["unreachable"].items()]
-    m = s["meta"]
-    if s.get("slowest") and "compile_s" in m:
-        lines += ["", "## Where the time went", "",
-                  f"{m.get('elapsed_s', 0):.0f} s in all; summed over {m.get('jobs')} lanes: "
-                  f"{m.get('compile_s', 0):.0f} s compiling, {m.get('wait_s', 0):.0f} s waiting for one of "
-                  f"{m.get('runners')} runners, {m.get('run_s', 0):.0f} s running {m.get('cases_run', 0)} cases. "
-                  "The slowest mutants:", "", "| seconds | verdict | cases run | phases | diff |", "|---|---|---|---|---|"]
+    spent = _time_spent(s["meta"])
+    if s.get("slowest") and spent:
+        lines += ["", "## Where the time went", "", f"{spent} The slowest mutants:", "",
+                  "| seconds | verdict | cases run | phases | diff |", "|---|---|---|---|---|"]
         lines += [f"| {v['seconds']} | {v['verdict']} | {v['cases_run']} | {_phases(v['phases'])} "
                   f"| `{v['diff'].replace('|', '&#124;')}` |" for v in s["slowest"]]
     return "\n".join(lines) + "\n"
@@ -191,7 +197,8 @@ Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach and
 <table><tr><th>diff</th><th>why no input tells them apart</th></tr>{argued}</table>
 <h2>Out of the sweep's reach, not sampled ({sum(s['unreachable'].values())})</h2>
 <ul>{reach}</ul>
-<h2>Slowest mutants</h2>
+<h2>Where the time went</h2>
+<p>{e(_time_spent(s['meta']))} The slowest mutants:</p>
 <table><tr><th>seconds</th><th>verdict</th><th>cases run</th><th>phases</th><th>diff</th></tr>{slow}</table>
 </body></html>
 """
