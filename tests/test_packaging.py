@@ -63,6 +63,7 @@ def test_wheel_carries_suite_mapping_and_sweeps(installed):
     _, wheel = installed
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in ("parity/_bundled/hip/unary_f32.hip", "parity/_bundled/hip/common.h",
+                 "parity/_bundled/hip/mutants-equivalent.toml",
                  "parity/_bundled/hip/include/hip/hip_runtime.h", "parity/_bundled/hip/include/hip/hip_fp16.h",
                  "parity/_bundled/cuda_rtc/stdint.h", "parity/_bundled/cases/smoke.toml",
                  "parity/_bundled/cases/pr.toml", "parity/data/cuda-golden-elementwise.json",
