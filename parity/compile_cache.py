@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -90,13 +91,35 @@ def make_error(text: str, command: list[str] = (), returncode: int | None = None
 
 
 # ------------------------------------------------------------------------ key ingredients
-def header_closure(source: Path, include_dirs: list[Path] = ()) -> list[Path]:
-    """Headers `source` includes, transitively, that exist next to it or under include_dirs."""
+def special_file(path: Path) -> str | None:
+    """Why `path` must never be opened for reading (a FIFO blocks forever, a device may never end, a
+    socket cannot be read), as one line; None for a regular file, a folder or nothing there."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a special file")
+    return f"{path} is {kind}, not a regular file: refused (not opened)"
+
+
+def include_walk(source: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[str]]:
+    """(the headers `source` includes, transitively, that exist next to it or under include_dirs;
+    one line per special file the source is or an include reaches). Special files are never opened:
+    reading a FIFO blocks forever, so a compiler or cpp must not be run on a source that reaches one."""
     seen: dict[Path, None] = {}
+    refused: list[str] = []
     todo = [Path(source)]
     roots = [Path(d) for d in include_dirs]
     while todo:
         cur = todo.pop()
+        why = special_file(cur)
+        if why:
+            refused.append(why)
+            continue
         try:
             text = cur.read_text(errors="replace")
         except OSError:
@@ -110,7 +133,21 @@ def header_closure(source: Path, include_dirs: list[Path] = ()) -> list[Path]:
                         seen[cand] = None
                         todo.append(cand)
                     break
-    return sorted(seen)
+            # every place cpp or a compiler may open for it (the including file's folder, -I, the
+            # source's folder; an absolute name is itself: base / "/abs" is "/abs")
+            for base in dict.fromkeys([cur.parent, *roots, Path(source).parent]):
+                why = special_file(base / inc)
+                if why:
+                    refused.append(f"{cur}: #include {inc!r}: {why}")
+                if why or (base / inc).is_file():
+                    break
+    return sorted(seen), list(dict.fromkeys(refused))
+
+
+def header_closure(source: Path, include_dirs: list[Path] = ()) -> list[Path]:
+    """Headers `source` includes, transitively, that exist next to it or under include_dirs
+    (special files left out: `include_walk` says which)."""
+    return include_walk(source, include_dirs)[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -257,7 +294,10 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
         err = CompileError(f"{compiler[0]}: not found on PATH", [], cmd, None)
         return CompileResult(False, "", error=err, command=cmd)
     incs = [Path(d) for d in include_dirs]
-    key = cache_key(source, header_closure(source, incs), [*compiler, *flags], version, target)
+    headers, refused = include_walk(source, incs)
+    if refused:                 # the compiler would block reading a FIFO: not run
+        return CompileResult(False, "", error=CompileError(refused[0], [], cmd, None), command=cmd)
+    key = cache_key(source, headers, [*compiler, *flags], version, target)
 
     def build(out: Path) -> tuple[int, str]:
         p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

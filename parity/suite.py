@@ -263,22 +263,49 @@ def default_defines(suffix: str) -> dict[str, str]:
     return d
 
 
+STUB_DEPTH = 4           # `#include "../x.h"` up to this many levels up still lands in the stub folder
+CPP_TIMEOUT_S = 120      # a computed include of a FIFO or device would block cpp forever
+
+
+def stub_path(stubs: Path, name: str) -> Path | None:
+    """Where an empty stub for the missing header `name` (as written in the #include) goes so cpp
+    finds it through `-I stubs/i/i/...`, or None when that would lie outside `stubs` (an absolute
+    name, or more `../` than STUB_DEPTH): such a header is not stubbed."""
+    if os.path.isabs(name) or "\0" in name:
+        return None
+    target = Path(os.path.normpath(stubs.joinpath(*["i"] * STUB_DEPTH, name)))
+    return target if target != stubs and target.is_relative_to(stubs) else None
+
+
 def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
                cpp: str | None = None, max_stubs: int = 200) -> tuple[str | None, str]:
-    """Run `cpp` with an empty stub for every header it cannot find. Returns (text, problem)."""
+    """Run `cpp` with an empty stub for every header it cannot find. Returns (text, problem).
+    Stubs live in a temporary folder of this call (removed after it) and never outside it."""
     cpp = cpp or shutil.which("cpp")
     if not cpp:
         return None, "no C preprocessor (cpp) on PATH: only literal kernel declarations are found"
     defines = default_defines(source.suffix) if defines is None else defines
-    with tempfile.TemporaryDirectory(prefix="parity-stubs-") as stubs:
+    with tempfile.TemporaryDirectory(prefix="parity-stubs-") as tmp:
+        stubs = Path(tmp).resolve()
+        inc = stubs.joinpath(*["i"] * STUB_DEPTH)
+        inc.mkdir(parents=True)
         for _ in range(max_stubs):
             cmd = [cpp, "-x", "c++", "-std=c++17", "-nostdinc", "-w", f"-I{source.parent}"]
-            cmd += [f"-I{d}" for d in include_dirs] + [f"-I{stubs}"]
+            cmd += [f"-I{d}" for d in include_dirs] + [f"-I{inc}"]
             cmd += [f"-D{k}={v}" for k, v in defines.items()] + [str(source)]
-            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                   timeout=CPP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                return None, (f"cpp did not finish in {CPP_TIMEOUT_S} s (an include of a FIFO or device?): "
+                              "only literal kernel declarations are found")
             miss = _MISSING.search(p.stderr)
             if miss:
-                stub = Path(stubs) / miss.group(1).strip()
+                name = miss.group(1).strip()
+                stub = stub_path(stubs, name)
+                if stub is None:
+                    return None, (f"#include {name!r} is not found and is not stubbed (an absolute or ../ "
+                                  "name outside the include folders): only literal kernel declarations are found")
                 if stub.exists():
                     return None, p.stderr.strip()[-2000:]
                 stub.parent.mkdir(parents=True, exist_ok=True)
@@ -312,9 +339,13 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     import hashlib
     import json
 
-    from .compile_cache import cache_dir, header_closure
+    from .compile_cache import cache_dir, include_walk
+    headers, refused = include_walk(source, list(include_dirs))
+    if refused:                      # cpp would block reading a FIFO: the literal declarations only
+        decls, _ = _scan_source(source, include_dirs, defines, use_cpp=False)
+        return decls, f"{refused[0]}; only literal kernel declarations are found"
     h = hashlib.sha256(b"scan/1")
-    for f in [Path(source).resolve(), *header_closure(source, list(include_dirs))]:
+    for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""],
                         sort_keys=True).encode())
@@ -371,17 +402,23 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
              defines: dict[str, str] | None = None, use_cpp: bool = True) -> Suite:
     """Find the sources of a suite folder (or a single file) and the kernels they declare."""
     root = Path(path)
+    from .compile_cache import special_file
+    notes: list[str] = []
+    why = special_file(root)
+    if why:
+        notes.append(why)
+        return Suite(root, [], [], {}, "empty", notes)
     if root.is_file():
         sources, hdr_root = [root], root.parent
     else:
         sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
         hdr_root = root
-    headers = sorted(p for p in hdr_root.rglob("*") if p.suffix in HEADER_SUFFIXES and p.is_file()) \
-        if hdr_root.is_dir() else []
+    found = list(hdr_root.rglob("*")) if hdr_root.is_dir() else []
+    headers = sorted(p for p in found if p.suffix in HEADER_SUFFIXES and p.is_file())
+    notes += [special_file(p) for p in found if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES and special_file(p)]
     kinds = {s.suffix for s in sources}
     language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
     kernels: dict[str, KernelDecl] = {}
-    notes: list[str] = []
     for src in sources:
         decls, problem = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp)
         if problem:
