@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import chains, resources
+from .compile_cache import special_file
 from .dtypes import ALIASES, DTYPES
 from .layouts import LAYOUT_CLASSES
 from .ops import CATALOG, select
 from .ops.base import Op
 from .shard import apply_shard
+from .suggest import unknown
 from .values import VALUE_CLASSES
 
 SWEEP_DIR = resources.sweep_dir()
@@ -76,6 +78,8 @@ def select_ops(patterns: list[str] | None) -> list[Op]:
     out: dict[str, Op] = {}
     for pat in patterns:
         hits = chains.select([pat]) if pat.startswith("chain") else []
+        if not hits and pat.startswith(chains.CHAIN_PREFIX):
+            raise KeyError(unknown("chain", pat, chains.chains(), "see `parity list`"))
         if not hits:
             hits = select([pat])
         out.update((o.name, o) for o in hits)
@@ -119,34 +123,127 @@ class Filters:
     values: list[str] | None = None
 
     def validate(self) -> None:
-        """Raise ValueError naming the bad filter value and the known ones."""
+        """Raise ValueError naming the bad filter value and the closest known ones."""
         if self.ops:
             select_ops(self.ops)
         for d in self.dtypes or []:
             if ALIASES.get(d, d) not in DTYPES:
-                raise ValueError(f"unknown dtype {d!r}; known: {', '.join(DTYPES)}")
+                raise ValueError(unknown("dtype", d, [*DTYPES, *ALIASES]))
         if self.dtypes:
             self.dtypes = [ALIASES.get(d, d) for d in self.dtypes]
         for lay in self.layouts or []:
-            if lay not in LAYOUT_CLASSES and lay not in shape_class_names() and lay != chains.LAYOUT:
-                known = list(LAYOUT_CLASSES) + [n for n in shape_class_names() if n not in LAYOUT_CLASSES]
-                raise ValueError(f"unknown layout {lay!r}; known: {', '.join(known)}")
+            if lay not in known_layouts():
+                raise ValueError(unknown("layout", lay, known_layouts(), "see parity/layouts.py"))
         for v in self.values or []:
             if v not in VALUE_CLASSES:
-                raise ValueError(f"unknown value class {v!r}; known: {', '.join(VALUE_CLASSES)}")
+                raise ValueError(unknown("value class", v, VALUE_CLASSES))
+
+
+def known_layouts() -> list[str]:
+    """Every name a case's layout slot may hold: layout classes, structured shape classes, a chain's."""
+    return [*LAYOUT_CLASSES, *(n for n in shape_class_names() if n not in LAYOUT_CLASSES), chains.LAYOUT]
 
 
 def sweep_path(name_or_path: str) -> Path:
+    """The sweep file a `--sweep` value names (a path, or a bundled sweep's name); FileNotFoundError
+    or ValueError (a folder, a FIFO) with one line."""
     p = Path(name_or_path)
+    why = special_file(p)
+    if why:
+        raise ValueError(f"sweep {why}")
     if p.suffix == ".toml" or p.is_file():          # a folder named like a sweep (bench/) is not one
+        if p.is_dir():
+            raise ValueError(f"sweep {p} is a folder, not a sweep file (.toml)")
         if not p.exists():
             raise FileNotFoundError(f"sweep file {p} does not exist")
         return p
-    p = SWEEP_DIR / f"{name_or_path}.toml"
-    if not p.exists():
-        known = ", ".join(sorted(x.stem for x in SWEEP_DIR.glob("*.toml")))
-        raise FileNotFoundError(f"no sweep {name_or_path!r}; bundled sweeps: {known}")
-    return p
+    bundled = SWEEP_DIR / f"{name_or_path}.toml"
+    if not bundled.is_file():
+        known = sorted(x.stem for x in SWEEP_DIR.glob("*.toml"))
+        if p.is_dir():
+            raise ValueError(f"sweep {p} is a folder, not a sweep file (.toml); bundled sweeps: {', '.join(known)}")
+        raise FileNotFoundError(f"no sweep {name_or_path!r}; bundled sweeps: {', '.join(known)}")
+    return bundled
+
+
+# The sweep format: top-level keys, and each [[group]]'s keys, with what each must hold.
+SWEEP_KEYS = {"description": "a string", "seeds": "a list of seeds", "group": "a list of [[group]] tables"}
+GROUP_KEYS = {"ops": "op glob patterns", "dtypes": "dtypes", "layouts": "layout classes",
+              "values": "value classes", "seeds": "a list of seeds", "exclude": "case-ID glob patterns"}
+
+
+def read_sweep(path: Path) -> dict:
+    """The sweep file's TOML, validated against the format: ValueError with one line naming the
+    file, the group and the key for an unknown key, a wrong type, an empty list or an unknown name."""
+    try:
+        spec = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot read the sweep file: {e.strerror if isinstance(e, OSError) else e}") from None
+    _check_keys(spec, SWEEP_KEYS, f"{path}")
+    if "description" in spec and not isinstance(spec["description"], str):
+        raise ValueError(f"{path}: description: must be a string")
+    if "seeds" in spec:
+        _check_seeds(spec["seeds"], f"{path}: seeds")
+    groups = spec.get("group")
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, dict) for g in groups):
+        raise ValueError(f"{path}: group: a sweep needs one or more [[group]] tables"
+                         + ("" if groups is None else f", not {_shown(groups)}"))
+    for i, g in enumerate(groups, 1):
+        where = f"{path}: group {i}"
+        _check_keys(g, GROUP_KEYS, where)
+        for key in ("ops", "dtypes", "layouts", "values", "exclude"):
+            if key in g:
+                _check_names(g[key], f"{where}: {key}")
+        if "seeds" in g:
+            _check_seeds(g["seeds"], f"{where}: seeds")
+        _check_known(g, where)
+    return spec
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_keys(table: dict, known: dict[str, str], where: str) -> None:
+    for key in table:
+        if key not in known:
+            raise ValueError(f"{where}: {unknown('key', key, known)}")
+
+
+def _check_names(value, where: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: must be a list of names (strings), not {_shown(value)}")
+    if not value:
+        raise ValueError(f"{where}: empty list (leave the key out for every one)")
+
+
+def _check_seeds(value, where: str) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in value):
+        raise ValueError(f"{where}: must be a list of non-negative integers, not {_shown(value)}")
+    if not value:
+        raise ValueError(f"{where}: empty list (leave the key out for seed 0)")
+
+
+def _check_known(group: dict, where: str) -> None:
+    """Every name a group gives exists: op patterns match, dtypes, layouts and value classes are known."""
+    for pat in group.get("ops", []):
+        try:
+            select_ops([pat])
+        except KeyError as e:
+            raise ValueError(f"{where}: ops: {e.args[0]}") from None
+    for d in group.get("dtypes", []):
+        if not all(ALIASES.get(part, part) in DTYPES for part in d.split("-")):
+            raise ValueError(f"{where}: dtypes: {unknown('dtype', d, [*DTYPES, *ALIASES])}")
+    for lay in group.get("layouts", []):
+        if lay not in known_layouts():
+            raise ValueError(f"{where}: layouts: {unknown('layout', lay, known_layouts(), 'see parity/layouts.py')}")
+    for v in group.get("values", []):
+        if v not in VALUE_CLASSES:
+            raise ValueError(f"{where}: values: {unknown('value class', v, VALUE_CLASSES)}")
 
 
 def load_sweep(name_or_path: str, filters: Filters | None = None,
@@ -154,21 +251,18 @@ def load_sweep(name_or_path: str, filters: Filters | None = None,
     """All cases of a sweep file, narrowed by the CLI filters, in a stable order; only shard
     (K, N)'s cases when given (`--shard K/N`)."""
     path = sweep_path(name_or_path)
-    try:
-        spec = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: {e}") from None
+    spec = read_sweep(path)
     filters = filters or Filters()
     filters.validate()
     seeds = spec.get("seeds", [0])
     cases: dict[str, Case] = {}
-    for group in spec.get("group", []):
+    for group in spec["group"]:
         ops = select_ops(group.get("ops", ["*"]))
         if filters.ops:
             allowed = {o.name for o in select_ops(filters.ops)}
             ops = [o for o in ops if o.name in allowed]
         for op in ops:
-            dts = _intersect(group.get("dtypes"), filters.dtypes)
+            dts = _intersect(_dtype_keys(group.get("dtypes")), filters.dtypes)
             lays = _intersect(group.get("layouts"), filters.layouts)
             vals = _intersect(group.get("values"), filters.values)
             for c in expand(op, dts, lays, vals, group.get("seeds", seeds)):
@@ -176,6 +270,13 @@ def load_sweep(name_or_path: str, filters: Filters | None = None,
                     continue
                 cases.setdefault(c.id, c)
     return apply_shard(list(cases.values()), shard)
+
+
+def _dtype_keys(dtypes: list[str] | None) -> list[str] | None:
+    """A group's dtypes with aliases (fp8) spelled as dtype keys (f8_e4m3)."""
+    if dtypes is None:
+        return None
+    return ["-".join(ALIASES.get(part, part) for part in d.split("-")) for d in dtypes]
 
 
 def _intersect(a: list[str] | None, b: list[str] | None) -> list[str] | None:

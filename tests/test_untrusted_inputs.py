@@ -117,3 +117,121 @@ def test_stub_path_never_leaves_the_stub_folder(tmp_path):
     assert stub_path(tmp_path, "../../../../../x.h") is None
     assert stub_path(tmp_path, "../../x.h") == tmp_path / "i" / "i" / "x.h"
     assert stub_path(tmp_path, "a/b.h").is_relative_to(tmp_path)
+
+
+# ------------------------------------------------------------------- 2. sweep and chain files
+def _sweep(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+@pytest.mark.parametrize("text,error", [
+    ('[[group]]\nops = ["unary.neg"]\nlayout = ["transposed"]\n',
+     "group 1: unknown key 'layout'; did you mean 'layouts'?"),
+    ('[[group]]\nops = []\n', "group 1: ops: empty list (leave the key out for every one)"),
+    ('[[group]]\nops = ["unary.neg"]\ndtypes = []\n', "group 1: dtypes: empty list"),
+    ('[[group]]\nops = ["unary.neg"]\nlayouts = []\n', "group 1: layouts: empty list"),
+    ('[[group]]\nops = ["unary.neg"]\nlayouts = ["transposd"]\n',
+     "group 1: layouts: unknown layout 'transposd'; did you mean 'transposed'"),
+    ('seeds = "12"\n[[group]]\nops = ["unary.neg"]\n', "seeds: must be a list of non-negative integers, not '12'"),
+    ('[[group]]\nops = ["unary.neg"]\nshape = [4, 4]\n', "group 1: unknown key 'shape'"),
+    ('[[group]]\nops = ["unary.neg"]\nsize = 4\n', "group 1: unknown key 'size'"),
+    ('group = 5\n', "group: a sweep needs one or more [[group]] tables, not 5"),
+    ('[[group]]\nops = [1, 2]\n', "group 1: ops: must be a list of names (strings), not [1, 2]"),
+    ('[[group]]\nops = ["unary.nope"]\n', "group 1: ops: unknown op 'unary.nope'; did you mean"),
+    ('[[group]]\nops = ["unary.neg"]\nvalues = ["specal"]\n',
+     "group 1: values: unknown value class 'specal'; did you mean 'special'?"),
+    ('[[group]]\nops = ["unary.neg"]\nseeds = [-1]\n', "group 1: seeds: must be a list of non-negative integers"),
+    ('descripton = "x"\n[[group]]\nops = ["unary.neg"]\n', "unknown key 'descripton'; did you mean 'description'?"),
+    ('[[group]]\nops = ["unary.neg"]\n[[group]]\nops = ["unary.neg"]\nlayouts = "transposed"\n',
+     "group 2: layouts: must be a list of names (strings), not 'transposed'"),
+])
+def test_bad_sweep_file_is_one_line_naming_file_group_and_key(tmp_path, text, error):
+    from parity.cases import load_sweep
+    path = _sweep(tmp_path, text)
+    with pytest.raises(ValueError) as e:
+        load_sweep(str(path))
+    assert str(e.value).startswith(f"{path}: {error}"), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_sweep_file_exits_2_with_one_line(tmp_path):
+    path = _sweep(tmp_path, '[[group]]\nops = ["unary.neg"]\nlayout = ["transposed"]\n')
+    r = invoke("run", "--out", str(tmp_path / "out"), "--levels", "cpu", "--sweep", str(path), "--ops", "unary.neg")
+    _one_line_error(r, f"{path}: group 1: unknown key 'layout'; did you mean 'layouts'?")
+    assert not (tmp_path / "out").exists()
+
+
+def test_sweep_naming_a_folder_is_one_line_exit_2(tmp_path):
+    folder = tmp_path / "sweeps.toml"
+    folder.mkdir()
+    for arg in (str(folder), str(tmp_path)):
+        r = invoke("run", "--out", str(tmp_path / "out"), "--levels", "cpu", "--sweep", arg, "--ops", "unary.neg")
+        _one_line_error(r, "is a folder, not a sweep file (.toml)")
+
+
+def test_sweep_that_is_a_fifo_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    r = invoke("run", "--out", str(tmp_path / "out"), "--levels", "cpu", "--sweep", str(fifo), "--ops", "unary.neg")
+    _one_line_error(r, f"sweep {fifo} is a FIFO, not a regular file: refused (not opened)")
+
+
+def test_a_valid_sweep_with_aliases_still_runs(tmp_path):
+    path = _sweep(tmp_path, '''\
+        description = "tiny"
+        seeds = [0]
+        [[group]]
+        ops = ["unary.neg"]
+        dtypes = ["fp8", "f32"]
+        layouts = ["transposed"]
+        values = ["normal"]
+        exclude = ["*/f32/*"]
+        ''')
+    from parity.cases import load_sweep
+    assert [c.id for c in load_sweep(str(path))] == ["unary.neg/f8_e4m3/transposed/normal/s0"]
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--layouts", "transposd"], "unknown layout 'transposd'; did you mean 'transposed'"),
+    (["--dtypes", "f17"], "unknown dtype 'f17'; did you mean 'f16'?"),
+    (["--ops", "unary.nope"], "unknown op 'unary.nope'; did you mean 'unary.neg'"),
+    (["--values", "specal"], "unknown value class 'specal'; did you mean 'special'?"),
+    (["--ops", "chain.atention"], "unknown chain 'chain.atention'; did you mean 'chain.attention'?"),
+])
+def test_misspelled_filter_is_a_did_you_mean_line(tmp_path, args, line):
+    r = invoke("run", "--out", str(tmp_path), "--levels", "cpu", *(["--ops", "unary.neg"] if args[0] != "--ops" else []),
+               *args)
+    _one_line_error(r, line)
+    assert len(r.output) < 200                   # not the 170-name list
+
+
+@pytest.mark.parametrize("spec,error", [
+    ({"tensors": {"x": {"shape": [4, -2]}}, "steps": [{"op": "unary.exp", "in": {"x": "x"}, "out": "y"}]},
+     "tensor x: shape: must be a non-empty list of positive integers, not [4, -2]"),
+    ({"tensors": {"x": {"shape": [4], "shap": 1}}, "steps": []}, "tensor x: unknown key 'shap'; did you mean 'shape'?"),
+    ({"tensors": {"x": {"shape": [4]}}, "steps": [{"op": "unary.exp", "in": {"x": "x"}, "outt": "y"}]},
+     "step 1 (unary.exp): unknown key 'outt'; did you mean 'out'?"),
+    ({"tensors": {"x": {"shape": [4]}}, "steps": [{"op": "unary.exp", "in": {"x": "x.reshape(-4)"}, "out": "y"}]},
+     "step 1 (unary.exp): in.x: .reshape(-4): sizes must be positive"),
+    ({"tensors": {"x": {"shape": [4]}}, "steps": [{"op": "unary.exp", "in": {"x": "x.narrow(0,1)"}, "out": "y"}]},
+     "step 1 (unary.exp): in.x: .narrow(0,1) takes 3 arguments"),
+    ({"dtypes": [], "tensors": {"x": {"shape": [4]}}, "steps": []}, "dtypes: must be a non-empty list"),
+    ({"tensors": {"x": {"shape": [4]}}, "steps": [{"op": 5, "out": "y"}]}, "step 1 (5): op: must be a non-empty string"),
+])
+def test_bad_chain_is_one_line_naming_tensor_or_step_and_key(spec, error):
+    from parity.chains import ChainError
+    from parity.chains.format import parse_chain
+    with pytest.raises(ChainError) as e:
+        parse_chain(spec)
+    assert str(e.value) == error or str(e.value).startswith(error), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_chain_file_names_the_file(tmp_path):
+    from parity.chains import ChainError, load_chain
+    p = tmp_path / "c.toml"
+    p.write_text('[tensors]\nx = { shape = [0] }\n[[steps]]\nop = "unary.exp"\nin = { x = "x" }\nout = "y"\n')
+    with pytest.raises(ChainError, match=r"c.toml: tensor x: shape: must be a non-empty list of positive integers"):
+        load_chain(p)

@@ -28,6 +28,7 @@ from math import prod
 from pathlib import Path
 
 from ..layouts import Layout, row_major
+from ..suggest import unknown
 
 VALUE_KINDS = ("normal", "weight", "positive", "causal-mask", "rope-cos", "rope-sin", "bool")
 _VIEW = re.compile(r"\.(\w+)\(([-\d,\s]*)\)")
@@ -165,33 +166,105 @@ def load_chain(path: Path) -> Chain:
         spec = tomllib.loads(Path(path).read_text())
     except tomllib.TOMLDecodeError as e:
         raise ChainError(f"{path}: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ChainError(f"{path}: cannot read the chain file: {e}") from None
     try:
         return parse_chain(spec, str(path))
     except ChainError as e:
         raise ChainError(f"{path}: {e}") from None
 
 
+# The chain format's keys: top level, each [tensors] entry, each [[steps]] table.
+CHAIN_KEYS = ("name", "doc", "dtypes", "tensors", "steps")
+TENSOR_KEYS = ("shape", "dtype", "values")
+STEP_KEYS = ("op", "in", "out", "dtype", "params")
+VIEW_ARITY = {"transpose": 2, "narrow": 3}
+
+
+def _keys(table, known: tuple[str, ...], where: str) -> None:
+    if not isinstance(table, dict):
+        raise ChainError(f"{where}: must be a table, not {table!r}")
+    for key in table:
+        if key not in known:
+            raise ChainError(f"{where}: {unknown('key', key, known)}")
+
+
+def _text(value, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ChainError(f"{where}: must be a non-empty string, not {value!r}")
+    return value
+
+
+def _shape(value, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or \
+            not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in value):
+        raise ChainError(f"{where}: must be a non-empty list of positive integers, not {value!r}")
+    return tuple(value)
+
+
+def check_views(op: Operand, where: str) -> None:
+    """View arguments Candle would accept: the right count, sizes positive, a narrow's start >= 0."""
+    for v in op.views:
+        want = VIEW_ARITY.get(v.kind)
+        if (want is not None and len(v.args) != want) or not v.args:
+            raise ChainError(f"{where}: {v.text()} takes {want or 'one or more'} arguments")
+        if v.kind in ("reshape", "broadcast") and min(v.args) <= 0:
+            raise ChainError(f"{where}: {v.text()}: sizes must be positive")
+        if v.kind == "narrow" and (v.args[1] < 0 or v.args[2] <= 0):
+            raise ChainError(f"{where}: {v.text()}: start must be >= 0 and length positive")
+
+
 def parse_chain(spec: dict, source: str = "") -> Chain:
-    name = spec.get("name") or Path(source).stem
+    """A chain from its TOML table, validated: ChainError with one line naming the tensor or step
+    and the key for an unknown key, a wrong type, an empty list or a non-positive size."""
+    _keys(spec, CHAIN_KEYS, "chain")
+    name = _text(spec["name"], "name") if "name" in spec else Path(source).stem
+    doc = spec.get("doc", "")
+    if not isinstance(doc, str):
+        raise ChainError(f"doc: must be a string, not {doc!r}")
+    dtypes = spec.get("dtypes", ["f32"])
+    if not isinstance(dtypes, list) or not dtypes or not all(isinstance(d, str) and d for d in dtypes):
+        raise ChainError(f"dtypes: must be a non-empty list of dtype names, not {dtypes!r}")
     tensors = {}
-    for n, t in spec.get("tensors", {}).items():
+    declared = spec.get("tensors", {})
+    _keys(declared, tuple(declared) if isinstance(declared, dict) else (), "tensors")
+    for n, t in declared.items():
+        _keys(t, TENSOR_KEYS, f"tensor {n}")
+        if "shape" not in t:
+            raise ChainError(f"tensor {n}: shape: missing")
         values = t.get("values", "normal")
         if values not in VALUE_KINDS:
-            raise ChainError(f"tensor {n}: unknown values {values!r} ({', '.join(VALUE_KINDS)})")
-        tensors[n] = TensorDecl(n, tuple(int(x) for x in t["shape"]), t.get("dtype", "{dt}"), values)
+            raise ChainError(f"tensor {n}: values: {unknown('value kind', values, VALUE_KINDS)}")
+        tensors[n] = TensorDecl(n, _shape(t["shape"], f"tensor {n}: shape"),
+                                _text(t.get("dtype", "{dt}"), f"tensor {n}: dtype"), values)
+    raw_steps = spec.get("steps", [])
+    if not isinstance(raw_steps, list):
+        raise ChainError(f"steps: must be a list of [[steps]] tables, not {raw_steps!r}")
     steps, known = [], set(tensors)
-    for i, s in enumerate(spec.get("steps", []), 1):
-        ins = {k: parse_operand(v) for k, v in s.get("in", {}).items()}
+    for i, s in enumerate(raw_steps, 1):
+        where = f"step {i}" + (f" ({s.get('op')})" if isinstance(s, dict) and "op" in s else "")
+        _keys(s, STEP_KEYS, where)
+        for key in ("op", "out"):
+            if key not in s:
+                raise ChainError(f"{where}: {key}: missing")
+        op, out = _text(s["op"], f"{where}: op"), _text(s["out"], f"{where}: out")
+        raw_in, params = s.get("in", {}), s.get("params", {})
+        if not isinstance(raw_in, dict) or not all(isinstance(v, str) for v in raw_in.values()):
+            raise ChainError(f"{where}: in: must be a table of operand = \"tensor.view(...)\", not {raw_in!r}")
+        if not isinstance(params, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   for v in params.values()):
+            raise ChainError(f"{where}: params: must be a table of numbers, not {params!r}")
+        ins = {k: parse_operand(v) for k, v in raw_in.items()}
         for k, o in ins.items():
+            check_views(o, f"{where}: in.{k}")
             if o.tensor not in known:
-                raise ChainError(f"step {i} ({s.get('op')}): operand {k} reads {o.tensor!r}, which no "
+                raise ChainError(f"{where}: operand {k} reads {o.tensor!r}, which no "
                                  "earlier step produces and is not a chain input")
-        out = s["out"]
         if out in known:
             raise ChainError(f"step {i}: tensor {out!r} is written twice (tensors are values, not buffers)")
         known.add(out)
-        steps.append(Step(i, s["op"], ins, out, s.get("dtype", "{dt}"),
-                          {k: float(v) for k, v in s.get("params", {}).items()}))
+        steps.append(Step(i, op, ins, out, _text(s.get("dtype", "{dt}"), f"{where}: dtype"),
+                          {k: float(v) for k, v in params.items()}))
     if not steps:
         raise ChainError("a chain needs at least one step")
-    return Chain(name, spec.get("doc", ""), tuple(spec.get("dtypes", ["f32"])), tensors, tuple(steps), source)
+    return Chain(name, doc, tuple(dtypes), tensors, tuple(steps), source)

@@ -6,6 +6,7 @@ import fnmatch
 from . import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
 from . import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
 from . import quantized
+from ..suggest import unknown
 from .base import Op
 
 CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, nn, indexing, sort,
@@ -22,7 +23,8 @@ def select(patterns: list[str] | None = None) -> list[Op]:
         hits = [op for name, op in CATALOG.items() if fnmatch.fnmatchcase(name, pat)
                 or fnmatch.fnmatchcase(op.family, pat)]
         if not hits:
-            raise KeyError(f"no op matches {pat!r} (try `parity list`)")
+            names = [*CATALOG, *dict.fromkeys(op.family for op in CATALOG.values())]
+            raise KeyError(unknown("op", pat, names, "see `parity list`"))
         chosen.update((op.name, op) for op in hits)
     return list(chosen.values())
 
