@@ -158,5 +158,6 @@ def _print_static(rows, per_file: bool) -> None:
 @main.command("doctor")
 def doctor_cmd() -> None:
     """Which levels this machine can run, what is missing for the others, and the command that installs it."""
-    from .doctor import doctor, render
+    from .doctor import LEVELS_HEADING, doctor, render, run_levels
     click.echo(render(doctor()))
+    click.echo(f"\n{LEVELS_HEADING}\n{render(run_levels())}")

@@ -37,16 +37,17 @@ def _gpu() -> Check:
 
 
 def _cupy() -> list[Check]:
+    from .executors.hip_nvidia import CUPY_PIP, cuda_device
     try:
         import cupy
-    except Exception as e:
-        return [Check("cupy", False, f"not importable: {e}", "pip install cupy-cuda13x  # or cupy-cuda12x for a CUDA 12 driver")]
+    except Exception:                          # not installed, or installed and broken: cuda_device says which
+        return [Check("cupy", False, cuda_device()[0].reason, CUPY_PIP)]
     rows = []
     try:
         n = cupy.cuda.runtime.getDeviceCount() if cupy.cuda.is_available() else 0
     except Exception:
         n = 0
-    rows.append(Check("cupy", n > 0, f"cupy {cupy.__version__}, {n} CUDA device(s)",
+    rows.append(Check("cupy", n > 0, f"cupy {cupy.__version__}, {n} CUDA device(s)" if n else cuda_device()[0].reason,
                       "" if n else "needs an NVIDIA GPU and driver (see nvidia-gpu)"))
     try:
         from cupy_backends.cuda.libs import nvrtc
@@ -127,6 +128,25 @@ def doctor() -> list[Check]:
     rows += _hip_python()
     rows += _libs()
     return rows
+
+
+def run_levels() -> list[Check]:
+    """Each level `parity run` knows, available here or why not — answered by the same
+    `availability` that `parity run` asks (parity.levels.make, isolate=False: nothing starts)."""
+    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, make
+    rows = []
+    for name in ALL_LEVELS:
+        av = make(name, DEFAULT_HIP_SRC, None, isolate=False).availability
+        what = av.device if av.available else av.reason
+        if name == "amd-static" and av.available:
+            what = f"compile checks of the suite for AMD targets: {what}"
+        if name not in LEVELS:
+            what += f" (runs only when named: --levels {name})"
+        rows.append(Check(name, av.available, what, ""))
+    return rows
+
+
+LEVELS_HEADING = "levels `parity run` uses here:"
 
 
 def render(rows: list[Check]) -> str:

@@ -120,6 +120,22 @@ class HipPrepared:
         self._infos.clear()
 
 
+def rocm_problems(known: str = "") -> list[str]:
+    """What else the `amd` level lacks here, beyond `known` (detect()'s first reason): the ROCm
+    runtime library, the amdgpu kernel driver (/dev/kfd) that an AMD GPU needs."""
+    import ctypes.util
+    out = []
+    lib = ctypes.util.find_library("amdhip64")
+    if not lib and "amdhip64" not in known:
+        out.append("no ROCm runtime (libamdhip64 not found): apt-get install libamdhip64-dev "
+                   "(or amdgpu-install --usecase=rocm)")
+    elif lib and "hip-python" in known:
+        out.append(f"ROCm runtime present ({lib}): pick the hip-python release of that ROCm version")
+    if not os.path.exists("/dev/kfd"):
+        out.append("no AMD GPU (/dev/kfd missing: no amdgpu kernel driver): run on a machine with an AMD GPU")
+    return out
+
+
 class AmdExecutor(Executor):
     level = "amd"
 
@@ -148,7 +164,8 @@ class AmdExecutor(Executor):
 
     def availability(self) -> Availability:
         if self._avail is None:
-            self._avail = detect()
+            ok, why, arch = detect()
+            self._avail = ok, why if ok else "; ".join([why, *rocm_problems(why)]), arch
         ok, why, arch = self._avail
         self.arch = self.arch or (arch.split(":")[0] if arch else None)
         return Availability(ok, why, device=f"AMD {arch}" if ok else "")

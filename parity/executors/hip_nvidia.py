@@ -125,21 +125,72 @@ def _cuda_include_dirs() -> list[str]:
     return out
 
 
+CUPY_PIP = "pip install cupy-cuda13x (cupy-cuda12x for a CUDA 12 driver)"
+
+
+def _cupy_dist() -> str:
+    """`cupy-cuda13x 14.2.0`: the installed CuPy wheel (its name says the CUDA it was built for)."""
+    import importlib.metadata as md
+    names = sorted({d.metadata["Name"] for d in md.distributions()
+                    if (d.metadata["Name"] or "").lower().startswith("cupy")})
+    return ", ".join(f"{n} {md.version(n)}" for n in names) or "CuPy"
+
+
+def _cuda_error(lib, rc: int) -> str:
+    import ctypes
+    name = ctypes.c_char_p()
+    lib.cuGetErrorName(rc, ctypes.byref(name))
+    return name.value.decode() if name.value else f"CUresult {rc}"
+
+
+def nvidia_driver_problem() -> str:
+    """'' when the NVIDIA driver library loads and sees a GPU, else what is missing: no driver
+    (libcuda not found), a driver but no GPU (cuInit's error), a driver older than CuPy's CUDA."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no NVIDIA driver (libcuda.so.1 not found): install the NVIDIA driver, on a machine with an NVIDIA GPU"
+    rc = lib.cuInit(0)
+    if rc != 0:
+        gpu = "no /dev/nvidia0" if not os.path.exists("/dev/nvidia0") else "/dev/nvidia0 present"
+        return f"NVIDIA driver loaded but no usable GPU: cuInit failed with {_cuda_error(lib, rc)} ({gpu})"
+    count = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(count))
+    return "" if count.value else "NVIDIA driver loaded but it sees no GPU (0 devices)"
+
+
 def cuda_device() -> tuple[Availability | None, str, str]:
     """(None, GPU name, compute capability) for the current CUDA device through CuPy, or
-    (an `unavailable` Availability saying why, "", "")."""
+    (an `unavailable` Availability saying, in full, what is missing: CuPy, the driver, the GPU)."""
     try:
         import cupy
+    except ModuleNotFoundError as e:
+        if e.name == "cupy":
+            return Availability(False, f"CuPy not installed: {CUPY_PIP}"), "", ""
+        return Availability(False, f"{_cupy_dist()} installed but not importable: {e}"), "", ""
     except Exception as e:
-        return Availability(False, f"CuPy not importable ({e}): pip install cupy-cuda13x (cupy-cuda12x for CUDA 12)"), "", ""
+        return Availability(False, f"{_cupy_dist()} installed but not importable ({type(e).__name__}: {e}); "
+                                   f"reinstall it: {CUPY_PIP}"), "", ""
     try:
         if not cupy.cuda.is_available():
-            return Availability(False, "CuPy sees no CUDA device (no GPU or no driver)"), "", ""
+            why = nvidia_driver_problem()
+            if not why:
+                try:
+                    cupy.cuda.runtime.getDeviceCount()
+                    why = "CuPy sees no CUDA device"
+                except Exception as e:           # e.g. a driver older than CuPy's CUDA runtime
+                    drv = cupy.cuda.runtime.driverGetVersion()
+                    rt = cupy.cuda.runtime.runtimeGetVersion()
+                    why = (f"CuPy cannot use the GPU ({e}): the driver supports CUDA {drv // 1000}.{drv % 1000 // 10}, "
+                           f"CuPy was built for CUDA {rt // 1000}.{rt % 1000 // 10}; update the driver or "
+                           "install the CuPy of the driver's CUDA (cupy-cuda12x)")
+            return Availability(False, f"{_cupy_dist()} installed, but {why}"), "", ""
         dev = cupy.cuda.Device()
         name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
         return None, name.decode() if isinstance(name, bytes) else str(name), str(dev.compute_capability)
     except Exception as e:
-        return Availability(False, f"CUDA device unusable: {e}"), "", ""
+        return Availability(False, f"CUDA device unusable ({type(e).__name__}: {e})"), "", ""
 
 
 def _device_arch() -> str | None:
