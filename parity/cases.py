@@ -49,7 +49,7 @@ class Case:
             return Case(parts[0], parts[1], chains.LAYOUT, "normal", int(parts[2][1:]))
         if len(parts) != 5 or not parts[4].startswith("s") or not parts[4][1:].isdigit():
             raise ValueError(f"malformed case ID {case_id!r}; expected op/dtype/layout/values/sN[@k=v,...]")
-        params = tuple((k, float(v)) for k, v in (kv.split("=") for kv in p.split(","))) if p else ()
+        params = _parse_params(case_id, p) if p else ()
         return Case(parts[0], parts[1], parts[2], parts[3], int(parts[4][1:]), params)
 
     @property
@@ -68,6 +68,20 @@ class Case:
         if chains.is_chain(self.op):
             return {s.launch.kernel for s in op.spec.prepare(self)[1].steps}
         return {op.kernel_name(self.dtype)}
+
+
+def _parse_params(case_id: str, text: str) -> tuple[tuple[str, float], ...]:
+    """`k=v,k=v` of a case ID; ValueError with one line for anything else."""
+    out = []
+    for kv in text.split(","):
+        k, eq, v = kv.partition("=")
+        try:
+            out.append((k.strip(), float(v)))
+        except ValueError:
+            eq = ""
+        if not eq or not k.strip():
+            raise ValueError(f"malformed parameter {kv!r} in case ID {case_id!r}; expected @name=number,...")
+    return tuple(out)
 
 
 def select_ops(patterns: list[str] | None) -> list[Op]:

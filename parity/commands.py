@@ -111,27 +111,31 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
 @click.option("--level", default="cpu", show_default=True, help="cpu, hip-on-nvidia, amd or cuda.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("case.npz"), show_default=True,
-              help="Where to write the .npz (inputs' base buffers, layouts, expected, got, launch).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Where to write the .npz (inputs' base buffers, layouts, expected, got, launch) "
+                   "[default: reports/repro/<case id>.npz].")
 @click.option("--no-snippet", is_flag=True, help="Do not print the CuPy replay script.")
-def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path, no_snippet: bool) -> None:
+def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, no_snippet: bool) -> None:
     """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
-    is still written, without `got`).
+    is still written, without `got`) or the case ID or an option is wrong.
     """
     from .levels import ALL_LEVELS as LEVELS
     from . import repro
     from .row import Verdict
+    from .suggest import unknown
     if level not in LEVELS:
-        raise SetupError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
+        raise SetupError(unknown("level", level, LEVELS))
     for p in [hip_src, cuda_src]:
         if p is not None and not Path(p).is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
     try:
-        r = repro.run(case_id, level, hip_src, cuda_src, output)
+        r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id))
     except (KeyError, ValueError) as e:
         raise SetupError(str(e.args[0]) if e.args else str(e))
+    except OSError as e:                 # e.g. the .npz's folder cannot be made or written
+        raise SetupError(f"{e.filename}: {e.strerror}" if e.filename else str(e))
     if not no_snippet:
         click.echo(r.snippet)
     click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)

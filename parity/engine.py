@@ -17,15 +17,60 @@ from .timing import bytes_moved_built, gbps, time_launch
 
 
 def bench_refusal(case: Case, executor: Executor) -> dict | None:
-    """Bench-sized layouts are for timing on a GPU: the cpu level answers `unavailable`."""
+    """Bench-sized layouts are for timing on a GPU, and huge ones need more memory than most
+    machines have (`memory_refusal`): the cpu level answers `unavailable` before building anything."""
     from .layouts import LAYOUT_CLASSES
     cls = LAYOUT_CLASSES.get(case.layout)
-    if cls is None or not cls.bench or executor.level != "cpu":
+    if executor.level != "cpu" or cls is None:
+        return None
+    if cls.bench:
+        why = (f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
+               "levels only; the cpu level does not run it")
+    else:
+        why = memory_refusal(case, executor.level)
+    if why is None:
         return None
     return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
                params=dict(case.params), level=executor.level, verdict=Verdict.UNAVAILABLE,
-               message=f"bench-sized layout {case.layout} ({'x'.join(map(str, cls.shape))}) is timed on GPU "
-                       "levels only; the cpu level does not run it").to_dict()
+               message=why).to_dict()
+
+
+def memory_refusal(case: Case, level: str) -> str | None:
+    """Why the cpu level cannot build an opt-in (huge) case in this machine's memory, as one line
+    with the numbers, or None. Checked before any input is built: a 2^31-element case was killed
+    by the kernel at 23.5 GB. The estimate is a floor: every operand and the output as a base
+    buffer of the widest dtype plus its float64 reference copy."""
+    from math import prod
+
+    from .layouts import LAYOUT_CLASSES
+    cls = LAYOUT_CLASSES.get(case.layout)
+    if level != "cpu" or cls is None or not cls.opt_in or cls.bench:
+        return None
+    op = case.op_spec
+    itemsize = max(d.bits // 8 for d in op.dtype_parts(case.dtype))
+    operands = len(op.inputs) + 1
+    need = operands * prod(cls.shape) * (itemsize + 8)
+    have = available_memory()
+    if have is None or need <= have:
+        return None
+    return (f"layout {case.layout} ({prod(cls.shape)} elements x {operands} operands) needs about "
+            f"{need / 2**30:.1f} GiB on the cpu level; {have / 2**30:.1f} GiB available (MemAvailable): "
+            "not run (run it on a GPU level, or on a machine with more memory)")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (/proc/meminfo MemAvailable), None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @dataclass

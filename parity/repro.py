@@ -9,6 +9,7 @@ the .npz, compiles the suite's source with RawModule and replays the launch.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from .cases import Case
 from .host.marshal import scalar_arg
 from .ops import CATALOG
 from .row import Verdict
+from .suggest import unknown
 
 NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
              "float16", "float32", "float64"}
@@ -88,14 +90,71 @@ def _judged_on(level: str, hip_src: Path | None, cuda_src: Path | None, spec, bu
     return fields["verdict"], fields.get("message", ""), got, res
 
 
+def _unknown_in(case_id: str, kind: str, word: str, choices, hint: str = "") -> ValueError:
+    """`unknown layout 'transposd' in case id '...'; did you mean 'transposed'?`"""
+    line = unknown(kind, word, choices, hint)
+    head = f"unknown {kind} {word!r}"
+    return ValueError(head + f" in case id {case_id!r}" + line[len(head):])
+
+
+def parse_case(case_id: str) -> Case:
+    """The case a case ID names, every part checked against the catalog: ValueError with one line
+    naming the part that is wrong (op, dtype, layout, value class, parameter) and the closest names."""
+    case = Case.parse(case_id)
+    if chains.is_chain(case.op):
+        ops = chains.chains()
+        if case.op not in ops:
+            raise _unknown_in(case_id, "chain", case.op, ops, "see `parity list`")
+        op = ops[case.op]
+        if case.dtype not in op.dtypes:
+            raise _unknown_in(case_id, "dtype", case.dtype, op.dtypes)
+        return case
+    if case.op not in CATALOG:
+        raise _unknown_in(case_id, "op", case.op, CATALOG, "see `parity list`")
+    op = CATALOG[case.op]
+    if case.dtype not in op.dtypes:
+        raise _unknown_in(case_id, "dtype", case.dtype, op.dtypes)
+    if case.layout not in op.spec.layouts():
+        raise _unknown_in(case_id, "layout", case.layout, op.spec.layouts())
+    if case.values not in op.value_classes:
+        raise _unknown_in(case_id, "value class", case.values, op.value_classes)
+    names = {k for ps in op.param_sets for k in ps}
+    given = {k for k, _ in case.params}
+    for k, _ in case.params:
+        if not names:
+            raise ValueError(f"case id {case_id!r}: {op.name} takes no parameters (drop @{k}=...)")
+        if k not in names:
+            raise _unknown_in(case_id, "parameter", k, sorted(names))
+    missing = sorted(names - given)
+    if missing:
+        raise ValueError(f"case id {case_id!r} lacks parameter {missing[0]!r} of {op.name} "
+                         f"(@{','.join(f'{k}=...' for k in sorted(names))})")
+    return case
+
+
+def memory_guard(case: Case, level: str) -> None:
+    """The run's guard for huge layouts on the cpu level (engine.memory_refusal), before anything
+    is built: ValueError with its one line."""
+    from .engine import memory_refusal
+    why = memory_refusal(case, level)
+    if why:
+        raise ValueError(f"{case.id}: {why}")
+
+
+def default_output(case_id: str, folder: Path = Path("reports") / "repro") -> Path:
+    """Where `parity repro` writes the .npz without -o: `reports/repro/<case id>.npz`, the ID with
+    every character outside [A-Za-z0-9._=,@+-] (the `/`s) replaced, so it never leaves the folder."""
+    safe = re.sub(r"[^A-Za-z0-9._=,@+-]", "_", case_id).lstrip(".") or "case"
+    return folder / f"{safe[:200]}.npz"
+
+
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
         out: Path | None = None) -> Repro:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
-    case = Case.parse(case_id)
+    case = parse_case(case_id)
+    memory_guard(case, level)
     if chains.is_chain(case.op):
         return run_chain(case, level, hip_src, cuda_src, out)
-    if case.op not in CATALOG:
-        raise KeyError(f"no op {case.op!r} (see `parity list`)")
     spec = CATALOG[case.op].spec
     b, launch, expected = spec.prepare(case)
     if launch is None:

@@ -235,3 +235,100 @@ def test_bad_chain_file_names_the_file(tmp_path):
     p.write_text('[tensors]\nx = { shape = [0] }\n[[steps]]\nop = "unary.exp"\nin = { x = "x" }\nout = "y"\n')
     with pytest.raises(ChainError, match=r"c.toml: tensor x: shape: must be a non-empty list of positive integers"):
         load_chain(p)
+
+
+# ------------------------------------------------------------------- 3. huge layouts on the cpu level
+HUGE = "unary.exp/f32/huge/normal/s0"
+
+
+def _no_building(monkeypatch):
+    """Any build of a case's inputs fails the test: the guard must answer before."""
+    from parity.ops.elementwise import ElementwiseSpec
+
+    def boom(*a, **k):
+        raise AssertionError("a huge case's inputs were built")
+    monkeypatch.setattr(ElementwiseSpec, "prepare", boom)
+
+
+def test_huge_layout_on_cpu_is_unavailable_with_the_numbers_before_building(monkeypatch):
+    from parity import engine
+    from parity.cases import Case
+    from parity.executors.cpu import CpuExecutor
+    monkeypatch.setattr(engine, "available_memory", lambda: 8 * 2**30)
+    _no_building(monkeypatch)
+    row = engine.run_case(Case.parse(HUGE), CpuExecutor())
+    assert row["verdict"] == "unavailable"
+    assert row["message"] == ("layout huge (2147484677 elements x 2 operands) needs about 48.0 GiB on the cpu "
+                              "level; 8.0 GiB available (MemAvailable): not run (run it on a GPU level, or on a "
+                              "machine with more memory)")
+
+
+def test_huge_layout_runs_on_cpu_when_memory_allows(monkeypatch):
+    from parity import engine
+    from parity.cases import Case
+    monkeypatch.setattr(engine, "available_memory", lambda: 2**40)
+    assert engine.memory_refusal(Case.parse(HUGE), "cpu") is None
+    monkeypatch.setattr(engine, "available_memory", lambda: 2**30)
+    assert engine.memory_refusal(Case.parse(HUGE), "hip-on-nvidia") is None     # the guard is the cpu level's
+    assert engine.memory_refusal(Case.parse("unary.exp/f32/transposed/normal/s0"), "cpu") is None
+
+
+def test_repro_of_a_huge_case_exits_2_before_building(monkeypatch, tmp_path):
+    from parity import engine
+    monkeypatch.setattr(engine, "available_memory", lambda: 8 * 2**30)
+    _no_building(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    r = invoke("repro", HUGE)
+    _one_line_error(r, f"Error: {HUGE}: layout huge (2147484677 elements x 2 operands) needs about 48.0 GiB")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------- 4. parity repro
+@pytest.mark.parametrize("case_id,line", [
+    ("unary.exp/f32/transposd/normal/s0",
+     "unknown layout 'transposd' in case id 'unary.exp/f32/transposd/normal/s0'; did you mean 'transposed'"),
+    ("unary.exq/f32/transposed/normal/s0", "unknown op 'unary.exq' in case id 'unary.exq/f32/transposed/normal/s0'; "
+                                           "did you mean 'unary.exp'"),
+    ("unary.exp/f23/transposed/normal/s0", "unknown dtype 'f23' in case id 'unary.exp/f23/transposed/normal/s0'; "
+                                           "did you mean 'f32'?"),
+    ("unary.exp/f32/transposed/specal/s0", "unknown value class 'specal' in case id "
+                                           "'unary.exp/f32/transposed/specal/s0'; did you mean 'special'?"),
+    ("unary.exp/f32/transposed/normal/s0@bogus=1",
+     "case id 'unary.exp/f32/transposed/normal/s0@bogus=1': unary.exp takes no parameters (drop @bogus=...)"),
+    ("affine/f32/transposed/normal/s0@mull=2,add=0",
+     "unknown parameter 'mull' in case id 'affine/f32/transposed/normal/s0@mull=2,add=0'; did you mean 'mul'?"),
+    ("affine/f32/transposed/normal/s0@mul",
+     "malformed parameter 'mul' in case ID 'affine/f32/transposed/normal/s0@mul'; expected @name=number,..."),
+    ("unary.exp/f32/transposed/normal/sx", "malformed case ID 'unary.exp/f32/transposed/normal/sx'"),
+    ("chain.atention/f32/s0", "unknown chain 'chain.atention' in case id 'chain.atention/f32/s0'; "
+                              "did you mean 'chain.attention'?"),
+])
+def test_repro_bad_case_id_names_the_wrong_part(tmp_path, monkeypatch, case_id, line):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("repro", case_id)
+    _one_line_error(r, "Error: " + line)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_repro_unknown_level_is_a_did_you_mean(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(invoke("repro", "unary.exp/f32/transposed/normal/s0", "--level", "cpuu"),
+                    "Error: unknown level 'cpuu'; did you mean 'cpu'?")
+
+
+def test_repro_writes_under_reports_repro_not_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("repro", "affine/f32/transposed/normal/s0@add=1,mul=2", "--no-snippet")
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / "case.npz").exists()
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == \
+        [Path("reports/repro/affine_f32_transposed_normal_s0@add=1,mul=2.npz")]
+    r = invoke("repro", "unary.exp/f32/transposed/normal/s0", "--no-snippet", "-o", str(tmp_path / "a" / "b.npz"))
+    assert r.exit_code == 0 and (tmp_path / "a" / "b.npz").is_file()
+
+
+def test_repro_default_output_cannot_escape_its_folder(tmp_path):
+    from parity.repro import default_output
+    for cid in ("../../../etc/x/s0", "/abs/x/y/z/s0", "..", "a\\b/c"):
+        out = default_output(cid, tmp_path)
+        assert out.parent == tmp_path and not out.name.startswith(".")
