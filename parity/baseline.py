@@ -65,18 +65,47 @@ def load(path: str | Path) -> Baseline:
         doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"baseline {path}: {e}") from None
-    raw = doc.get("known", []) if isinstance(doc, dict) else doc
+    raw = _entries_of(doc, path)
+    return Baseline([_entry(e, i, path) for i, e in enumerate(raw)], str(path))
+
+
+KEYS = {"pattern", "level", "reason"}
+
+
+def _entries_of(doc, path: Path) -> list:
+    """The entry list of a baseline document: `known` of a table/object, or a bare JSON list."""
+    if isinstance(doc, list):
+        return doc
+    if not isinstance(doc, dict):
+        raise ValueError(f"baseline {path}: expected a table with a `known` list of entries")
+    from .suggest import unknown
+    for k in doc:
+        if k not in ("known", "schema"):
+            raise ValueError(f"baseline {path}: {unknown('key', k, ['known', 'schema'])}")
+    if "schema" in doc and doc["schema"] != SCHEMA:
+        raise ValueError(f"baseline {path}: schema {doc['schema']!r}, expected {SCHEMA!r}")
+    raw = doc.get("known", [])
     if not isinstance(raw, list):
         raise ValueError(f"baseline {path}: expected a list of entries under `known`")
-    entries = []
-    for i, e in enumerate(raw):
-        if not isinstance(e, dict) or not isinstance(e.get("pattern"), str) or not e["pattern"]:
-            raise ValueError(f"baseline {path}: entry {i + 1} has no `pattern`")
-        unknown = set(e) - {"pattern", "level", "reason"}
-        if unknown:
-            raise ValueError(f"baseline {path}: entry {i + 1} has unknown key(s) {', '.join(sorted(unknown))}")
-        entries.append(Entry(e["pattern"], e.get("level") or None, str(e.get("reason", ""))))
-    return Baseline(entries, str(path))
+    return raw
+
+
+def _entry(e, i: int, path: Path) -> Entry:
+    """One entry, every key checked: a str pattern, an optional str level, an optional str reason."""
+    where = f"baseline {path}: entry {i + 1}"
+    if not isinstance(e, dict):
+        raise ValueError(f"{where} is {type(e).__name__}, not a table {{pattern, level?, reason}}")
+    from .suggest import unknown
+    for k in e:
+        if k not in KEYS:
+            raise ValueError(f"{where}: {unknown('key', k, sorted(KEYS))}")
+    if not isinstance(e.get("pattern"), str) or not e["pattern"]:
+        raise ValueError(f"{where} has no `pattern`" if "pattern" not in e
+                         else f"{where}: `pattern` must be a non-empty string (got {e['pattern']!r})")
+    for k in ("level", "reason"):
+        if k in e and not isinstance(e[k], str):
+            raise ValueError(f"{where}: `{k}` must be a string (got {e[k]!r})")
+    return Entry(e["pattern"], e.get("level") or None, e.get("reason", ""))
 
 
 def dump(baseline: Baseline, path: str | Path) -> None:
@@ -153,3 +182,55 @@ def from_results(res: Results, reason: str = PLACEHOLDER) -> Baseline:
 def _escape(case_id: str) -> str:
     """A case ID as an fnmatch pattern matching exactly itself."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in case_id)
+
+
+@dataclass
+class Update:
+    """What `update` did: the new baseline and where each old entry went."""
+    baseline: Baseline
+    kept: int = 0             # old entries still failing (their reason kept)
+    dropped: int = 0          # old entries whose cases these results ran, none failing
+    not_covered: int = 0      # old entries these results cannot judge: kept as they were
+    added: int = 0            # new failures, with the placeholder reason
+
+
+def update(old: Baseline, res: Results) -> Update:
+    """`old` brought up to date with `res`: an old entry stays while a case it matches fails (its
+    hand-written reason kept), goes when the results ran its cases on its level and none fails,
+    and stays untouched when the results did not run them (another level, another sweep) — a cpu
+    run says nothing about GPU entries. An entry without a level (every level) is never dropped:
+    no run covers every level. Each failure no entry covers gets a new exact entry."""
+    fresh = from_results(res)
+    failing = {e for e in fresh.entries}
+    keys = list(zip(res.table["case_id"].astype(str), res.table["level"], res.table["verdict"]))
+    evidence = list(dict.fromkeys((c, lv) for c, lv, v in keys if v != Verdict.UNAVAILABLE))
+    ran = {lv for _, lv in evidence}
+    out = Update(Baseline([]))
+    kept_old, covering = [], set()
+    for e in old.entries:
+        hits = [f for f in failing if e.matches(_unescape(f.pattern), f.level)]
+        if hits:
+            covering.update(hits)
+            kept_old.append(e)
+            out.kept += 1
+        elif e.level is not None and _judged(e, evidence, ran):
+            out.dropped += 1
+        else:
+            kept_old.append(e)
+            out.not_covered += 1
+    new = [f for f in fresh.entries if f not in covering]
+    out.added = len(new)
+    out.baseline = Baseline(kept_old + new)
+    return out
+
+
+def _judged(e: Entry, evidence: list[tuple[str, str]], ran: set) -> bool:
+    """Whether the results ran a case of `e` (on a level of `e`): its passes are evidence then."""
+    if not any(fnmatch.fnmatchcase(str(lv or ""), e.level) for lv in ran):
+        return False                       # quick: none of its levels ran (a cpu run, a GPU entry)
+    return any(e.matches(c, lv) for c, lv in evidence)
+
+
+def _unescape(pattern: str) -> str:
+    """The case ID `_escape` made an exact pattern of."""
+    return pattern.replace("[*]", "*").replace("[?]", "?").replace("[[]", "[")

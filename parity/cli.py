@@ -297,20 +297,30 @@ def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
 
 
 @main.command()
-@click.argument("results", type=click.Path(path_type=Path))
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "junit", "json", "html"]), default="md", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
 @click.option("--baseline", "baseline_path", type=click.Path(path_type=Path), help="Known failures: become xfail.")
 @click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes fails.")
-def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
-    """Render a results.json as markdown, JUnit XML, JSON or the HTML scoreboard."""
+def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
+    """Render a results.json (or a run folder) as markdown, JUnit XML, JSON or the HTML scoreboard.
+
+    Given several (a shell glob over runs), the newest run is rendered and named on stderr."""
     from .commands import apply_baseline, load_baseline
     from .render import html, junit, markdown
-    from .results import Results
+    from .results import Results, newest
+    if output is not None and Path(output).is_dir():
+        raise SetupError(f"-o {output} is a folder; name the file to write")
     try:
-        res = Results.from_json(results)
+        path, note = newest(list(results))
+        res = Results.from_json(path)
     except ValueError as e:
         raise SetupError(str(e))
+    if note:
+        click.echo(note, err=True)
+    if res.meta.get("shards_missing"):
+        click.echo(f"⚠️ partial merge: shard(s) {', '.join(res.meta['shards_missing'])} missing "
+                   "(their cases are in no report)", err=True)
     res = apply_baseline(res, load_baseline(baseline_path, strict), strict)
     if fmt == "html":
         text = html.render(res)
@@ -323,7 +333,10 @@ def report(results: Path, fmt: str, output: Path | None, baseline_path, strict: 
         text = json.dumps({"schema": "parity.results/1", "meta": res.meta,
                            "results": json.loads(res.table.to_json(orient="records"))}, indent=1)
     if output:
-        Path(output).write_text(text)
+        try:
+            Path(output).write_text(text)
+        except OSError as e:
+            raise SetupError(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text)
     sys.exit(0 if res.ok else 1)

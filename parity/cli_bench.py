@@ -114,35 +114,117 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
 
 
 # ------------------------------------------------------------------------------ parity merge
-def merge_results(paths: list[Path]):
-    """Rows of every file, keyed by (case ID, level), first appearance order; a later file's row
-    replaces an earlier one for the same key. Meta: the first file's, plus provenance."""
+MERGE_SCOPE = ("kind", "sweep", "filters", "levels", "hip_src", "cuda_src")
+MAX_CONFLICTS = 50                             # conflicts listed in meta (all are counted)
+
+
+def merge_results(paths: list[Path], allow_partial: bool = False):
+    """One run from its shards (or its GPU workers' files), keyed by (case ID, level).
+
+    ValueError (one line) when the files are not parts of one run: another sweep, filters, levels
+    or suite, shards of different splits, or — unless `allow_partial` — a shard K of N missing
+    (the merged meta then names them in `shards_missing`). Rows of one key with different verdicts
+    are a conflict: the worst verdict (results.ORDER: a failure before a pass) is kept whatever the
+    argument order, and meta `merge_conflicts` lists them."""
+    from .diff import scope_differences
     from .results import Results
-    rows: dict[tuple, dict] = {}
-    metas = []
-    for p in paths:
-        r = Results.from_json(p)
-        metas.append(r.meta)
-        for row in r.table.to_dict(orient="records"):
-            rows[(row["case_id"], row["level"])] = row
+    parts = [(Path(p), Results.from_json(p)) for p in paths]
+    for p, r in parts[1:]:
+        diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
+        if diff:
+            raise ValueError(f"cannot merge {p} with {parts[0][0]}: not parts of one run ({'; '.join(diff)})")
+    missing = _missing_shards([str(r.meta.get("shard") or "") for _, r in parts], [p for p, _ in parts])
+    if missing and not allow_partial:
+        raise ValueError(f"shard(s) {', '.join(missing)} missing: merge every shard, or pass --allow-partial "
+                         f"to write a merge that says so")
+    rows, conflicts = _merge_rows(parts)
+    metas = [r.meta for _, r in parts]
     meta = dict(metas[0]) if metas else {}
-    meta["merged_from"] = [str(p) for p in paths]
+    meta["merged_from"] = [str(p) for p, _ in parts]
     meta["shards"] = [m.get("shard") for m in metas]
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
     meta.pop("shard", None)
-    return Results.from_rows(list(rows.values()), meta)
+    if missing:
+        meta["shards_missing"] = missing
+    if conflicts:
+        meta["merge_conflicts"] = {"count": len(conflicts), "rule": "the worst verdict is kept",
+                                   "first": conflicts[:MAX_CONFLICTS]}
+    return Results.from_rows(rows, meta)
+
+
+def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
+    """The K/N absent from `shards` ("" for a whole run); ValueError for splits that do not fit."""
+    from .shard import parse_shard
+    if not any(shards):
+        return []
+    if not all(shards):
+        whole = paths[shards.index("")]
+        raise ValueError(f"cannot merge {whole} (a whole run) with shards ({next(s for s in shards if s)})")
+    try:
+        split = [parse_shard(s) for s in shards]
+    except ValueError as e:
+        raise ValueError(f"meta {e}") from None
+    ns = sorted({n for _, n in split})
+    if len(ns) > 1:
+        raise ValueError(f"cannot merge shards of different splits (/{' and /'.join(map(str, ns))})")
+    have = {k for k, _ in split}
+    return [f"{k}/{ns[0]}" for k in range(1, ns[0] + 1) if k not in have]
+
+
+def _merge_rows(parts: list) -> tuple[list[dict], list[dict]]:
+    """Rows keyed by (case ID, level), first appearance order; of rows with different verdicts for a
+    key the worst is kept (never the later file's: argument order must not hide a failure)."""
+    from .results import ORDER
+
+    def rank(v) -> int:
+        return ORDER.index(v) if v in ORDER else -1         # unknown: first (from_json refuses them)
+    rows: dict[tuple, dict] = {}
+    seen: dict[tuple, dict[str, str]] = {}                   # key -> {file: verdict}
+    for p, r in parts:
+        for row in r.records():
+            key = (row["case_id"], row["level"])
+            seen.setdefault(key, {})[str(p)] = str(row["verdict"])
+            if key not in rows or rank(row["verdict"]) < rank(rows[key]["verdict"]):
+                rows[key] = row
+    conflicts = [{"case_id": k[0], "level": k[1], "verdicts": v, "kept": str(rows[k]["verdict"])}
+                 for k, v in seen.items() if len(set(v.values())) > 1]
+    return list(rows.values()), conflicts
 
 
 @main.command("merge")
 @click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Merged results.json to write.")
-def merge_cmd(results, output: Path) -> None:
-    """Merge results.json files (shards of one sweep, or GPU workers) into one; exit 1 if it has failures."""
+@click.option("--allow-partial", is_flag=True,
+              help="Merge although shards of the split are missing; the merged meta and reports name them.")
+def merge_cmd(results, output: Path, allow_partial: bool) -> None:
+    """Merge results.json files (or run folders) of one run — its shards, or its GPU workers — into one.
+
+    Exit 2 when they are not parts of one run (another sweep, filters, levels or suite) or a shard
+    is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
+    in two files keeps the worst one, and the conflict is reported."""
+    if Path(output).is_dir():
+        raise SetupError(f"-o {output} is a folder; name the merged file, e.g. {Path(output) / 'results.json'}")
     try:
-        res = merge_results(list(results))
+        res = merge_results(list(results), allow_partial)
     except ValueError as e:
         raise SetupError(str(e))
-    res.to_json(output)
+    try:
+        res.to_json(output)
+    except OSError as e:
+        try:                                   # to_json writes OUTPUT.tmp first: leave none behind
+            Path(str(output) + ".tmp").unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise SetupError(f"cannot write {output}: {e.strerror or e}")
     click.echo(f"{output}: {len(res.table)} rows from {len(results)} file(s): "
                + ", ".join(f"{n} {v}" for v, n in res.counts().items()))
+    missing = res.meta.get("shards_missing")
+    if missing:
+        click.echo(f"⚠️ partial merge: shard(s) {', '.join(missing)} missing — their cases are not in {output}")
+    conflicts = res.meta.get("merge_conflicts")
+    if conflicts:
+        c = conflicts["first"][0]
+        where = ", ".join(f"{v} in {f}" for f, v in c["verdicts"].items())
+        click.echo(f"⚠️ {conflicts['count']} case(s) with different verdicts in different files; the worst verdict "
+                   f"kept (e.g. {c['case_id']} @{c['level']}: {where} -> {c['kept']})")
     sys.exit(0 if res.ok else 1)

@@ -54,32 +54,33 @@ def baseline() -> None:
 
 
 @baseline.command("update")
-@click.argument("results", type=click.Path(path_type=Path))
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Baseline file to write (.toml or .json); reasons of entries already there are kept.")
-def baseline_update(results: Path, output: Path) -> None:
-    """Write the current failures of RESULTS as a baseline, with reason placeholders."""
+def baseline_update(results: tuple[Path, ...], output: Path) -> None:
+    """Write the current failures of RESULTS as a baseline, with reason placeholders.
+
+    RESULTS: a results.json or a run folder; given several (a shell glob over runs), the newest run
+    is used. Entries for levels or cases these results did not run are kept as they are."""
     from . import baseline as bl
-    from .results import Results
+    from .results import Results, newest
     try:
-        res = Results.from_json(results)
+        path, note = newest(list(results))
+        res = Results.from_json(path)
         old = bl.load(output) if output.exists() else bl.Baseline([])
     except ValueError as e:
         raise SetupError(str(e))
-    fresh = bl.from_results(res)
-    kept, entries = set(), []
-    for e in fresh.entries:                     # keep a hand-written entry (and its reason) that covers it
-        prev = old.match(e.pattern, e.level)
-        if prev is not None:
-            if prev not in kept:
-                kept.add(prev)
-                entries.append(prev)
-        else:
-            entries.append(e)
-    bl.dump(bl.Baseline(entries), output)
-    todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in entries)
-    click.echo(f"{output}: {len(entries)} entries ({len(kept)} kept from the old file, "
-               f"{len(old.entries) - len(kept)} dropped as no longer failing, {todo} need a reason)")
+    if note:
+        click.echo(note, err=True)
+    up = bl.update(old, res)
+    try:
+        bl.dump(up.baseline, output)
+    except OSError as e:
+        raise SetupError(f"cannot write {output}: {e.strerror or e}")
+    todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in up.baseline.entries)
+    click.echo(f"{output}: {len(up.baseline.entries)} entries ({up.kept} kept from the old file, "
+               f"{up.dropped} dropped as no longer failing, {up.not_covered} kept for levels/cases these "
+               f"results did not run, {todo} need a reason)")
 
 
 # ----------------------------------------------------------------------------------- diff
@@ -91,7 +92,10 @@ def baseline_update(results: Path, output: Path) -> None:
 @click.option("--min-ms", type=float, default=0.0, show_default=True,
               help="Ignore timings where both runs are below this many milliseconds (noise).")
 def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
-    """Compare two results.json: new failures, fixed cases, slowdowns. Exit 1 on a regression."""
+    """Compare two results.json (or run folders): new failures, fixed cases, slowdowns.
+
+    Exit 1 on a regression, 2 when the runs share no case. Runs of different sweeps, filters,
+    levels or shards are compared on their common cases, and the report says so."""
     from .diff import diff, render
     from .results import Results
     if slowdown <= 1.0:
@@ -101,6 +105,10 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
     except ValueError as e:
         raise SetupError(str(e))
     d = diff(a, b, slowdown, min_ms)
+    if not d.compared:                          # nothing in common: no verdict either way
+        why = "; ".join(d.differs) or "no case in common"
+        raise SetupError(f"nothing to compare: {old} and {new} share no case ({why}; "
+                         f"{d.removed:,} cases only in OLD, {d.added:,} only in NEW)")
     click.echo(render(d), nl=False)
     sys.exit(1 if d.regressions else 0)
 

@@ -2,7 +2,9 @@
 
 Cases are keyed by (case ID, level). A regression is a case failing in NEW that was not failing
 in OLD (passing, known failure, or absent), or a kernel time that grew by more than the slowdown
-threshold; `parity diff` exits 1 on a regression and 0 otherwise.
+threshold; `parity diff` exits 1 on a regression and 0 otherwise. Two runs of different sweeps,
+filters, levels or shards are compared on the cases they share only: the report says so (and how
+many cases it could not compare) instead of a clean bill of health.
 """
 from __future__ import annotations
 
@@ -47,10 +49,42 @@ class Diff:
     compared: int = 0
     timed: int = 0
     threshold: float = 1.10
+    differs: list[str] = field(default_factory=list)           # "sweep smoke vs pr", from scope_differences
 
     @property
     def regressions(self) -> bool:
         return bool(self.new_failures or self.slowdowns)
+
+    @property
+    def partial(self) -> bool:
+        """Some cases could not be compared: the runs differ in what they ran."""
+        return bool(self.differs or self.added or self.removed)
+
+
+SCOPE = ("kind", "sweep", "filters", "levels", "shard")
+
+
+def scope(meta: dict, keys: tuple[str, ...] = SCOPE) -> dict[str, str]:
+    """What a run ran, as comparable text per key: its sweep, filters, levels that ran, shard,
+    suites (`hip_src`, `cuda_src`). Absent keys read as "none"."""
+    out = {}
+    for k in keys:
+        v = meta.get(k)
+        if k == "levels":
+            v = [lv.get("level") for lv in v if isinstance(lv, dict) and lv.get("available")] \
+                if isinstance(v, list) else None
+            v = ", ".join(sorted(map(str, v))) if v else None
+        elif k == "filters" and isinstance(v, dict):
+            v = " ".join(f"{f}={','.join(map(str, x)) if isinstance(x, list) else x}"
+                         for f, x in sorted(v.items()) if x) or None
+        out[k] = "none" if v in (None, "", [], {}) else str(v)
+    return out
+
+
+def scope_differences(a: dict, b: dict, keys: tuple[str, ...] = SCOPE) -> list[str]:
+    """'sweep smoke vs pr' for every scope key where meta `a` and `b` differ."""
+    sa, sb = scope(a, keys), scope(b, keys)
+    return [f"{k} {sa[k]} vs {sb[k]}" for k in keys if sa[k] != sb[k]]
 
 
 def _index(res: Results) -> dict[tuple[str, str], dict]:
@@ -68,7 +102,7 @@ def _ms(v) -> float | None:
 
 def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0) -> Diff:
     a, b = _index(old), _index(new)
-    d = Diff(threshold=slowdown)
+    d = Diff(threshold=slowdown, differs=scope_differences(old.meta, new.meta))
     d.added = len(b.keys() - a.keys())
     d.removed = len(a.keys() - b.keys())
     for key, rn in b.items():
@@ -104,14 +138,24 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
     return d
 
 
+def partial_line(d: Diff) -> str:
+    """⚠️ what the two runs do not share, and what was compared."""
+    what = "The runs differ: " + "; ".join(d.differs) + "; " if d.differs else "The runs do not have the same cases: "
+    verdict = "regressions found" if d.regressions else "no regressions among them"
+    return (f"⚠️ {what}{d.added:,} cases only in NEW, {d.removed:,} only in OLD — compared "
+            f"{d.compared:,} common cases: {verdict}")
+
+
 def render(d: Diff, limit: int = 50) -> str:
     """Markdown-ish text for a terminal or a PR comment."""
-    icon = "❌" if d.regressions else "✅"
+    icon = "❌" if d.regressions else "⚠️" if d.partial else "✅"
     head = (f"## {icon} parity diff: {len(d.new_failures)} new failure(s), {len(d.fixed)} fixed, "
             f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
-    lines = [head, "",
-             f"{d.compared} cases in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
-             f"{d.still_failing} still failing; {d.timed} with kernel times in both.", ""]
+    lines = [head, ""]
+    if d.partial:
+        lines += [partial_line(d), ""]
+    lines += [f"{d.compared} cases in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
+              f"{d.still_failing} still failing; {d.timed} with kernel times in both.", ""]
 
     def table(title: str, header: str, rows: list[str], total: int) -> None:
         if not total:
@@ -136,6 +180,7 @@ def render(d: Diff, limit: int = 50) -> str:
     table("Speedups", "| case | level | old ms | new ms | ratio |",
           [f"| `{s.case_id}` | {s.level} | {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
            for s in d.speedups], len(d.speedups))
-    lines.append("Regressions found: exit 1." if d.regressions else "No regressions.")
+    lines.append("Regressions found: exit 1." if d.regressions
+                 else "No regressions among the cases both runs have." if d.partial else "No regressions.")
     return "\n".join(lines) + "\n"
 

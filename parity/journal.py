@@ -4,7 +4,8 @@ An interrupted run (Ctrl-C, a killed CI job, a machine that went away) keeps wha
 `parity run ... --resume FOLDER` reloads those rows (and `results.json`, when the run got that
 far), skips the (case ID, level) pairs already there and appends the rest to the same folder.
 Rows are flushed to disk at least every 0.2 s (and on close, Ctrl-C included); a process killed
-outright loses at most that much. A truncated last line (died mid-write) is ignored.
+outright loses at most that much. A line that is not a row of this run (cut short mid-write,
+not UTF-8, not a row, a case the run does not have) is skipped and reported, never a row.
 """
 from __future__ import annotations
 
@@ -12,38 +13,90 @@ import json
 import time
 from pathlib import Path
 
-from .results import Results, _from_json, row_json
+from .results import Results, _from_json, row_json, row_problem
 
 NAME = "results.partial.jsonl"
 
 
-def load(folder: str | Path) -> list[dict]:
-    """Rows already finished in `folder`: results.json (if any), then the journal; last one wins."""
+class Loaded(list):
+    """The rows `load` found (a list of row dicts) and `skipped`: one line per thing it did not
+    take — a bad journal line, an unreadable results.json, rows of cases outside the run."""
+
+    def __init__(self, rows=(), skipped: list[str] | None = None):
+        super().__init__(rows)
+        self.skipped: list[str] = skipped or []
+
+
+def load(folder: str | Path, cases: set[str] | None = None, levels: set[str] | None = None) -> Loaded:
+    """Rows already finished in `folder`: results.json (if any), then the journal; last one wins.
+
+    Nothing read becomes a row unless it is one (`results.row_problem`): bad lines are skipped and
+    reported in `.skipped`. With `cases` (the run's case IDs) / `levels` (its level names), rows of
+    other cases or levels are dropped and counted too: a resumed run reports only what it ran.
+    """
     folder = Path(folder)
     rows: dict[tuple[str, str], dict] = {}
+    skipped: list[str] = []
     if (folder / "results.json").exists():
-        for r in Results.from_json(folder / "results.json").table.to_dict(orient="records"):
-            rows[(r["case_id"], r["level"])] = r
+        try:
+            for r in Results.from_json(folder / "results.json").records():
+                rows[(r["case_id"], r["level"])] = dict(r)
+        except ValueError as e:
+            skipped.append(f"{e} — its rows are run again")
     path = folder / NAME
     if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue                       # a line cut short by the interruption
-            if isinstance(r, dict) and "case_id" in r:
-                rows[(r["case_id"], r.get("level"))] = _from_json(r)
-    return list(rows.values())
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            data = b""
+            skipped.append(f"cannot read {path}: {e.strerror or e}")
+        lines = data.split(b"\n")
+        for n, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            r, why = _parse(raw)
+            if why:
+                cut = n == len(lines) and not data.endswith(b"\n")
+                skipped.append(f"{path.name} line {n}: " + ("cut short (the run was interrupted mid-write)"
+                                                           if cut and why.startswith("not JSON") else why))
+                continue
+            rows[(r["case_id"], r["level"])] = r
+    out, stray = [], []
+    for r in rows.values():
+        ours = (cases is None or r["case_id"] in cases) and (levels is None or r["level"] in levels)
+        (out if ours else stray).append(r)
+    if stray:
+        skipped.append(f"{len(stray)} row(s) of cases or levels outside this run dropped "
+                       f"(e.g. {stray[0]['case_id']} @{stray[0]['level']})")
+    return Loaded(out, skipped)
+
+
+def _parse(raw: bytes) -> tuple[dict | None, str | None]:
+    """One journal line as a row, or why it is not one."""
+    try:
+        r = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return None, f"byte 0x{raw[e.start]:02x} is not UTF-8"
+    except json.JSONDecodeError as e:
+        return None, f"not JSON ({e.msg})"
+    why = row_problem(r)
+    if why is None and not isinstance(r.get("level"), str):
+        why = f"level {r.get('level')!r} is not a level name"
+    return (None, why) if why else (_from_json(r), None)
 
 
 class Journal:
-    """Append-only row log of one run folder; `rows` holds the resumed rows plus the new ones."""
+    """Append-only row log of one run folder; `rows` holds the resumed rows plus the new ones,
+    `skipped` the one-line reasons for what resuming did not take (print them)."""
 
-    def __init__(self, folder: str | Path, resume: bool = False):
+    def __init__(self, folder: str | Path, resume: bool = False, cases: set[str] | None = None,
+                 levels: set[str] | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / NAME
-        self.rows: list[dict] = load(self.folder) if resume else []
+        loaded = load(self.folder, cases, levels) if resume else Loaded()
+        self.rows: list[dict] = list(loaded)
+        self.skipped: list[str] = loaded.skipped
         self.resumed = len(self.rows)
         self.done = {(r["case_id"], r.get("level")) for r in self.rows}
         self._f = open(self.path, "a", encoding="utf-8")

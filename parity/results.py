@@ -82,16 +82,100 @@ class Results:
 
     @staticmethod
     def from_json(path: Path) -> "Results":
+        """Read a results.json (or a run folder's); ValueError with one line naming the file for
+        anything that is not one: unreadable, not UTF-8, not JSON, no `results` list, a row that is
+        not an object, lacks a str case_id or carries a verdict parity does not know."""
+        path = results_path(path)
+        doc = _read_doc(path)
+        rows = doc.get("results")
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: no `results` list (a {SCHEMA} file has one row object per case and level)")
+        meta = doc.get("meta", {})
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path}: `meta` is {type(meta).__name__}, not an object")
+        out = []
+        for i, r in enumerate(rows):
+            why = row_problem(r)
+            if why:
+                raise ValueError(f"{path}: row {i + 1}: {why}")
+            out.append(_from_json(r))
+        return Results.from_rows(out, meta)
+
+
+def results_path(path: str | Path) -> Path:
+    """A results file, or a run folder standing for its results.json."""
+    path = Path(path)
+    return path / "results.json" if path.is_dir() else path
+
+
+def _read_doc(path: Path) -> dict:
+    """The parsed results document; ValueError (one line, naming the file) when it is not one."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise ValueError(f"cannot read results {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
+                         f"{e.start} is not UTF-8") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not a parity results file: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
+    return doc
+
+
+def read_meta(path: str | Path) -> dict:
+    """Only the meta of a results file (ValueError as from_json)."""
+    meta = _read_doc(results_path(path)).get("meta", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def row_problem(row) -> str | None:
+    """Why `row` cannot be a result row (None when it can): an object with a str case_id, a str
+    level (or null) and a verdict parity knows; non-finite numbers as results.json writes them."""
+    if not isinstance(row, dict):
+        return f"not an object ({type(row).__name__})"
+    if not isinstance(row.get("case_id"), str) or not row["case_id"]:
+        return f"case_id {row.get('case_id')!r} is not a case ID"
+    if row.get("level") is not None and not isinstance(row["level"], str):
+        return f"level {row['level']!r} is not a level name"
+    v = row.get("verdict")
+    if not isinstance(v, str) or v not in VERDICTS:
+        from .suggest import unknown
+        return unknown("verdict", v, VERDICTS) if isinstance(v, str) else f"verdict {v!r} is not a verdict"
+    if isinstance(row.get("max_ulp"), str) and row["max_ulp"] not in _NONFINITE:
+        return f"max_ulp {row['max_ulp']!r} is not a number"
+    w = row.get("worst")
+    if isinstance(w, dict) and isinstance(w.get("ulps"), str) and w["ulps"] not in _NONFINITE:
+        return f"worst.ulps {w['ulps']!r} is not a number"
+    return None
+
+
+def newest(paths: list[Path]) -> tuple[Path, str | None]:
+    """The results file of the run that started last (meta.environment.started, else the file's
+    mtime), and a note saying which one was chosen when there were several; ValueError as from_json."""
+    files = [results_path(p) for p in paths]
+    if len(files) == 1:
+        return files[0], None
+
+    def started(p: Path) -> datetime:
+        env = read_meta(p).get("environment")
+        text = env.get("started") if isinstance(env, dict) else None
         try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"cannot read results {path}: {e}") from None
-        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
-        return Results.from_rows([_from_json(r) for r in doc["results"]], doc.get("meta", {}))
+            t = datetime.fromisoformat(str(text))
+            return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+        except ValueError:
+            return datetime.fromtimestamp(p.stat().st_mtime, timezone.utc)
+    when = {p: started(p) for p in files}
+    best = max(files, key=lambda p: when[p])
+    return best, (f"{len(files)} results files given; using the newest run, {best} "
+                  f"(started {when[best].isoformat(timespec='seconds')})")
 
 
 _NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+VERDICTS = [v.value for v in Verdict]
 
 
 def _finite_json(o):

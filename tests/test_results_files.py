@@ -1,0 +1,342 @@
+"""Commands over results files read them defensively and never hide a failure: baseline update
+keeps what it cannot judge, merge refuses parts of different runs and missing shards and keeps the
+worst verdict of a conflict, journals and results files with junk give one line (exit 2) or a
+skipped line, never a row or a traceback, and diff says what it could not compare."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parity import baseline as bl
+from parity import journal
+from parity.cli import main
+from parity.results import Results
+
+CPU = {"level": "cpu", "available": True, "reason": "", "device": "NumPy ABI emulation"}
+GPU = {"level": "hip-on-nvidia", "available": True, "reason": "", "device": "H100"}
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(r, exit_code=2) -> str:
+    """The single `Error: ...` line of a refused command (no traceback, nothing else on stdout)."""
+    assert r.exit_code == exit_code, r.output
+    assert "Traceback" not in r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.output
+    return lines[0]
+
+
+def ids(op: str, n: int) -> list[str]:
+    return [f"{op}/f32/contiguous/normal/s{i}" for i in range(n)]
+
+
+def write(path: Path, verdicts: dict, levels=(CPU,), started="2026-01-01T00:00:00+00:00", **meta) -> Path:
+    """A results file whose rows are {case_id: verdict} on every level of `levels` that ran."""
+    rows = [{"case_id": c, "op": c.split("/")[0], "level": lv["level"], "verdict": v, "message": f"{v} here"}
+            for lv in levels for c, v in verdicts.items()]
+    m = {"sweep": "smoke", "hip_src": "backends/hip", "levels": list(levels),
+         "environment": {"started": started}, "elapsed_s": 1.0, **meta}
+    Results.from_rows(rows, m).to_json(path)
+    return path
+
+
+def raw(path: Path, doc) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def doc(rows, **extra) -> dict:
+    return {"schema": "parity.results/1", "meta": {"sweep": "smoke"}, "results": rows, **extra}
+
+
+# ---------------------------------------------------------------------------- baseline update
+def test_baseline_update_keeps_entries_for_levels_and_cases_not_run(tmp_path):
+    cases = ids("binary.minimum", 3)
+    results = write(tmp_path / "r.json", {cases[0]: "fail", cases[1]: "pass", cases[2]: "pass"})
+    out = tmp_path / "known.toml"
+    bl.dump(bl.Baseline([bl.Entry(cases[0], "cpu", "still failing, #1"),          # kept: fails
+                         bl.Entry(cases[1], "cpu", "fixed, #2"),                   # dropped: ran, passes
+                         bl.Entry("binary.minimum/*", "hip-on-nvidia", "GPU NaN, #3"),  # level not run
+                         bl.Entry("cast/*", "cpu", "not in this sweep, #4"),       # cases not run
+                         bl.Entry(cases[2], None, "any level, #5")]),    # passes on cpu; hip-on-nvidia not run
+            out)
+    r = invoke("baseline", "update", results, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert r.output == (f"{out}: 4 entries (1 kept from the old file, 1 dropped as no longer failing, "
+                        "3 kept for levels/cases these results did not run, 0 need a reason)\n")
+    assert [e.reason for e in bl.load(out).entries] == ["still failing, #1", "GPU NaN, #3",
+                                                         "not in this sweep, #4", "any level, #5"]
+
+
+def test_baseline_update_never_drops_an_entry_for_every_level(tmp_path):
+    cases = ids("unary.neg", 2)
+    out = tmp_path / "known.toml"
+    bl.dump(bl.Baseline([bl.Entry("unary.neg/*", None, "r"), bl.Entry("unary.neg/*", "hip-on-nvidia", "g")]), out)
+    results = write(tmp_path / "r.json", dict.fromkeys(cases, "pass"), levels=(CPU, GPU))
+    r = invoke("baseline", "update", results, "-o", out)
+    assert "0 kept from the old file, 1 dropped as no longer failing, 1 kept for levels/cases" in r.output
+    assert bl.load(out).entries == [bl.Entry("unary.neg/*", None, "r")]
+
+
+def test_baseline_update_of_several_runs_uses_the_newest(tmp_path):
+    c = ids("unary.neg", 1)[0]
+    old = write(tmp_path / "old.json", {c: "fail"}, started="2026-01-01T00:00:00+00:00")
+    new = write(tmp_path / "new.json", {c: "pass"}, started="2026-01-02T00:00:00+00:00")
+    out = tmp_path / "known.toml"
+    r = invoke("baseline", "update", new, old, "-o", out)
+    assert r.exit_code == 0
+    assert r.stderr == f"2 results files given; using the newest run, {new} (started 2026-01-02T00:00:00+00:00)\n"
+    assert r.stdout.startswith(f"{out}: 0 entries")
+
+
+@pytest.mark.parametrize("text, line", [
+    ('[[known]]\npattern = "cast/*"\nlevel = 7\n',
+     "entry 1: `level` must be a string (got 7)"),
+    ('[[known]]\npattern = "cast/*"\nlevle = "cpu"\n',
+     "entry 1: unknown key 'levle'; did you mean 'level'?"),
+    ('[[known]]\npattern = ["cast/*"]\n',
+     "entry 1: `pattern` must be a non-empty string (got ['cast/*'])"),
+    ('[[known]]\npattern = "cast/*"\nreason = 3\n',
+     "entry 1: `reason` must be a string (got 3)"),
+    ('[[knwon]]\npattern = "cast/*"\n',
+     "unknown key 'knwon'; did you mean 'known'?"),
+    ('known = ["cast/*"]\n',
+     "entry 1 is str, not a table {pattern, level?, reason}"),
+])
+def test_baseline_files_are_validated_key_by_key(tmp_path, text, line):
+    known = tmp_path / "known.toml"
+    known.write_text(text)
+    results = write(tmp_path / "r.json", {ids("cast", 1)[0]: "fail"})
+    for args in (("report", results, "--baseline", known), ("baseline", "update", results, "-o", known)):
+        assert one_line_error(invoke(*args)) == f"Error: baseline {known}: {line}"
+
+
+# ------------------------------------------------------------------------------------ merge
+def shards(tmp_path, n=3, **meta) -> list[Path]:
+    cases = ids("unary.neg", 6)
+    return [write(tmp_path / f"s{k}.json", {c: "pass" for c in cases[k - 1::n]}, shard=f"{k}/{n}", **meta)
+            for k in range(1, n + 1)]
+
+
+def test_merge_refuses_files_of_different_runs(tmp_path):
+    a = write(tmp_path / "a.json", {ids("unary.neg", 1)[0]: "pass"})
+    c = ids("unary.neg", 2)[1]
+    other = {"sweep": write(tmp_path / "b1.json", {c: "pass"}, sweep="pr"),
+             "filters": write(tmp_path / "b2.json", {c: "pass"}, filters={"ops": ["unary.*"]}),
+             "levels": write(tmp_path / "b3.json", {c: "pass"}, levels=(CPU, GPU)),
+             "suite": write(tmp_path / "b4.json", {c: "pass"}, hip_src="/port/kernels")}
+    why = {"sweep": "sweep smoke vs pr", "filters": "filters none vs ops=unary.*",
+           "levels": "levels cpu vs cpu, hip-on-nvidia", "suite": "hip_src backends/hip vs /port/kernels"}
+    for k, b in other.items():
+        line = one_line_error(invoke("merge", a, b, "-o", tmp_path / "m.json"))
+        assert line == f"Error: cannot merge {b} with {a}: not parts of one run ({why[k]})"
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
+    s1, s2, s3 = shards(tmp_path)
+    out = tmp_path / "m.json"
+    line = one_line_error(invoke("merge", s1, s3, "-o", out))
+    assert line == "Error: shard(s) 2/3 missing: merge every shard, or pass --allow-partial to write a merge that says so"
+    r = invoke("merge", s1, s3, "-o", out, "--allow-partial")
+    assert r.exit_code == 0
+    assert r.output.splitlines() == [f"{out}: 4 rows from 2 file(s): 4 pass",
+                                     f"⚠️ partial merge: shard(s) 2/3 missing — their cases are not in {out}"]
+    assert Results.from_json(out).meta["shards_missing"] == ["2/3"]
+    r = invoke("report", out)
+    assert r.stderr == "⚠️ partial merge: shard(s) 2/3 missing (their cases are in no report)\n"
+    r = invoke("merge", s1, s2, s3, "-o", out)                 # complete: nothing to say
+    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s): 6 pass\n"
+    assert "shards_missing" not in Results.from_json(out).meta
+
+
+def test_merge_refuses_shards_of_different_splits_and_a_whole_run(tmp_path):
+    (tmp_path / "a").mkdir()
+    s1, _, _ = shards(tmp_path / "a")
+    t1, t2 = shards(tmp_path, n=2)
+    whole = write(tmp_path / "w.json", {ids("unary.neg", 1)[0]: "pass"})
+    assert one_line_error(invoke("merge", s1, t2, "-o", tmp_path / "m.json")) == \
+        "Error: cannot merge shards of different splits (/2 and /3)"
+    assert one_line_error(invoke("merge", t1, whole, "-o", tmp_path / "m.json")) == \
+        f"Error: cannot merge {whole} (a whole run) with shards (1/2)"
+
+
+def test_merge_conflict_keeps_the_failure_whatever_the_order(tmp_path):
+    c = ids("binary.add", 2)
+    a = write(tmp_path / "a.json", {c[0]: "fail", c[1]: "pass"})
+    b = write(tmp_path / "b.json", {c[0]: "pass", c[1]: "pass"})
+    out = tmp_path / "m.json"
+    for order in ((a, b), (b, a)):
+        r = invoke("merge", *order, "-o", out)
+        assert r.exit_code == 1
+        first, second = order
+        verdicts = {str(first): "fail" if first == a else "pass", str(second): "fail" if second == a else "pass"}
+        where = ", ".join(f"{v} in {f}" for f, v in verdicts.items())
+        assert r.output.splitlines() == [
+            f"{out}: 2 rows from 2 file(s): 1 fail, 1 pass",
+            f"⚠️ 1 case(s) with different verdicts in different files; the worst verdict kept "
+            f"(e.g. {c[0]} @cpu: {where} -> fail)"]
+        res = Results.from_json(out)
+        assert dict(zip(res.table["case_id"], res.table["verdict"])) == {c[0]: "fail", c[1]: "pass"}
+        assert res.meta["merge_conflicts"] == {"count": 1, "rule": "the worst verdict is kept", "first": [
+            {"case_id": c[0], "level": "cpu", "verdicts": verdicts, "kept": "fail"}]}
+
+
+def test_merge_output_folder_or_read_only_place_exits_2_and_leaves_no_tmp(tmp_path):
+    a = write(tmp_path / "a.json", {ids("unary.neg", 1)[0]: "pass"})
+    assert one_line_error(invoke("merge", a, "-o", tmp_path)) == \
+        f"Error: -o {tmp_path} is a folder; name the merged file, e.g. {tmp_path / 'results.json'}"
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as root: a read-only folder is writable")
+        assert one_line_error(invoke("merge", a, "-o", ro / "m.json")) == \
+            f"Error: cannot write {ro / 'm.json'}: Permission denied"
+        assert one_line_error(invoke("report", a, "-o", ro / "r.md", )) == \
+            f"Error: cannot write {ro / 'r.md'}: Permission denied"
+        assert list(ro.iterdir()) == []
+    finally:
+        ro.chmod(0o700)
+
+
+def test_merge_output_over_a_file_path_through_a_file_leaves_no_tmp(tmp_path):
+    a = write(tmp_path / "a.json", {ids("unary.neg", 1)[0]: "pass"})
+    line = one_line_error(invoke("merge", a, "-o", a / "m.json"))
+    assert line.startswith(f"Error: cannot write {a / 'm.json'}: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+# ------------------------------------------------------------------------------ results files
+NO_RESULTS = ": no `results` list (a parity.results/1 file has one row object per case and level)"
+BAD_FILES = {
+    "not-utf8": (b'{"schema": "parity.results/1", "results": [], "x": "\xff"}',
+                 "is not a parity results file: byte 0xff at offset 52 is not UTF-8"),
+    "no-results": (doc([]) | {"results": None}, NO_RESULTS),
+    "results-object": (doc({"a": 1}), NO_RESULTS),
+    "row-not-object": (doc([["unary.neg/f32", "cpu", "pass"]]), ": row 1: not an object (list)"),
+    "list-id": (doc([{"case_id": ["x"], "level": "cpu", "verdict": "pass"}]), ": row 1: case_id ['x'] is not a case ID"),
+    "unknown-verdict": (doc([{"case_id": "unary.neg/f32", "level": "cpu", "verdict": "passed"}]),
+                        ": row 1: unknown verdict 'passed'; did you mean 'pass' or 'xpass'?"),
+    "no-verdict": (doc([{"case_id": "unary.neg/f32", "level": "cpu"}]), ": row 1: verdict None is not a verdict"),
+    "bad-max-ulp": (doc([{"case_id": "unary.neg/f32", "level": "cpu", "verdict": "pass", "max_ulp": "big"}]),
+                    ": row 1: max_ulp 'big' is not a number"),
+}
+
+
+def bad_file(tmp_path, name) -> tuple[Path, str]:
+    content, why = BAD_FILES[name]
+    p = tmp_path / f"{name}.json"
+    p.write_bytes(content) if isinstance(content, bytes) else raw(p, content)
+    return p, why if why.startswith(":") else " " + why
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_results_from_json_names_the_file_in_one_line(tmp_path, name):
+    p, why = bad_file(tmp_path, name)
+    with pytest.raises(ValueError) as e:
+        Results.from_json(p)
+    assert str(e.value) == f"{p}{why}"
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_every_results_command_answers_a_bad_file_in_one_line(tmp_path, name):
+    p, why = bad_file(tmp_path, name)
+    good = write(tmp_path / "good.json", {ids("unary.neg", 1)[0]: "pass"})
+    for args in (("report", p), ("merge", good, p, "-o", tmp_path / "m.json"), ("diff", good, p),
+                 ("diff", p, good), ("baseline", "update", p, "-o", tmp_path / "k.toml")):
+        assert one_line_error(invoke(*args)) == f"Error: {p}{why}"
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(["good.json", p.name])
+
+
+def test_report_of_a_folder_reads_its_results_json(tmp_path):
+    run = tmp_path / "smoke-1"
+    run.mkdir()
+    write(run / "results.json", {ids("unary.neg", 1)[0]: "fail"})
+    r = invoke("report", run, "--format", "junit")
+    assert r.exit_code == 1 and 'type="fail"' in r.output
+    assert one_line_error(invoke("report", tmp_path)) == \
+        f"Error: cannot read results {tmp_path / 'results.json'}: No such file or directory"
+
+
+def test_report_of_several_runs_renders_the_newest_and_says_which(tmp_path):
+    c = ids("unary.neg", 1)[0]
+    runs = []
+    for i, (v, day) in enumerate([("pass", "03"), ("fail", "05"), ("pass", "04")]):
+        (tmp_path / f"pr-{i}").mkdir()
+        runs.append(write(tmp_path / f"pr-{i}" / "results.json", {c: v}, started=f"2026-01-{day}T00:00:00+00:00"))
+    r = invoke("report", *runs, "--format", "junit")
+    assert r.exit_code == 1                               # pr-1, the newest, fails
+    assert r.stderr == f"3 results files given; using the newest run, {runs[1]} (started 2026-01-05T00:00:00+00:00)\n"
+
+
+def test_report_output_folder_exits_2(tmp_path):
+    a = write(tmp_path / "a.json", {ids("unary.neg", 1)[0]: "pass"})
+    assert one_line_error(invoke("report", a, "-o", tmp_path)) == f"Error: -o {tmp_path} is a folder; name the file to write"
+
+
+# ------------------------------------------------------------------------------------ journal
+def test_journal_skips_bad_lines_and_rows_of_cases_the_run_does_not_have(tmp_path):
+    real = ids("unary.neg", 2)
+    good = [{"case_id": c, "level": "cpu", "verdict": "fail"} for c in real]
+    lines = [json.dumps(good[0]).encode(), b"[1, 2]", b'{"case_id": ["x"], "level": "cpu", "verdict": "pass"}',
+             b'{"case_id": "forged/x", "level": "cpu", "verdict": "pass"}',
+             b'{"case_id": "unary.neg/x", "level": "cpu", "verdict": "passs"}',
+             b'{"case_id": "unary.neg/y", "verdict": "pass"}', b"\xff\xfe", json.dumps(good[1]).encode(),
+             b'{"case_id": "trunc']
+    (tmp_path / journal.NAME).write_bytes(b"\n".join(lines))
+    j = journal.Journal(tmp_path, resume=True, cases=set(real))
+    j.close(finished=False)
+    assert [(r["case_id"], r["verdict"]) for r in j.rows] == [(real[0], "fail"), (real[1], "fail")]
+    assert j.resumed == 2 and j.done == {(real[0], "cpu"), (real[1], "cpu")}
+    assert j.skipped == [
+        "results.partial.jsonl line 2: not an object (list)",
+        "results.partial.jsonl line 3: case_id ['x'] is not a case ID",
+        "results.partial.jsonl line 5: unknown verdict 'passs'; did you mean 'pass' or 'xpass'?",
+        "results.partial.jsonl line 6: level None is not a level name",
+        "results.partial.jsonl line 7: byte 0xff is not UTF-8",
+        "results.partial.jsonl line 9: cut short (the run was interrupted mid-write)",
+        "1 row(s) of cases or levels outside this run dropped (e.g. forged/x @cpu)"]
+    loaded = journal.load(tmp_path)                          # without cases: the forged row is a row...
+    assert len(loaded) == 3 and len(loaded.skipped) == 6     # ...but never the junk
+
+
+def test_journal_with_a_broken_results_json_runs_its_cases_again(tmp_path):
+    raw(tmp_path / "results.json", doc([{"case_id": "a", "level": "cpu", "verdict": "pas"}]))
+    loaded = journal.load(tmp_path)
+    assert list(loaded) == []
+    assert loaded.skipped == [f"{tmp_path / 'results.json'}: row 1: unknown verdict 'pas'; did you mean 'pass' or 'xpass'? "
+                              "— its rows are run again"]
+
+
+# --------------------------------------------------------------------------------------- diff
+def test_diff_of_runs_of_different_sweeps_warns_instead_of_a_clean_bill(tmp_path):
+    common, extra = ids("unary.neg", 3), ids("binary.add", 4)
+    old = write(tmp_path / "old.json", dict.fromkeys(common, "pass"))
+    new = write(tmp_path / "new.json", dict.fromkeys(common + extra, "pass"), sweep="pr")
+    r = invoke("diff", old, new)
+    assert r.exit_code == 0 and "✅" not in r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "## ⚠️ parity diff: 0 new failure(s), 0 fixed, 0 slowdown(s) > 1.1x"
+    assert lines[2] == ("⚠️ The runs differ: sweep smoke vs pr; 4 cases only in NEW, 0 only in OLD — "
+                        "compared 3 common cases: no regressions among them")
+    assert lines[-1] == "No regressions among the cases both runs have."
+    new2 = write(tmp_path / "new2.json", {**dict.fromkeys(common, "pass"), common[0]: "fail"}, sweep="pr")
+    r = invoke("diff", old, new2)
+    assert r.exit_code == 1 and r.output.splitlines()[2] == (
+        "⚠️ The runs differ: sweep smoke vs pr; 0 cases only in NEW, 0 only in OLD — "
+        "compared 3 common cases: regressions found")
+
+
+def test_diff_of_runs_without_a_common_case_exits_2(tmp_path):
+    old = write(tmp_path / "old.json", dict.fromkeys(ids("unary.neg", 2), "pass"))
+    new = write(tmp_path / "new.json", dict.fromkeys(ids("binary.add", 3), "pass"), filters={"ops": ["binary.*"]})
+    assert one_line_error(invoke("diff", old, new)) == (
+        f"Error: nothing to compare: {old} and {new} share no case "
+        "(filters none vs ops=binary.*; 2 cases only in OLD, 3 only in NEW)")
