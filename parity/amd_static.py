@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .compile_cache import compile_source, toolchain_version
-from .suite import Suite, discover, kernels_from_binary
+from .suite import Suite, balanced_end, discover, kernels_from_binary
 
 DEFAULT_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")
 HIP_ENV = {"HIP_PLATFORM": "amd"}
@@ -133,13 +133,44 @@ _SCAN = [
      "warpSize used as a compile-time constant: it is a run-time value in HIP"),
     (re.compile(r"__\w+_sync\s*\(\s*0x[fF]{8}[uU]?\s*,"),
      "full-warp mask 0xffffffff: covers 32 lanes, half of a CDNA wave64"),
-    (re.compile(r"for\s*\([^;]*=\s*(16|32)\s*;[^;]*;[^)]*(?:>>=\s*1|/=\s*2)\)"),
-     "warp-reduction loop starting at {0}: a wave64 reduction must start at 32 (lanes 0-63)"),
 ]
+# A halving loop from a literal 16/32 is a warp reduction only when its body shuffles: one that
+# exchanges through shared memory (quantized_mmv.hip's butterfly32) is block-wide, the same on
+# 32- and 64-lane waves. Matched over the whole text, the body found by bracket matching.
+_HALVING_LOOP = re.compile(r"\bfor\s*\([^;]*=\s*(16|32)\s*;[^;]*;[^)]*(?:>>=\s*1|/=\s*2)\s*\)")
+_SHUFFLE = re.compile(r"__shfl\w*\s*\(")
+_LOOP_NOTE = {"16": "warp-reduction loop starting at 16: reduces lanes 0-31 only; a wave64 reduction must start at 32",
+              "32": "warp-reduction loop starting at 32: assumes a 64-lane wave; a 32-lane wave (RDNA, NVIDIA) "
+                    "must start at 16 (start at warpSize / 2)"}
 
 
 def _strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+
+
+def _statement_end(text: str, i: int) -> int:
+    """Offset just past the statement starting at `i` (a loop's body): a `{...}` block, or up to
+    the `;` outside parentheses (so `for (...) for (...) x;` is one statement)."""
+    while i < len(text):
+        c = text[i]
+        if c == "(":
+            i = balanced_end(text, i + 1, "()")
+            continue
+        if c == "{":
+            return balanced_end(text, i + 1)
+        if c == ";":
+            return i + 1
+        i += 1
+    return i
+
+
+def _reduction_loops(text: str) -> list[tuple[int, str]]:
+    """(line, note) for each halving loop from a literal 16/32 whose body shuffles."""
+    out = []
+    for m in _HALVING_LOOP.finditer(text):
+        if _SHUFFLE.search(text, m.end(), _statement_end(text, m.end())):
+            out.append((text.count("\n", 0, m.start()) + 1, _LOOP_NOTE[m.group(1)]))
+    return out
 
 
 def wavefront_scan(paths) -> list[tuple[str, int, str]]:
@@ -151,12 +182,15 @@ def wavefront_scan(paths) -> list[tuple[str, int, str]]:
             text = _strip_comments(p.read_text(errors="replace"))
         except OSError:
             continue
+        notes = []
         for i, ln in enumerate(text.splitlines(), 1):
             for rx, msg in _SCAN:
                 m = rx.search(ln)
                 if m:
                     lit = next((g for g in m.groups() if g), "") if m.groups() else ""
-                    found.append((str(p), i, msg.format(lit)))
+                    notes.append((i, msg.format(lit)))
+        notes += _reduction_loops(text)
+        found += [(str(p), i, note) for i, note in sorted(notes, key=lambda n: n[0])]
     return found
 
 
