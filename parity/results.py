@@ -113,7 +113,9 @@ def _read_doc(path: Path) -> dict:
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
-        raise ValueError(f"cannot read results {path}: {e.strerror or e}") from None
+        runs = sorted(str(p.parent) for p in path.parent.glob("*/results.json")) if path.name == "results.json" else []
+        hint = f" (a folder of runs: name one, e.g. {runs[-1]}, or several)" if runs else ""
+        raise ValueError(f"cannot read results {path}: {e.strerror or e}{hint}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
                          f"{e.start} is not UTF-8") from None

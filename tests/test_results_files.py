@@ -262,7 +262,8 @@ def test_report_of_a_folder_reads_its_results_json(tmp_path):
     r = invoke("report", run, "--format", "junit")
     assert r.exit_code == 1 and 'type="fail"' in r.output
     assert one_line_error(invoke("report", tmp_path)) == \
-        f"Error: cannot read results {tmp_path / 'results.json'}: No such file or directory"
+        (f"Error: cannot read results {tmp_path / 'results.json'}: No such file or directory "
+         f"(a folder of runs: name one, e.g. {run}, or several)")
 
 
 def test_report_of_several_runs_renders_the_newest_and_says_which(tmp_path):
