@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -145,19 +146,171 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **
             resolve_gpus(gpus)
     except ValueError as e:
         raise SetupError(str(e))
-    _run(opts, **kw)
+    _guarded(_run, opts, **kw)
+
+
+def _guarded(fn, opts: RunOptions, **kw) -> None:
+    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143), and an unexpected internal
+    error exits 3 with its traceback saved to a file: exit 1 means a case failed, nothing else."""
+    import signal
+    import traceback
+
+    def term(signum, frame):
+        raise Terminated()
+    previous = signal.signal(signal.SIGTERM, term)
+    try:
+        fn(opts, **kw)
+    except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        folder = Path(kw.get("resume") or kw.get("out") or "reports")
+        path = _save_traceback(folder, traceback.format_exc())
+        click.echo(f"parity internal error: {type(e).__name__}: {e}" + (f" (traceback: {path})" if path else "")
+                   + "; please report it", err=True)
+        sys.exit(INTERNAL_ERROR)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+INTERNAL_ERROR = 3
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
+
+
+def _save_traceback(folder: Path, text: str) -> Path | None:
+    import tempfile
+    for where in (folder, Path(tempfile.gettempdir())):
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            path = where / f"parity-error-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+            path.write_text(text)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_timeout: float, gpus,
+            require) -> list:
+    """The selected levels, built. Named levels that are unavailable are setup errors (exit 2), as
+    --require's are; `auto` keeps the unavailable ones as rows of the report."""
+    from .levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
+    from .suggest import unknown
+    names = LEVELS if levels == "auto" else _csv(levels) or []
+    for n in list(names) + (_csv(require) or []):
+        if n not in ALL_LEVELS:
+            raise SetupError(unknown("level", n, ALL_LEVELS))
+    try:
+        names = expand_waves(names, parse_waves(wave))
+    except ValueError as e:
+        raise SetupError(str(e))
+    lvls = [make(n, hip_src, cuda_src, case_timeout, gpus=gpus) for n in names]
+    named = [] if levels == "auto" else [(l, "named in --levels") for l in lvls]
+    for r in _csv(require) or []:
+        lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
+        if lv is None:
+            raise SetupError(f"required level {r} is not selected by --levels {levels}")
+        named.insert(0, (lv, "required"))
+    for lv, why in named:
+        if not lv.availability.available:
+            head = f"required level {lv.name}" if why == "required" else f"level {lv.name} ({why})"
+            raise SetupError(f"{head} is unavailable: {lv.availability.reason}")
+    return lvls
+
+
+def _check_something_verifies(lvls: list, levels: str, hip_src: Path) -> bool:
+    """True when only reference levels were asked for by name. Exit 2 when no selected level runs or
+    compiles the subject's kernels and the user did not ask for the reference alone."""
+    from .levels import REFERENCE, role
+    from .outcome import WHAT_RUNS_IT
+    runnable = [l for l in lvls if l.availability.available]
+    if any(role(l.name) != REFERENCE for l in runnable):
+        return False
+    if levels != "auto" and runnable and all(role(l.name) == REFERENCE for l in lvls):
+        return True
+    why = "; ".join(f"{l.name}: {l.availability.reason}" for l in lvls if not l.availability.available)
+    raise SetupError(f"nothing here runs or compiles the kernels of {hip_src}: {WHAT_RUNS_IT}"
+                     + (f" ({why})" if why else "")
+                     + ". `--levels cpu` runs the reference's case machinery alone (no kernel of the suite).")
+
+
+RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard")
+RUN_FILE = "run.json"
+
+
+def _resume_options(folder: Path, given: dict) -> dict:
+    """The options of the run in `folder` (its run.json); an option given now that differs is an error."""
+    from click.core import ParameterSource
+    path = folder / RUN_FILE
+    try:
+        saved = json.loads(path.read_text())
+        if not isinstance(saved, dict):
+            raise ValueError("not an object")
+    except FileNotFoundError:
+        raise SetupError(f"--resume {folder}: no {RUN_FILE} there (not a parity run folder, or one made by a "
+                         "parity before 0.4: start a new run)")
+    except (OSError, ValueError) as e:
+        raise SetupError(f"--resume {folder}: cannot read {RUN_FILE}: {e}")
+    ctx = click.get_current_context()
+    out = dict(given)
+    for k in RESUMED:
+        if k not in saved:
+            continue
+        src = ctx.get_parameter_source(k)
+        now = given.get(k)
+        if src == ParameterSource.COMMANDLINE and _norm(now) != _norm(saved[k]):
+            flag = "--values" if k == "value_classes" else "--" + k.replace("_", "-")
+            raise SetupError(f"--resume {folder} continues a run with {flag} {saved[k] or '(none)'}; "
+                             f"this command says {flag} {now}: drop the option, or start a new run")
+        out[k] = saved[k]
+    return out
+
+
+def _norm(v):
+    return None if v in (None, "") else str(v)
+
+
+def _run_folder(out: Path, stem: str) -> Path:
+    """A new folder for this run, made atomically: a second run in the same second gets `-2`, `-3`."""
+    base = f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SetupError(f"--out {out} is a file, not a folder")
+    except OSError as e:
+        raise SetupError(f"--out {out}: cannot make the folder: {e.strerror or e}")
+    for i in range(1, 1000):
+        folder = Path(out) / (base if i == 1 else f"{base}-{i}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise SetupError(f"--out {out}: cannot write there: {e.strerror or e}")
+    raise SetupError(f"--out {out}: 999 runs named {base} already")
 
 
 def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
          cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
          wave: str = "64") -> None:
     from .cases import Filters, load_sweep
-    from .engine import run_cases
-    from .golden import summary as golden_summary
-    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, expand_waves, make, parse_waves
-    from .render import junit, markdown, terminal
-    from .results import Results, environment
+    from .levels import DEFAULT_HIP_SRC
+    from .results import environment
 
+    if resume:
+        if not Path(resume).is_dir():
+            raise SetupError(f"--resume: run folder {resume} does not exist")
+        o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
+                                              value_classes=value_classes, levels=levels, wave=wave,
+                                              hip_src=hip_src, cuda_src=cuda_src, shard=None))
+        sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src = (
+            o[k] for k in RESUMED[:-1])
+        if o.get("shard") and not opts.shard:
+            from .shard import parse_shard
+            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]))
     console = Console(stderr=False, quiet=quiet)
     filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes))
     try:
@@ -166,109 +319,162 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
-    names = LEVELS if levels == "auto" else _csv(levels) or []
-    unknown = [n for n in names if n not in ALL_LEVELS]
-    if unknown:
-        raise SetupError(f"unknown level {unknown[0]!r}; known: {', '.join(ALL_LEVELS)}")
-    try:
-        names = expand_waves(names, parse_waves(wave))
-    except ValueError as e:
-        raise SetupError(str(e))
     hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
-    for p in [hip_src] + ([Path(cuda_src)] if cuda_src else []):
+    cuda_src = Path(cuda_src) if cuda_src else None
+    for p in [hip_src] + ([cuda_src] if cuda_src else []):
         if not p.is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
+    lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require)
+    reference_only = _check_something_verifies(lvls, levels, hip_src)
     if since:
-        cases = _changed_cases(cases, since, [hip_src] + ([Path(cuda_src)] if cuda_src else []))
+        cases = _changed_cases(cases, since, [hip_src] + ([cuda_src] if cuda_src else []))
         if not cases:
             click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
             sys.exit(0)
-    lvls = [make(n, hip_src, Path(cuda_src) if cuda_src else None, case_timeout, gpus=opts.gpus) for n in names]
-    for r in _csv(require) or []:
-        lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
-        if lv is None or not lv.availability.available:
-            why = lv.availability.reason if lv else "not selected by --levels"
-            raise SetupError(f"required level {r} is unavailable: {why}")
     runnable = [l for l in lvls if l.availability.available]
-    # --- baseline, resumable journal, HTML/annotations: parity/commands.py, parity/journal.py
-    from .commands import apply_baseline, load_baseline, write_extra_reports
-    from .journal import Journal, resume_command
+    _warn_ignored(opts, runnable)
+    from .commands import load_baseline
     known = load_baseline(baseline_path, strict)
-    if resume and not Path(resume).is_dir():
-        raise SetupError(f"--resume: run folder {resume} does not exist")
-    folder = Path(resume) if resume else Path(out) / f"{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    journal = Journal(folder, resume=bool(resume))
-    interrupted = False
-    # ---
-
+    folder = Path(resume) if resume else _run_folder(out, Path(sweep).stem)
+    _write_run_file(folder, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes,
+                                 levels=levels, wave=wave, hip_src=str(hip_src),
+                                 cuda_src=str(cuda_src) if cuda_src else None,
+                                 shard="/".join(map(str, opts.shard)) if opts.shard else None))
     meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v}, "hip_src": str(hip_src),
             "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
-            "levels": [{"level": l.name, "available": l.availability.available, "reason": l.availability.reason,
-                        "device": l.availability.device} for l in lvls],
-            "golden": golden_summary()}
+            "levels": [_level_meta(l) for l in lvls], "levels_requested": levels,
+            "reference_only_requested": reference_only,
+            "planned_rows": len(cases) * len(runnable)}
+    static = next((l for l in runnable if l.name == "amd-static"), None)
+    if static is not None:
+        meta["amd_targets"] = list(static.executor.targets)
+    _execute(opts, cases, runnable, folder, meta, console, resume)
+    _report(opts, cases, meta, folder, console, lvls, known, strict, static)
+
+
+def _level_meta(lv) -> dict:
+    from .levels import role
+    return {"level": lv.name, "available": lv.availability.available, "reason": lv.availability.reason,
+            "device": lv.availability.device, "role": role(lv.name)}
+
+
+def _warn_ignored(opts: RunOptions, runnable: list) -> None:
+    """--time and --gpus need a GPU level: without one they are ignored, and the user is told so."""
+    from .levels import EXECUTES, role
+    gpu = [l for l in runnable if role(l.name) == EXECUTES]
+    if opts.timing is not None and not gpu:
+        click.echo("--time: no GPU level runs here, so nothing is timed", err=True)
+    if opts.gpus and not gpu:
+        click.echo(f"--gpus {opts.gpus}: no GPU level runs here; ignored", err=True)
+
+
+def _write_run_file(folder: Path, options: dict) -> None:
+    path = folder / RUN_FILE
+    if path.exists():
+        return
+    try:
+        path.write_text(json.dumps(options, indent=1) + "\n")
+    except OSError as e:
+        raise SetupError(f"cannot write in the run folder {folder}: {e.strerror or e}")
+
+
+def _execute(opts: RunOptions, cases: list, runnable: list, folder: Path, meta: dict, console, resume) -> None:
+    """Compile, then run every case on every runnable level, journalled; fills meta (times,
+    interrupted, rows in meta["_rows"])."""
+    from .engine import run_cases
+    from .journal import Journal
+    from .render import terminal
+    try:
+        journal = Journal(folder, resume=bool(resume), cases={c.id for c in cases}, levels={l.name for l in runnable})
+    except OSError as e:
+        raise SetupError(f"cannot write in the run folder {folder}: {e.strerror or e}")
+    for why in journal.skipped:                # a damaged or foreign row is said, never counted
+        click.echo(f"--resume {folder}: skipped {why}", err=True)
+    interrupted: BaseException | None = None
     t0 = time.perf_counter()
     kernels = set().union(*(c.kernels for c in cases))
-    for lv in runnable:                        # workers warm up while compiling
-        lv.prestart()
-    with terminal.progress(console) as prog:
-        for lv in runnable:                    # only the files the selected cases need, in parallel
-            lv.precompile(kernels, prog)
-        meta["compile_s"] = time.perf_counter() - t0
-        for lv in runnable:
-            todo = journal.todo(cases, lv.name)
-            task = prog.add_task(lv.name, total=len(todo), status="", unit="cases")
-            fails = pending = 0
-            shown = time.perf_counter()
+    try:
+        for lv in runnable:                        # workers warm up while compiling
+            lv.prestart()
+        with terminal.progress(console) as prog:
+            for lv in runnable:                    # only the files the selected cases need, in parallel
+                lv.precompile(kernels, prog)
+            meta["compile_s"] = time.perf_counter() - t0
+            for lv in runnable:
+                todo = journal.todo(cases, lv.name)
+                task = prog.add_task(lv.name, total=len(todo), status="", unit="cases")
+                fails = pending = 0
+                shown = time.perf_counter()
 
-            def tick(row: dict, task=task) -> None:
-                nonlocal fails, pending, shown
-                journal.append(row)
-                fails += row["verdict"] not in ("pass", "xfail")
-                pending += 1
-                if time.perf_counter() - shown > 0.1:    # ~10 updates/s: a nightly sweep has 60,000 rows
-                    prog.update(task, advance=pending, status=f"[red]{fails} not passing[/]" if fails else "")
-                    pending, shown = 0, time.perf_counter()
-            try:
-                run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=opts.timing)
-            except KeyboardInterrupt:          # keep what finished; reports below, then exit 130
-                interrupted = True
-                break
-            finally:
-                prog.update(task, advance=pending)
+                def tick(row: dict, task=task) -> None:
+                    nonlocal fails, pending, shown
+                    journal.append(row)
+                    fails += row["verdict"] not in ("pass", "xfail", "compiled")
+                    pending += 1
+                    if time.perf_counter() - shown > 0.1:    # ~10 updates/s: a nightly sweep has 60,000 rows
+                        prog.update(task, advance=pending, status=f"[red]{fails} not passing[/]" if fails else "")
+                        pending, shown = 0, time.perf_counter()
+                try:
+                    run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=opts.timing)
+                finally:
+                    prog.update(task, advance=pending)
+                    lv.executor.close()
+    except KeyboardInterrupt as e:                 # Ctrl-C or SIGTERM: keep what finished, report, exit 130/143
+        interrupted = e
+        for lv in runnable:
+            if lv.executor is not None:
                 lv.executor.close()
+    meta.setdefault("compile_s", time.perf_counter() - t0)
     meta["elapsed_s"] = time.perf_counter() - t0
-    meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted
-    rows = journal.rows
+    meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted is not None
+    meta["_rows"], meta["_journal"], meta["_signal"] = journal.rows, journal, interrupted
+
+
+def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known, strict: bool,
+            static) -> None:
+    from .commands import apply_baseline, write_extra_reports
+    from .outcome import of as outcome_of
+    from .render import junit, markdown, terminal
+    from .results import Results
+    rows, journal, signal_ = meta.pop("_rows"), meta.pop("_journal"), meta.pop("_signal")
     if opts.timing is not None:
         from .engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
-
-    from .wave_link import evidence as wave_evidence, markdown as wave_md
-    waves = wave_evidence(rows, hip_src)
+    from .wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
+    waves = wave_evidence(rows, meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves
+    if static is not None:
+        notes = static.executor.notes(set().union(*(c.kernels for c in cases)))
+        if notes:
+            res.meta["static_notes"] = notes
     res.to_json(folder / "results.json")
     from .render import timing as timing_report
     timing_md = timing_report.markdown(res)
-    appendix = (wave_md(waves) + "\n" if waves else "") + (timing_md or "")
+    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
+                + (timing_md or ""))
     (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
     write_extra_reports(res, folder)
     (folder / "junit.xml").write_text(junit.render(res))
-    journal.close(finished=not interrupted)
+    journal.close(finished=signal_ is None)
     terminal.show(res, console)
+    outcome = outcome_of(res)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
-    unavailable = [l.name for l in lvls if not l.availability.available]
+    runnable = [l for l in lvls if l.availability.available]
     click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
-               f"({meta['compile_s']:.1f} s compiling): {counts}"
-               + (f"; unavailable (not run): {', '.join(unavailable)}" if unavailable else ""))
+               f"({meta['compile_s']:.1f} s compiling): {counts or 'no rows'}")
+    if console.quiet:                          # (terminal.show lists the levels otherwise)
+        for line in outcome.not_run:
+            click.echo(f"not run: {line}")
     click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
-    if interrupted:
-        click.echo(f"interrupted: {len(journal.rows)} finished case(s) kept in {folder}/; resume with:\n  "
-                   + resume_command(click.get_current_context(), folder))
-        sys.exit(130)
-    sys.exit(0 if res.ok else 1)
+    terminal.headline(outcome, console if not console.quiet else Console(highlight=False))
+    if signal_ is not None:
+        click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
+                   f"parity run --resume {folder}")
+        sys.exit(143 if isinstance(signal_, Terminated) else 130)
+    sys.exit(outcome.exit_code)
 
 
 def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:

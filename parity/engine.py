@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .executors.base import Executor, Pooled, Queued, TimedWhereRun
+from .executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
 from .cases import Case
 from .ops.base import ChainLaunch, Launch
 from .row import Row, Verdict
@@ -122,6 +122,19 @@ def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | Non
               semantics=op.semantics, divergences=list(op.divergences), layouts=before["layouts"],
               launch=p.launch.describe() if p.launch is not None else "", wave=_wave(executor))
     return t0, p, row
+
+
+def static_row(case: Case, executor: Static, device: str = "") -> dict:
+    """The row of a level that judges without building or launching (amd-static: compile checks)."""
+    t0 = time.perf_counter()
+    op = case.op_spec
+    res = executor.judge(case.kernels)
+    row = Row(case.id, op.name, family=op.family, kernel=op.kernel_name(case.dtype), dtype=case.dtype,
+              layout=case.layout, values=case.values, seed=case.seed, params=dict(case.params),
+              level=executor.level, device=device, verdict=Verdict(res.status), message=res.message,
+              tolerance=op.spec.tolerance(case.dtype), semantics=op.semantics, extra=dict(res.detail))
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
 
 
 def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
@@ -390,6 +403,8 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
     None: prepare_jobs()). An executor with `members` (levels.GpuPool: one per GPU) gets one drive
     process per member; on_row is called in this thread."""
     cases = list(cases)
+    if isinstance(executor, Static):
+        return _run_static(cases, executor, device, on_row)
     if isinstance(executor, Pooled) and len(executor.members) > 1:
         return _run_parallel(cases, executor.members, device, on_row, timing)
     items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, prepared_stream(cases, prepare))))
@@ -400,6 +415,19 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
         if on_row:
             on_row(row)
     drive(items, executor, device, timing, emit)
+    return rows
+
+
+def _run_static(cases: list[Case], executor: Static, device: str, on_row) -> list[dict]:
+    rows = []
+    for case in cases:
+        try:
+            row = static_row(case, executor, device)
+        except Exception as e:                  # a tool bug on one case must not hide the others' results
+            row = _error_row(case, executor, e)
+        rows.append(row)
+        if on_row:
+            on_row(row)
     return rows
 
 

@@ -8,13 +8,33 @@ from . import resources
 from .executors.base import Availability, Compiling, Executor
 from .executors.cpu import CpuExecutor
 
-LEVELS = ("cpu", "hip-on-nvidia", "amd", "cuda")
+LEVELS = ("cpu", "hip-on-nvidia", "amd", "amd-static", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
 # `hip-on-nvidia/w32`, hip-on-nvidia on 32-lane warps (`hip-on-nvidia` itself is wave 64, see
 # parse_waves / expand_waves: `parity run --wave 32,64`).
 EXTRA_LEVELS = ("cupy", "hip-on-nvidia/w32")
 ALL_LEVELS = LEVELS + EXTRA_LEVELS
 DEFAULT_HIP_SRC = resources.hip_suite()
+
+# What a level's rows say about the subject (the suite under test): `executes` its kernels,
+# `compiles` them only, or runs the `reference` (the cpu level's NumPy emulation, CuPy): a run whose
+# only rows are the reference's verified none of the subject's code (parity.outcome).
+EXECUTES, COMPILES, REFERENCE = "executes", "compiles", "reference"
+ROLES = {"cpu": REFERENCE, "cupy": REFERENCE, "amd-static": COMPILES, "hip-on-nvidia": EXECUTES,
+         "hip-on-nvidia/w32": EXECUTES, "amd": EXECUTES, "cuda": EXECUTES}
+# What each role proves, as every report says it.
+PROVES = {
+    REFERENCE: "the case machinery: layouts, `info` arrays and argument packing, computed with the reference's "
+               "math (no kernel of the suite ran)",
+    COMPILES: "that the suite's kernels exist with the ABI's parameter lists and compile for the AMD targets "
+              "(none was executed)",
+    EXECUTES: "the suite's kernels, executed and compared element by element with the reference",
+}
+
+
+def role(name: str) -> str:
+    """The role of a level name (a hip-on-nvidia wave variant is hip-on-nvidia's)."""
+    return ROLES.get(name) or ROLES.get(name.split("/")[0], EXECUTES)
 
 
 @dataclass
@@ -160,6 +180,11 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         elif name == "amd":
             from .executors.amd import AmdExecutor as cls
             kwargs = {"suite_dir": hip_src}
+        elif name == "amd-static":               # compiles only: no worker process to isolate
+            from .executors.amd_compile import AmdStaticExecutor
+            ex = AmdStaticExecutor(hip_src)
+            av = ex.availability()
+            return Level(name, av, ex if av.available else None, ex if av.available else None)
         elif name == "cupy":
             from .executors.cupy_ref import CupyRefExecutor as cls
             kwargs = {}

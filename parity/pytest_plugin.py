@@ -23,8 +23,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("parity", "parity: kernel parity cases as tests")
     g.addoption("--parity-sweep", default=None, metavar="SWEEP",
                 help="Run this parity sweep (smoke, pr, nightly or a TOML path) as tests.")
-    g.addoption("--parity-level", default="cpu", metavar="LEVEL",
-                help="Level to run the cases on: cpu, hip-on-nvidia, amd, cuda [default: cpu].")
+    g.addoption("--parity-level", default="auto", metavar="LEVEL",
+                help="Level to run the cases on: auto (the first of hip-on-nvidia, amd, amd-static this machine "
+                     "has), hip-on-nvidia, amd, amd-static, cuda, or cpu (the reference's case machinery alone: "
+                     "no kernel of the suite runs) [default: auto].")
     g.addoption("--parity-ops", default=None, metavar="PAT", help="Op glob patterns, comma separated.")
     g.addoption("--parity-dtypes", default=None, metavar="LIST", help="Dtypes, comma separated.")
     g.addoption("--parity-hip-src", default=None, metavar="DIR", help="HIP kernel suite folder.")
@@ -74,16 +76,20 @@ class ParityCase(pytest.Item):
         self.add_marker("parity")
 
     def runtest(self) -> None:
-        from .engine import run_case
+        from .engine import run_case, static_row
+        from .executors.base import Static
         from .results import FAILING
         from .row import Verdict
         lv = self.config.stash[_KEY]["level"]
-        if not lv.availability.available:
-            pytest.skip(f"level {lv.name} unavailable: {lv.availability.reason}")
-        row = run_case(self.case, lv.executor, lv.availability.device)
+        if isinstance(lv.executor, Static):
+            row = static_row(self.case, lv.executor, lv.availability.device)
+        else:
+            row = run_case(self.case, lv.executor, lv.availability.device)
         self.user_properties.append(("verdict", row["verdict"]))
         if row["verdict"] == Verdict.UNAVAILABLE:
             pytest.skip(row.get("message") or "unavailable")
+        if row["verdict"] == Verdict.COMPILED:          # compiled, not executed: never a pass
+            pytest.skip(f"compiled, not executed ({lv.name}): {row.get('message') or ''}")
         if row["verdict"] in FAILING:
             raise CaseFailed(row)
 
@@ -94,6 +100,24 @@ class ParityCase(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"parity {self.case.id}"
+
+
+AUTO = ("hip-on-nvidia", "amd", "amd-static")     # the levels that run or compile the suite's kernels
+
+
+def _auto_level(hip, cuda):
+    """The first level of AUTO this machine has; a usage error when none: the cpu level alone
+    verifies none of the suite's code, so it runs only when asked for by name."""
+    from .levels import make
+    from .outcome import WHAT_RUNS_IT
+    reasons = []
+    for name in AUTO:
+        lv = make(name, hip, cuda)
+        if lv.availability.available:
+            return lv
+        reasons.append(f"{name}: {lv.availability.reason}")
+    raise pytest.UsageError(f"parity: no level here runs or compiles the suite's kernels ({'; '.join(reasons)}): "
+                            f"{WHAT_RUNS_IT}. --parity-level cpu runs the reference's case machinery alone.")
 
 
 class _Session:
@@ -124,6 +148,7 @@ class _Session:
             if entry is not None:
                 item.add_marker(pytest.mark.xfail(reason=entry.reason or "parity baseline", strict=strict))
             items.append(item)
+        self._state()          # no level that verifies anything: a usage error now, not one error per case
 
     def _state(self) -> dict:
         st = self.config.stash.get(_KEY, None)
@@ -131,12 +156,14 @@ class _Session:
             from pathlib import Path
 
             from .levels import ALL_LEVELS as LEVELS, DEFAULT_HIP_SRC, make
+            from .suggest import unknown
             name = self.config.getoption("parity_level")
-            if name not in LEVELS:
-                raise pytest.UsageError(f"--parity-level {name!r}: known levels {', '.join(LEVELS)}")
+            if name not in LEVELS + ("auto",):
+                raise pytest.UsageError(f"--parity-level: {unknown('level', name, ('auto',) + LEVELS)}")
             hip = self.config.getoption("parity_hip_src")
             cuda = self.config.getoption("parity_cuda_src")
             custom = self.config.getoption("parity_executor")
+            hip, cuda = Path(hip) if hip else DEFAULT_HIP_SRC, Path(cuda) if cuda else None
             if custom:
                 import importlib
 
@@ -144,9 +171,13 @@ class _Session:
                 from .levels import Level
                 mod, _, cls = custom.partition(":")
                 ex = getattr(importlib.import_module(mod), cls)()
-                lv = Level(name, Availability(True, device=custom), ex)
+                lv = Level("cpu" if name == "auto" else name, Availability(True, device=custom), ex)
+            elif name == "auto":
+                lv = _auto_level(hip, cuda)
             else:
-                lv = make(name, Path(hip) if hip else DEFAULT_HIP_SRC, Path(cuda) if cuda else None)
+                lv = make(name, hip, cuda)
+                if not lv.availability.available:      # a named level that cannot run: as `parity run --levels`
+                    raise pytest.UsageError(f"--parity-level {name} is unavailable: {lv.availability.reason}")
             st = {"level": lv}
             self.config.stash[_KEY] = st
         return st
@@ -155,6 +186,21 @@ class _Session:
     def pytest_runtest_setup(self, item) -> None:
         if isinstance(item, ParityCase):
             self._state()
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return [self._what_runs()]
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
+        terminalreporter.write_line(self._what_runs())
+
+    def _what_runs(self) -> str:
+        """What the parity items prove on this level (parity.levels.PROVES), said in the header and again last."""
+        from .levels import PROVES, role
+        try:
+            lv = self._state()["level"]
+        except pytest.UsageError as e:
+            return str(e)
+        return f"parity level {lv.name}: {PROVES[role(lv.name)]}"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         st = config.stash.get(_KEY, None)

@@ -25,7 +25,7 @@ FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, 
            Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP)
 ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT,
          Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING, Verdict.ERROR,
-         Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.PASS]
+         Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.COMPILED, Verdict.PASS]
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Results:
     meta: dict = field(default_factory=dict)      # run info: sweep, filters, levels, environment, golden
     _records: list | None = field(default=None, init=False, repr=False, compare=False)
     _findings: object = field(default=None, init=False, repr=False, compare=False)   # findings.of()
+    _outcome: object = field(default=None, init=False, repr=False, compare=False)    # outcome.of()
 
     @staticmethod
     def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":

@@ -14,6 +14,7 @@ class Verdict(str, Enum):
     """A row's verdict. A `str` so rows serialise, compare and sort as the plain names they were
     (results.json is unchanged): `Verdict.PASS == "pass"`, `json.dumps(Verdict.PASS) == '"pass"'`."""
     PASS = "pass"
+    COMPILED = "compiled"                      # amd-static: compiles for the AMD targets, not executed
     FAIL = "fail"
     MISSING = "missing"                        # the suite lacks the kernel
     COMPILE_ERROR = "compile-error"

@@ -54,3 +54,26 @@ def markdown(entries: list[dict]) -> str:
     lines += ["", "A kernel that fails at wave 64 and passes at wave 32 assumes 32-lane warps; "
               "the amd-static lines are the likely places."]
     return "\n".join(lines) + "\n"
+
+
+NOTES_SHOWN = 30
+
+
+def static_notes_markdown(notes: dict[str, list[str]] | None) -> str:
+    """amd-static's wavefront-size notes of the run's kernels, by place (a note in a shared header is
+    one line with the kernels that may run it): what to read when no GPU could run wave 64."""
+    if not notes:
+        return ""
+    by_place: dict[str, list[str]] = {}
+    for kernel, lines in sorted(notes.items()):
+        for line in lines:
+            by_place.setdefault(line, []).append(kernel)
+    out = ["### Wavefront size: amd-static notes", "",
+           "Places in the sources that assume a wavefront size (a 64-lane CDNA wave or a 32-lane RDNA one); "
+           "a note is a place to read, not a failure.", ""]
+    for place, kernels in list(by_place.items())[:NOTES_SHOWN]:
+        shown = ", ".join(kernels[:4]) + (f", … {len(kernels) - 4} more" if len(kernels) > 4 else "")
+        out.append(f"- `{place}` — {shown}")
+    if len(by_place) > NOTES_SHOWN:
+        out.append(f"- … {len(by_place) - NOTES_SHOWN} more places: see results.json (meta.static_notes)")
+    return "\n".join(out) + "\n\n"

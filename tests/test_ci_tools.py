@@ -102,8 +102,14 @@ def test_junit_follows_the_xsd_rules(failing):
     xml = junit.render(res)
     assert junit_problems(xml) == []
     root = ET.fromstring(xml)
-    assert len(root.findall(".//failure")) == int(res.table["verdict"].isin(FAILING).sum()) == 5
-    assert len(root.findall(".//skipped")) == 5                                     # the xfails
+    cases = [f for suite in root.findall("testsuite") if suite.get("name") != "parity.outcome"
+             for f in suite.iter("failure")]
+    assert len(cases) == int(res.table["verdict"].isin(FAILING).sum()) == 5
+    assert root.find("testsuite[@name='parity.outcome']/testcase").get("name") == "fail"
+    ran = {lv["level"] for lv in res.meta["levels"] if lv["available"]}
+    assert sum(len(root.findall(f"testsuite[@name='parity.{lv}']//skipped")) for lv in ran) == 5   # the xfails
+    for lv in (lv for lv in res.meta["levels"] if not lv["available"]):       # a level that did not run: skipped
+        assert root.find(f"testsuite[@name='parity.{lv['level']}']/testcase/skipped") is not None
 
 
 def test_junit_checker_catches_violations():
@@ -279,7 +285,9 @@ def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
     lines = (folder / JOURNAL).read_text().splitlines()
     assert len(lines) == 6
     assert len(Results.from_json(folder / "results.json").table) == 6
-    assert "Interrupted run" in (folder / "index.html").read_text()
+    page = (folder / "index.html").read_text()
+    assert ">STOPPED EARLY</span>" in page and "stopped early: interrupted after 6 of " in page
+    assert "· stopped early: interrupted after 6 of " in (folder / "summary.md").read_text().splitlines()[0]
     (folder / JOURNAL).write_text("\n".join(lines) + '\n{"case_id": "trunc')   # died mid-line
     calls.clear()
     monkeypatch.setattr(parity.engine, "run_case", lambda c, e, d="": (calls.append(c.id), real(c, e, d))[1])
@@ -352,11 +360,12 @@ def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
     known = tmp_path / "k.toml"
     bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
-                           "--parity-dtypes", "f16", "--parity-baseline", str(known))
+                           "--parity-dtypes", "f16", "--parity-baseline", str(known), "--parity-level", "cpu")
     r.assert_outcomes(passed=14, xpassed=2)
+    assert "parity level cpu: the case machinery" in r.stdout.str()     # says what a cpu pass proves
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
                            "--parity-dtypes", "f16", "--parity-level", "cuda")
-    r.assert_outcomes(skipped=16)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR                         # a named level that cannot run
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.nope")
     assert r.ret == pytest.ExitCode.USAGE_ERROR
 

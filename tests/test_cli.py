@@ -42,18 +42,23 @@ def test_require_unavailable_level_exits_2(tmp_path):
     assert r.exit_code == 2 and "required level cuda is unavailable" in r.output
 
 
+def test_a_level_named_in_levels_that_is_unavailable_exits_2(tmp_path):
+    r = invoke("run", "--out", str(tmp_path), "--ops", "unary.neg", "--levels", "cpu,cuda", "-q")
+    assert r.exit_code == 2
+    assert r.output == "Error: level cuda (named in --levels) is unavailable: no CUDA suite given (--cuda-src DIR)\n"
+    assert not list(tmp_path.iterdir())                       # a setup error writes no run folder
+
+
 def test_run_writes_reports_and_lists_unavailable_levels(tmp_path):
     r = invoke("run", "--out", str(tmp_path), "--ops", "unary.exp,cast", "--dtypes", "f16,u8",
-               "--layouts", "transposed,broadcast-leading", "--levels", "cpu,cuda", "-q")
+               "--layouts", "transposed,broadcast-leading", "--levels", "cpu", "-q")
     assert r.exit_code == 0, r.output
     (folder,) = tmp_path.iterdir()
     res = Results.from_json(folder / "results.json")
     assert set(res.table["verdict"]) == {"pass"}
-    assert set(res.table["level"]) == {"cpu"}                 # cuda was not run, so has no rows
-    levels = {lv["level"]: lv for lv in res.meta["levels"]}
-    assert levels["cuda"]["available"] is False
+    assert set(res.table["level"]) == {"cpu"}
     md = (folder / "summary.md").read_text()
-    assert "**unavailable**" in md and "neither passed nor failed" in md
+    assert md.startswith("## ⚠️ parity: reference only — cpu passed ")
     ET.fromstring((folder / "junit.xml").read_text())
     r2 = invoke("report", str(folder / "results.json"), "--format", "junit")
     assert r2.exit_code == 0 and "<testsuites" in r2.output
@@ -83,7 +88,8 @@ def test_markdown_stays_under_60000_characters_for_50000_cases():
     res = Results.from_rows(_fake_rows(50_000), {"sweep": "nightly", "levels": []})
     md = markdown.render(res)
     assert len(md) < 60_000
-    assert "parity: 42857/50000 cases pass, 7143 failing — 1 finding" in md       # one cause, not 7143 rows
+    assert ("## ❌ parity: ported 1/1 kernels (100%) · 0 at parity, 1 wrong · 42,857/50,000 cases pass · "
+            "1 finding\n") in md                                                  # one cause, not 7143 rows
     assert "1. **fail** — `unary.exp` f32, values: 7,143 cases wrong (values: special; layouts: transposed)" in md
     assert "- … 7,113 more: see index.html or results.json" in md
 
@@ -91,11 +97,11 @@ def test_markdown_stays_under_60000_characters_for_50000_cases():
 def test_junit_has_one_testcase_per_case_and_failures():
     res = Results.from_rows(_fake_rows(30), {})
     root = ET.fromstring(junit.render(res))
-    cases = root.findall(".//testcase")
-    assert len(cases) == 30
-    assert len(root.findall(".//failure")) == 5
-    suite = root.find("testsuite")
+    (suite,) = root.findall("testsuite[@name='parity.hip-on-nvidia']")
+    assert len(suite.findall("testcase")) == 30 and len(suite.findall(".//failure")) == 5
     assert suite.get("failures") == "5" and suite.get("tests") == "30"
+    (outcome,) = root.findall("testsuite[@name='parity.outcome']")      # the run's one verdict, failed too
+    assert outcome.find("testcase").get("name") == "fail" and outcome.get("failures") == "1"
 
 
 def test_smoke_sweep_under_60_seconds(tmp_path):
@@ -124,8 +130,13 @@ def test_a_cpu_only_run_does_not_claim_the_kernels_passed():
     levels = [{"level": "cpu", "available": True, "device": "numpy"},
               {"level": "hip-on-nvidia", "available": False, "reason": "no GPU"}]
     head = markdown.render(Results.from_rows(rows, {"sweep": "smoke", "levels": levels})).splitlines()[0]
-    assert head == ("## ⚠️ parity: 14/14 cases pass on the cpu level only: no kernel of the suite ran "
-                    "(no GPU level was available)")
+    assert head == ("## ❌ parity: nothing verified — no level here ran or compiled the suite's kernels "
+                    "(the reference alone ran 14 cases)")
+    asked = {"sweep": "smoke", "levels": levels, "reference_only_requested": True}
+    head = markdown.render(Results.from_rows(rows, asked)).splitlines()[0]
+    assert head == ("## ⚠️ parity: reference only — cpu passed 14/14 cases of the case machinery; "
+                    "no kernel of the suite ran or compiled")
+    hip = [{**r, "level": "hip-on-nvidia"} for r in rows]
     levels[1]["available"] = True
-    head = markdown.render(Results.from_rows(rows, {"sweep": "smoke", "levels": levels})).splitlines()[0]
-    assert head == "## ✅ parity: 14/14 cases pass"
+    head = markdown.render(Results.from_rows(rows + hip, {"sweep": "smoke", "levels": levels})).splitlines()[0]
+    assert head == "## ✅ parity: 14/14 cases pass on hip-on-nvidia — 1 kernel executed"

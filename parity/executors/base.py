@@ -112,6 +112,14 @@ class Compiling(Preparing, Protocol):
 
 
 @runtime_checkable
+class Static(Protocol):
+    """Judges a case without building or launching it (amd-static: compile checks only)."""
+
+    def judge(self, kernels: Iterable[str]) -> ExecResult:
+        """The verdict of the suite kernels a case needs: status `compiled`, or why not."""
+
+
+@runtime_checkable
 class Queued(Protocol):
     """Takes launches ahead of their results: collect() answers them in submission order."""
 

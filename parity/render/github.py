@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from ..findings import of
+from ..outcome import of as outcome_of
 from ..results import Results
 
 CAP = 50
@@ -22,9 +23,14 @@ def _prop(s: str) -> str:
 
 
 def annotations(res: Results, cap: int = CAP) -> list[str]:
-    """One annotation per finding, worst first (xpass is a notice, not an error)."""
+    """The run's outcome when it is neither a pass nor a plain failure (compiled only, reference only,
+    nothing verified, stopped early), then one annotation per finding, worst first (xpass: a notice)."""
     found = of(res).findings
+    o = outcome_of(res)
     out = []
+    if o.status not in ("pass", "fail"):
+        kind = "warning" if o.exit_code == 0 else "error"
+        out.append(f"::{kind} title={_prop('parity: ' + o.status)}::{_data(o.headline)}")
     for f in found[:cap]:
         kind = "notice" if f.cause == "xpass" else "error"
         title = f"parity {f.cause}: {f.title}"

@@ -22,6 +22,8 @@ import jinja2
 import pandas as pd
 
 from ..findings import of
+from ..levels import REFERENCE, role
+from ..outcome import explain, of as outcome_of
 from ..results import FAILING, ORDER, Results
 from ..row import Verdict
 
@@ -32,7 +34,11 @@ COLORS = {Verdict.PASS: "#2e9e4f", Verdict.FAIL: "#d62828", Verdict.CRASH: "#8b0
           Verdict.INPUT_CLOBBERED: "#9d0208", Verdict.TIMEOUT: "#e85d04", Verdict.COMPILE_ERROR: "#f48c06",
           Verdict.MISSING: "#e9c46a", Verdict.ERROR: "#7b2cbf", Verdict.SIGNATURE_MISMATCH: "#c1121f",
           Verdict.MAPPING_GAP: "#5a189a", Verdict.XPASS_STRICT: "#ff006e", Verdict.XFAIL: "#6c8ebf",
-          Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e"}
+          Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e", Verdict.COMPILED: "#4ea8de"}
+# the badge says the run's outcome (parity.outcome) in the words of the markdown headline
+BADGES = {"pass": ("PASS", "#2e9e4f"), "fail": ("FAIL", "#d62828"), "compiled": ("COMPILED, NOT RUN", "#b08900"),
+          "reference-only": ("REFERENCE ONLY", "#b08900"), "nothing": ("NOTHING VERIFIED", "#d62828"),
+          "stopped": ("STOPPED EARLY", "#b08900")}
 HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000
 MAX_FINDINGS = 500
@@ -308,8 +314,16 @@ def context(res: Results) -> dict:
         "cols": cols, "grid": grid, "verdicts": verdicts, "colors": COLORS,
         "failures": failures, "failures_cut": max(0, n_listed - len(failures)),
         "timing": _timing(t), "golden": meta.get("golden"), "environment": meta.get("environment") or {},
-        "baseline": meta.get("baseline"), "payload": payload, "fmt": _fmt, **_root_causes(res),
+        "baseline": meta.get("baseline"), "payload": payload, "fmt": _fmt, **_root_causes(res), **_outcome(res),
     }
+
+
+def _outcome(res: Results) -> dict:
+    o = outcome_of(res)
+    badge, color = BADGES[o.status]
+    levels = {r.level for r in of(res).scoreboard}
+    return {"outcome": o, "badge": badge, "badge_color": color, "outcome_lines": explain(o),
+            "reference_levels": [lv for lv in levels if role(lv) == REFERENCE]}
 
 
 def render(res: Results) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import outcome
 from ..results import FAILING, Results
 from ..row import Verdict
 
@@ -24,7 +25,16 @@ def render(res: Results) -> str:
     by_level: dict[str, list[dict]] = {}
     for r in res.records():
         by_level.setdefault(str(r["level"]), []).append(r)
-    out = ["<?xml version='1.0' encoding='utf-8'?>", f"<testsuites name=\"parity\" tests=\"{len(res.table)}\">"]
+    o = outcome.of(res)
+    down = [lv for lv in res.meta.get("levels", []) if not lv.get("available", True)]
+    out = ["<?xml version='1.0' encoding='utf-8'?>",
+           f"<testsuites name=\"parity\" tests=\"{len(res.table) + 1 + len(down)}\">"]
+    out += _outcome_suite(o)
+    for lv in down:                            # a level that did not run is a skipped suite, never a pass
+        name, why = f"parity.{lv['level']}", f"level {lv['level']} unavailable: {lv.get('reason') or ''}"
+        out += [f"  <testsuite name={_q(name)} tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\" time=\"0\">",
+                f"    <testcase classname={_q(name)} name=\"level\" time=\"0\">",
+                f"      <skipped message={_q(why)} />", "    </testcase>", "  </testsuite>"]
     for level in sorted(by_level):
         g = by_level[level]
         fails = sum(r["verdict"] in FAILING for r in g)
@@ -49,6 +59,19 @@ def render(res: Results) -> str:
         out.append("  </testsuite>")
     out.append("</testsuites>")
     return "\n".join(out) + "\n"
+
+
+def _outcome_suite(o) -> list[str]:
+    """The run's one verdict (parity.outcome) as a test of its own: passes only when the suite's kernels
+    ran and passed; skipped when they were only compiled or only the reference ran; fails otherwise."""
+    state = ("" if o.status == "pass" else
+             f"      <skipped message={_q(o.headline)} />" if o.status in ("compiled", "reference-only") else
+             f"      <failure type={_q(o.status)} message={_q(o.headline)}>{_t(o.headline)}</failure>")
+    failed, skipped = int(state.startswith("      <failure")), int(state.startswith("      <skipped"))
+    return [f"  <testsuite name=\"parity.outcome\" tests=\"1\" failures=\"{failed}\" errors=\"0\" "
+            f"skipped=\"{skipped}\" time=\"0\">",
+            f"    <testcase classname=\"parity.outcome\" name={_q(o.status)} time=\"0\">",
+            *([state] if state else []), "    </testcase>", "  </testsuite>"]
 
 
 def _ms(v) -> float:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import findings as fnd
+from .. import outcome
+from ..levels import REFERENCE, role
 from ..results import FAILING, Results
 from ..row import Verdict
 
@@ -35,21 +37,14 @@ def _md(s: str) -> str:
 
 
 def _head(res: Results, f: fnd.Findings) -> list[str]:
-    t, meta, counts = res.table, res.meta, res.counts()
-    passed, n_fail = counts.get(Verdict.PASS, 0), f.failing_cases
-    icon = "✅" if n_fail == 0 else "❌"
-    n = len(f.findings)
-    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
-    reference_only = bool(ran) and set(ran) <= {"cpu"}    # the cpu level emulates; no suite kernel ran
-    if reference_only and n_fail == 0:
-        icon = "⚠️"
-    lines = [f"## {icon} parity: {passed}/{len(t)} cases pass"
-             + (f", {n_fail} failing — {n} finding{'s' if n != 1 else ''}" if n_fail else "")
-             + (" on the cpu level only: no kernel of the suite ran (no GPU level was available)"
-                if reference_only else ""), ""]
+    meta, counts = res.meta, res.counts()
+    o = outcome.of(res)
+    lines = [f"## {o.title}", ""]
+    said = [line for line in outcome.explain(o) if not line.startswith("Not run")]   # the level table has those
+    if said:
+        lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
-        lines += [f"Sweep `{meta['sweep']}` · suite `{meta.get('hip_src', '')}` · "
-                  f"{meta.get('elapsed_s', 0):.1f} s", ""]
+        lines += [f"Sweep `{meta['sweep']}` · {_suites(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])
@@ -68,6 +63,17 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     return lines
 
 
+def _suites(meta: dict) -> str:
+    """The suites the levels that ran read: HIP levels the HIP suite, `cuda` the CUDA suite."""
+    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")] or ["?"]
+    out = []
+    if any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or "?" in ran:
+        out.append(f"HIP suite `{meta.get('hip_src', '')}`")
+    if "cuda" in ran and meta.get("cuda_src"):
+        out.append(f"CUDA suite `{meta['cuda_src']}`")
+    return " · ".join(out) or "no suite ran (reference levels only)"
+
+
 def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[str]:
     """The parity score as a family × level table (one column per level that ran)."""
     if not f.scoreboard:
@@ -76,14 +82,15 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
     fams = list(dict.fromkeys(r.family for r in f.scoreboard if r.family != "all"))
     cell = {(r.level, r.family): r for r in f.scoreboard}
     lines = ["### Parity score", "",
-             "Kernels at parity (every case `pass` or `xfail`) / kernels run, and cases passing / run.", "",
+             "Kernels at parity (every case `pass` or `xfail`; on amd-static: `compiled`) / kernels run, and cases "
+             "passing / run. The reference levels (cpu, cupy) run no kernel of the suite: only their cases count.", "",
              "| family | " + " | ".join(levels) + " |", "| --- |" + " ---: |" * len(levels)]
 
     def row(fam: str, label: str) -> str:
         cs = []
         for lv in levels:
             r = cell.get((lv, fam))
-            cs.append("" if r is None else
+            cs.append("" if r is None else f"{r.cases_ok:,}/{r.cases:,} cases" if role(lv) == REFERENCE else
                       f"{r.kernels_ok:,}/{r.kernels:,} ({r.score:.0%}) · {r.cases_ok:,}/{r.cases:,}")
         return f"| {label} | " + " | ".join(cs) + " |"
 

@@ -9,6 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..levels import REFERENCE, role
+from ..outcome import Outcome
 from ..results import Results
 from ..row import Verdict
 
@@ -16,7 +18,9 @@ STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold r
          Verdict.INPUT_CLOBBERED: "bold red", Verdict.TIMEOUT: "red", Verdict.COMPILE_ERROR: "red",
          Verdict.MISSING: "yellow", Verdict.ERROR: "magenta", Verdict.UNAVAILABLE: "dim", Verdict.XFAIL: "cyan",
          Verdict.XPASS: "yellow", Verdict.XPASS_STRICT: "bold yellow", Verdict.SIGNATURE_MISMATCH: "red",
-         Verdict.MAPPING_GAP: "magenta"}
+         Verdict.MAPPING_GAP: "magenta", Verdict.COMPILED: "cyan"}
+HEADLINE_STYLE = {"pass": "bold green", "fail": "bold red", "nothing": "bold red", "compiled": "bold yellow",
+                  "reference-only": "bold yellow", "stopped": "bold yellow"}
 
 
 def progress(console: Console) -> "Progress | LogProgress":
@@ -92,15 +96,15 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
         if lv["available"]:
-            console.print(f"  level [bold]{lv['level']}[/]: ran on {lv.get('device', '')}", overflow="ellipsis",
-                          no_wrap=True)
-        else:
-            console.print(f"  level [bold]{lv['level']}[/]: [dim]unavailable[/] — {lv.get('reason', '')}",
+            console.print(f"  level [bold]{lv['level']}[/]: ran on {escape(lv.get('device', ''))}",
                           overflow="ellipsis", no_wrap=True)
+        else:                                       # a reason is read whole: it says what to install
+            console.print(f"  level [bold]{lv['level']}[/]: [dim]unavailable[/] — {escape(lv.get('reason', ''))}")
     if f.scoreboard:
         levels = list(dict.fromkeys(r.level for r in f.scoreboard))
         cell = {(r.level, r.family): r for r in f.scoreboard}
-        console.print("[bold]parity score[/]: kernels at parity (every case pass/xfail) / kernels run")
+        console.print("[bold]parity score[/]: kernels at parity (every case pass/xfail; amd-static: compiled) "
+                      "/ kernels run; the reference levels (cpu, cupy) run no kernel: their column counts cases")
         t = Table(box=None, pad_edge=False)
         t.add_column("family", no_wrap=True, overflow="ellipsis", max_width=14)
         for lv in levels:
@@ -110,8 +114,12 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
             cs = []
             for lv in levels:
                 r = cell.get((lv, fam))
-                style = "" if r is None else "green" if r.kernels_ok == r.kernels else "red"
-                cs.append("" if r is None else f"[{style}]{r.kernels_ok}/{r.kernels}[/] {r.score:>4.0%}")
+                if r is None:
+                    cs.append("")
+                    continue
+                ok, n = (r.cases_ok, r.cases) if role(lv) == REFERENCE else (r.kernels_ok, r.kernels)
+                cs.append(f"[{'green' if ok == n else 'red'}]{ok}/{n}[/] {(ok / n if n else 0):>4.0%}"
+                          + (" cases" if role(lv) == REFERENCE else ""))
             t.add_row("[bold]all[/]" if fam == "all" else fam, *cs)
         if len(fams) > 20:
             t.caption = f"… {len(fams) - 20} more families in summary.md"
@@ -128,3 +136,13 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     console.print(t)
     more = len(f.findings) - max_findings
     console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")
+
+
+def headline(outcome: Outcome, console: Console) -> None:
+    """The run's one verdict, last on the screen (parity.outcome): the same words as summary.md's heading."""
+    console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False)
+    if outcome.status in ("compiled", "reference-only", "nothing"):
+        from ..outcome import explain
+        for line in explain(outcome):
+            if not line.startswith("Not run"):
+                console.print(f"  {escape(line)}", highlight=False)
