@@ -16,6 +16,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .compile_cache import compile_source, toolchain_version
 from .suite import Suite, balanced_end, discover, kernels_from_binary
@@ -228,8 +229,11 @@ def compile_for_arch(source: Path, arch: str, extra_flags: list[str] = (), cache
 
 
 def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: int | None = None,
-            extra_flags: list[str] = (), cache_root: Path | None = None) -> list[StaticRow]:
-    """Rows per (kernel, arch): resources, wavefront size, wavefront notes; or why not."""
+            extra_flags: list[str] = (), cache_root: Path | None = None,
+            on_compiled: Callable[[int, int, str], None] | None = None) -> list[StaticRow]:
+    """Rows per (kernel, arch): resources, wavefront size, wavefront notes; or why not.
+    on_compiled(done, total, "file arch"): once with done=0 before the compiles start, then (from
+    the compile threads) as each one finishes — for progress."""
     suite = suite if isinstance(suite, Suite) else discover(suite)
     hip_sources = [s for s in suite.sources if s.suffix == ".hip"] or list(suite.sources)
     if not hipcc():
@@ -245,8 +249,17 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
     by_file = suite.by_file()
     jobs = jobs or max(1, os.cpu_count() or 1)
     tasks = [(s, a) for s in hip_sources for a in archs]
+    done = iter(range(1, len(tasks) + 1))             # next() is atomic under the GIL
+
+    def one(t: tuple[Path, str]):
+        res = compile_for_arch(t[0], t[1], extra_flags, cache_root)
+        if on_compiled:
+            on_compiled(next(done), len(tasks), f"{Path(t[0]).name} {t[1]}")
+        return t, res
+    if on_compiled:
+        on_compiled(0, len(tasks), "")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda t: (t, compile_for_arch(t[0], t[1], extra_flags, cache_root)), tasks))
+        results = list(pool.map(one, tasks))
     for (src, arch), res in results:
         wf = wavefront_size(arch, extra_flags)
         if not res.ok:

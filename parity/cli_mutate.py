@@ -55,6 +55,11 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     suite = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
     if not suite.is_dir():
         raise SetupError(f"kernel suite folder {suite} does not exist")
+    lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
+    if equivalent_file and not Path(equivalent_file).is_file():
+        raise SetupError(f"--equivalent {equivalent_file}: no such file")
+    if resume and not (Path(resume) / "mutants.jsonl").is_file():
+        raise SetupError(f"--resume {resume}: no mutants.jsonl there (a parity mutate report folder)")
     try:
         cases = load_sweep(sweep, Filters(_csv(ops)))
     except (KeyError, ValueError, FileNotFoundError) as e:
@@ -83,8 +88,6 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
             click.echo(f"not sampled, out of the sweep's reach: {n} mutant{'s' if n != 1 else ''}: {why}")
         return
     from .mutate.scope import EQUIVALENT_FILE, load_argued
-    if equivalent_file and not Path(equivalent_file).is_file():
-        raise SetupError(f"--equivalent {equivalent_file}: no such file")
     try:
         table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
     except ValueError as e:
@@ -92,28 +95,32 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     previous = []
     if resume:
         from .mutate.report import load_journal
-        if not (Path(resume) / "mutants.jsonl").is_file():
-            raise SetupError(f"--resume {resume}: no mutants.jsonl there (a parity mutate report folder)")
         try:
             previous = load_journal(Path(resume) / "mutants.jsonl", {m.id: m for m in mutants})
         except ValueError as e:
             raise SetupError(str(e))
-    _run(suite, files, cases, mutants, sweep, level, jobs or os.cpu_count() or 1, runners, min_score,
+    _run(suite, files, cases, mutants, sweep, lv, jobs or os.cpu_count() or 1, runners, min_score,
          mutant_timeout, out, table, dict(out_of_reach), resume, previous)
 
 
-def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, level: str, jobs: int,
+def _gpu_level(level: str, suite: Path):
+    """The level mutants run on, or SetupError (exit 2, one line) saying why this machine has none."""
+    from .levels import make
+    lv = make(level, suite, None, isolate=False)
+    if not lv.availability.available:
+        raise SetupError(f"parity mutate needs a GPU level: {level} is unavailable ({lv.availability.reason})")
+    return lv
+
+
+def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, jobs: int,
          runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict,
          out_of_reach: dict[str, int], resume: Path | None = None, previous: list = ()) -> None:
-    from .levels import make
     from .mutate.report import record, summary, write
     from .mutate.run import GpuRunner, evaluate
     from .mutate.scope import argued
     from .ops import expected_kernels
     from .render import terminal
-    lv = make(level, suite, None, isolate=False)
-    if not lv.availability.available:
-        raise SetupError(f"parity mutate needs a GPU level: {level} is unavailable ({lv.availability.reason})")
+    level = lv.name
     known = expected_kernels()
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
     console = Console()

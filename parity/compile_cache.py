@@ -7,9 +7,15 @@ remarks survive a cache hit) and `meta.json`, written last as the commit mark. W
 temporary name and are renamed into place; a miss is compiled under an `fcntl` lock per entry,
 so concurrent processes compile each entry once. Compile errors are cached too (same inputs,
 same error) and come back as a `CompileError`, never as an exception.
+
+The key is folder-free (a copy of a suite elsewhere hits the original's entries), so what an entry
+says about paths is too: the compiler's output, message, error locations and command are stored
+with the source's folder written `<dir>` and get the folder of the file compiled *now* when
+served; a port copied to a second folder never reports errors in the first.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import functools
@@ -20,7 +26,9 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,7 +228,30 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def _load(entry: Path, key: str) -> CompileResult | None:
+DIR = "<dir>"          # the source's folder in a stored entry (as in the key's flags)
+
+
+def _folders(source: Path) -> list[str]:
+    """The spellings of source's folder a compiler may print (as given, resolved), longest first;
+    none for a bare file name: its output names it without a folder."""
+    ds = {str(source.parent), str(source.parent.resolve())}
+    return sorted((d for d in ds if d not in ("", ".")), key=len, reverse=True)
+
+
+def _store_paths(text: str, source: Path) -> str:
+    """text with each spelling of source's folder (a path prefix) written `<dir>`."""
+    for d in _folders(source):
+        text = text.replace(d.rstrip("/") + "/", DIR + "/")
+    return text
+
+
+def _serve_paths(text: str, source: Path) -> str:
+    """A stored text with `<dir>` back to the current source's folder, as the caller spelled it."""
+    d = str(source.parent)
+    return text.replace(DIR + "/", "" if d in ("", ".") else d.rstrip("/") + "/")
+
+
+def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | None:
     meta_p = entry / "meta.json"
     if not meta_p.is_file():
         return None
@@ -228,35 +259,43 @@ def _load(entry: Path, key: str) -> CompileResult | None:
         meta = json.loads(meta_p.read_text())
     except (OSError, ValueError):
         return None
+    folder_free = meta.get("paths") == "folder-free"
+    if source is not None and not folder_free and not meta.get("ok"):
+        return None        # an older entry's error names the folder first compiled: compile again
     log = (entry / "log.txt").read_text(errors="replace") if (entry / "log.txt").is_file() else ""
+    serve = (lambda t: _serve_paths(t, source)) if source is not None and folder_free else (lambda t: t)
+    command = [serve(c) for c in meta.get("command", [])]
     if meta.get("ok"):
         if not (entry / "out.bin").is_file():
             return None
-        return CompileResult(True, key, entry / "out.bin", log, cached=True, command=meta.get("command", []))
-    err = CompileError(meta.get("message", log), [tuple(x) for x in meta.get("locations", [])],
-                       meta.get("command", []), meta.get("returncode"))
-    return CompileResult(False, key, None, log, cached=True, error=err, command=meta.get("command", []))
+        return CompileResult(True, key, entry / "out.bin", serve(log), cached=True, command=command)
+    err = CompileError(serve(meta.get("message", log)), [(serve(f), n) for f, n in meta.get("locations", [])],
+                       command, meta.get("returncode"))
+    return CompileResult(False, key, None, serve(log), cached=True, error=err, command=command)
 
 
 Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, compiler output)
 
 
 def cached_build(key: str, build: Builder, command: list[str] = (), root: Path | None = None,
-                 force: bool = False) -> CompileResult:
-    """Serve `key` from the cache, or run `build(out_path)` once (under the entry's lock)."""
+                 force: bool = False, source: Path | None = None) -> CompileResult:
+    """Serve `key` from the cache, or run `build(out_path)` once (under the entry's lock).
+    source: the file compiled; its folder is stored as `<dir>` and served as the current one."""
     root = Path(root) if root else cache_dir()
+    source = Path(source) if source is not None else None
     entry = root / key[:2] / key
     if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
-        hit = _load(entry, key)
+        hit = _load(entry, key, source)
         if hit:
             return hit
     with _locked(root / "locks" / f"{key}.lock"):
         if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
-            hit = _load(entry, key)               # another process compiled it meanwhile
+            hit = _load(entry, key, source)       # another process compiled it meanwhile
             if hit:
                 return hit
         entry.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
+        store = (lambda t: _store_paths(t, source)) if source is not None else (lambda t: t)
         with tempfile.TemporaryDirectory(dir=entry, prefix=".build-") as tmp:
             out = Path(tmp) / "out.bin"
             try:
@@ -267,12 +306,14 @@ def cached_build(key: str, build: Builder, command: list[str] = (), root: Path |
             ok = rc == 0 and out.is_file()
             if ok:
                 _atomic_write(entry / "out.bin", out.read_bytes())
-            _atomic_write(entry / "log.txt", text.encode())
-            meta = {"ok": ok, "command": list(command), "returncode": rc, "seconds": seconds}
+            _atomic_write(entry / "log.txt", store(text).encode())
+            meta = {"ok": ok, "command": [store(c) for c in command], "returncode": rc, "seconds": seconds}
+            if source is not None:
+                meta["paths"] = "folder-free"
             err = None
             if not ok:
                 err = make_error(text or f"compiler exited with {rc} and wrote no output", command, rc)
-                meta.update(message=err.message, locations=err.locations)
+                meta.update(message=store(err.message), locations=[(store(f), n) for f, n in err.locations])
             _atomic_write(entry / "meta.json", json.dumps(meta).encode())
         if ok:
             return CompileResult(True, key, entry / "out.bin", text, False, None, seconds, list(command))
@@ -314,4 +355,4 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
             p.communicate()
             return -1, f"{source}: compiler timed out after {timeout:.0f} s"
         return p.returncode, text
-    return cached_build(key, build, cmd + ["<out>"], cache_root, force)
+    return cached_build(key, build, cmd + ["<out>"], cache_root, force, source)

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..cases import Case
 from ..chains import LAYOUT, is_chain
 from ..compile_cache import header_closure
-from ..host.routines import suite_kernels
+from ..host.routines import is_library_kernel, suite_kernels
 from ..ops import expected_kernels
 from ..suite import balanced_end, discover
 from .operators import directive_end, mask
@@ -25,7 +25,7 @@ class FileTarget:
     file: str                                           # relative to the suite folder
     sources: tuple[tuple[str, frozenset[str]], ...]     # (source a mutant recompiles, its catalog kernels)
 
-    @property
+    @functools.cached_property              # asked once per case by cases_for: worked out once
     def kernels(self) -> frozenset[str]:
         return frozenset().union(*(ks for _, ks in self.sources))
 
@@ -62,12 +62,15 @@ def case_kernels(case: Case) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=None)     # a pr sweep has 24,000 cases over a few hundred kernels
 def _kernels(op: str, dtype: str) -> frozenset[str]:
-    return frozenset(suite_kernels(sorted(Case(op, dtype, LAYOUT, "normal").kernels)))   # (a chain: its steps')
+    # (a chain: its steps'); suite_kernels (the whole catalog's names each call) only for host routines
+    return frozenset(k for n in sorted(Case(op, dtype, LAYOUT, "normal").kernels)
+                     for k in (suite_kernels([n]) if is_library_kernel(n) else [n]))
 
 
 def cases_for(target: FileTarget, cases: list[Case]) -> list[Case]:
     """The cases that reach code of `target`'s file."""
-    return [c for c in cases if case_kernels(c) & target.kernels]
+    hit = {k for k in {(c.op, c.dtype) for c in cases} if _kernels(*k) & target.kernels}
+    return [c for c in cases if (c.op, c.dtype) in hit]
 
 
 def sources_needed(target: FileTarget, cases: list[Case]) -> list[str]:
