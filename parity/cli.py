@@ -545,7 +545,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
             raise SetupError(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text)
-    sys.exit(0 if res.ok else 1)
+    from .outcome import of as outcome_of
+    sys.exit(outcome_of(res).file_exit_code)
 
 
 # register the other commands: coverage, compile, doctor; baseline, diff, repro; run --time, bench, merge

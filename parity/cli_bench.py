@@ -227,4 +227,5 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
         where = ", ".join(f"{v} in {f}" for f, v in c["verdicts"].items())
         click.echo(f"⚠️ {conflicts['count']} case(s) with different verdicts in different files; the worst verdict "
                    f"kept (e.g. {c['case_id']} @{c['level']}: {where} -> {c['kept']})")
-    sys.exit(0 if res.ok else 1)
+    from .outcome import of as outcome_of
+    sys.exit(outcome_of(res).file_exit_code)

@@ -39,6 +39,7 @@ class Outcome:
     proves: list[str] = field(default_factory=list)      # "level(s): what their rows prove"
     not_run: list[str] = field(default_factory=list)     # "level: why not" (unavailable levels)
     stopped: str = ""                 # why the run ended early ("" if it ran to the end)
+    notes: list[str] = field(default_factory=list)       # what a merge decided (missing shards, conflicts)
     kernels_executed: int = 0
     kernels_compiled: int = 0
 
@@ -49,6 +50,12 @@ class Outcome:
     @property
     def exit_code(self) -> int:
         return EXIT[self.status]
+
+    @property
+    def file_exit_code(self) -> int:
+        """The exit code of a command over a results file (report, merge): the run's, except that
+        a run that stopped early is not an interrupt of this command (1: not a verified run)."""
+        return 1 if self.status == "stopped" else self.exit_code
 
     @property
     def green(self) -> bool:
@@ -63,12 +70,15 @@ class Outcome:
 def of(res: Results) -> Outcome:
     """The outcome of a run (cached on the Results, like findings)."""
     if res._outcome is None:
-        res._outcome = decide(res.table, res.meta, len(findings_of(res).findings))
+        found = findings_of(res).findings
+        res._outcome = decide(res.table, res.meta, len(found),
+                              sum(f.cause != Verdict.MISSING for f in found))
     return res._outcome
 
 
-def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0) -> Outcome:
-    """The outcome of a results table and its run's meta (levels, interrupted, planned_rows, ...)."""
+def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int = 0) -> Outcome:
+    """The outcome of a results table and its run's meta (levels, interrupted, planned_rows, ...);
+    n_findings: the findings of the run, n_causes: those that are not a missing kernel."""
     levels = meta.get("levels") or []
     t = table[table["verdict"] != Verdict.UNAVAILABLE] if len(table) else table
     if len(t):                                   # a row without a kernel (an internal error): its op's
@@ -83,12 +93,12 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0) -> Outcome:
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
     stopped = _stopped(meta, len(table))
     common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
-                  kernels_compiled=compiled)
+                  kernels_compiled=compiled, notes=merge_notes(meta))
     ok = int(t["verdict"].isin(OK).sum()) if len(t) else 0
     if failing:
         subject = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
         good = "at parity" if len(by_role[EXECUTES]) else "compile"
-        head = ("parity: " + (_port_score(subject, n_findings, good) if len(subject) else
+        head = ("parity: " + (_port_score(subject, n_causes, good) if len(subject) else
                               f"{ok:,}/{len(t):,} cases pass, {failing:,} failing — {_plural(n_findings, 'finding')}")
                 + _on(by_role))
         status = "stopped" if stopped else "fail"
@@ -116,10 +126,12 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0) -> Outcome:
         status = "stopped" if stopped else "nothing"
     if stopped:
         head = f"{head} · stopped early: {stopped}"
+    if meta.get("shards_missing"):               # a merge the user allowed to be partial says so first
+        head = f"{head} · partial merge: shard(s) {', '.join(meta['shards_missing'])} missing"
     return Outcome(status, head, **common)
 
 
-def _port_score(subject: pd.DataFrame, n_findings: int, good: str) -> str:
+def _port_score(subject: pd.DataFrame, n_causes: int, good: str) -> str:
     """Coverage and correctness as separate numbers, by kernel over the levels that ran or compiled
     the suite: `ported 200/739 kernels (27%) · 134 at parity, 66 wrong · 4 families not started`."""
     g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _bad=subject["verdict"].isin(FAILING))
@@ -130,12 +142,13 @@ def _port_score(subject: pd.DataFrame, n_findings: int, good: str) -> str:
     fams = per.groupby("family")["missing"].all()
     not_started = int(fams.sum())
     ok = int(subject["verdict"].isin(OK + (Verdict.COMPILED,)).sum())
-    out = (f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%}) · "
-           f"{len(ported) - wrong:,} {good}, {wrong:,} wrong · {ok:,}/{len(subject):,} cases "
-           f"{'pass' if good == 'at parity' else 'compile'} · {_plural(n_findings, 'finding')}")
+    parts = [f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%})"]
+    if len(ported):
+        parts.append(f"{len(ported) - wrong:,} {good}, {wrong:,} wrong ({_plural(n_causes, 'cause')}) · "
+                     f"{ok:,}/{len(subject):,} cases {'pass' if good == 'at parity' else 'compile'}")
     if not_started:
-        out += f" · {_plural(not_started, 'family', 'families')} not started"
-    return out
+        parts.append(f"{_plural(not_started, 'family', 'families')} not started")
+    return " · ".join(parts)
 
 
 def _plural(n: int, one: str, many: str = "") -> str:
@@ -180,4 +193,17 @@ def explain(o: Outcome) -> list[str]:
         lines.append("Not verified — the suite's kernels did not run here: "
                      + (WHAT_EXECUTES_IT if o.kernels_compiled else WHAT_RUNS_IT) + ".")
     lines += [f"Not run — {n}" for n in o.not_run]
-    return lines
+    return o.notes + lines
+
+
+def merge_notes(meta: dict) -> list[str]:
+    """What `parity merge` had to decide (parity.cli_bench): missing shards, conflicting rows."""
+    out = []
+    if meta.get("shards_missing"):
+        out.append(f"Partial merge — shard(s) {', '.join(meta['shards_missing'])} missing: their cases are in "
+                   "no report.")
+    c = meta.get("merge_conflicts")
+    if c:
+        out.append(f"Merge conflicts — {c.get('count', 0)} case(s) had different verdicts in different files; "
+                   f"{c.get('rule', 'the worst verdict is kept')}.")
+    return out

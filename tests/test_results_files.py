@@ -40,7 +40,7 @@ def write(path: Path, verdicts: dict, levels=(CPU,), started="2026-01-01T00:00:0
     rows = [{"case_id": c, "op": c.split("/")[0], "level": lv["level"], "verdict": v, "message": f"{v} here"}
             for lv in levels for c, v in verdicts.items()]
     m = {"sweep": "smoke", "hip_src": "backends/hip", "levels": list(levels),
-         "environment": {"started": started}, "elapsed_s": 1.0, **meta}
+         "environment": {"started": started}, "elapsed_s": 1.0, "reference_only_requested": True, **meta}
     Results.from_rows(rows, m).to_json(path)
     return path
 

@@ -140,7 +140,8 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
 
 def headline(outcome: Outcome, console: Console) -> None:
     """The run's one verdict, last on the screen (parity.outcome): the same words as summary.md's heading."""
-    console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False)
+    console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False,
+                  soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
     if outcome.status in ("compiled", "reference-only", "nothing"):
         from ..outcome import explain
         for line in explain(outcome):

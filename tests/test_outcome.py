@@ -1,0 +1,214 @@
+"""One truthful verdict for the whole run (#28): never green when nothing of the subject was verified.
+
+Each test is a user's run on a machine without a GPU, and asserts the one outcome every output
+shows: the terminal's last line, summary.md's heading, index.html's badge, JUnit's parity.outcome
+suite, and the exit code.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parity.cli import _run_folder, main
+
+HIPCC = shutil.which("hipcc") is not None
+needs_hipcc = pytest.mark.skipif(not HIPCC, reason="hipcc not installed (apt-get install hipcc libamdhip64-dev)")
+NEG = ('extern "C" __global__ void uneg_f32(const size_t numel, const size_t num_dims, const size_t *info,\n'
+       '                                   const float *inp, float *out) {\n'
+       '    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x)\n'
+       '        out[i] = -(inp ? inp[i] : out[i]);\n}\n')
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def outputs(out: Path) -> dict:
+    """The outcome as each report of the one run folder under `out` shows it."""
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    junit = ET.fromstring((folder / "junit.xml").read_text())
+    case = junit.find("testsuite[@name='parity.outcome']/testcase")
+    state = "failure" if case.find("failure") is not None else "skipped" if case.find("skipped") is not None else "pass"
+    page = (folder / "index.html").read_text()
+    badge = page.split('<span class="badge"', 1)[1].split(">", 1)[1].split("<", 1)[0]
+    return {"md": (folder / "summary.md").read_text().splitlines()[0], "junit": (case.get("name"), state),
+            "badge": badge, "folder": folder}
+
+
+def suite(tmp_path: Path, text: str) -> Path:
+    d = tmp_path / "port"
+    d.mkdir()
+    (d / "unary.hip").write_text("#include <hip/hip_runtime.h>\n" + text)
+    return d
+
+
+RUN = ("run", "--ops", "unary.neg", "--dtypes", "f32", "--layouts", "contiguous,transposed", "--values", "normal")
+
+
+@needs_hipcc
+def test_a_port_checked_only_by_amd_static_is_compiled_not_passed(tmp_path):
+    r = invoke(*RUN, "--hip-src", suite(tmp_path, NEG), "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    head = "⚠️ parity: compiled, not executed — 1/1 kernels compile for gfx90a, gfx1030 (amd-static); no level here ran them"
+    assert head in r.output.splitlines()                         # one line, then what would run them
+    o = outputs(tmp_path / "o")
+    assert o["md"] == f"## {head}" and o["badge"] == "COMPILED, NOT RUN" and o["junit"] == ("compiled", "skipped")
+
+
+@needs_hipcc
+def test_an_empty_port_fails_with_nothing_ported(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = invoke(*RUN, "--hip-src", tmp_path / "empty", "--out", tmp_path / "o")
+    assert r.exit_code == 1, r.output
+    o = outputs(tmp_path / "o")
+    assert o["md"] == ("## ❌ parity: ported 0/1 kernels (0%) · 1 family not started · "
+                       "compile checks only (amd-static), nothing executed")
+    assert o["badge"] == "FAIL" and o["junit"] == ("fail", "failure")
+
+
+@needs_hipcc
+def test_a_port_that_does_not_compile_fails_with_hipccs_error(tmp_path):
+    r = invoke(*RUN, "--hip-src", suite(tmp_path, NEG.replace("out[i] = ", "out[i] = = ")), "--out", tmp_path / "o",
+               "-q")
+    assert r.exit_code == 1, r.output
+    o = outputs(tmp_path / "o")
+    assert o["md"].startswith("## ❌ parity: ported 1/1 kernels (100%) · 0 compile, 1 wrong (1 cause)")
+    rows = json.loads((o["folder"] / "results.json").read_text())["results"]
+    static = [r for r in rows if r["level"] == "amd-static"]
+    assert {r["verdict"] for r in static} == {"compile-error"}
+    assert static[0]["message"].startswith("hipcc --offload-arch=gfx90a: ") and "error: expected expression" \
+        in static[0]["message"]
+
+
+def test_nothing_that_runs_the_suite_is_a_setup_error(tmp_path):
+    empty_path = tmp_path / "bin"
+    empty_path.mkdir()                                  # no hipcc on PATH; no GPU on this machine
+    if _gpu():
+        pytest.skip("a GPU level runs here")
+    r = invoke(*RUN, "--out", tmp_path / "o", env={"PATH": str(empty_path)})
+    assert r.exit_code == 2
+    assert r.output.startswith("Error: nothing here runs or compiles the kernels of ")
+    assert "`--levels cpu` runs the reference's case machinery alone" in r.output
+    assert not (tmp_path / "o").exists()                # refused before anything was written
+
+
+def test_a_named_level_that_is_unavailable_is_a_setup_error(tmp_path):
+    if _gpu():
+        pytest.skip("a GPU level runs here")
+    r = invoke(*RUN, "--levels", "amd", "--out", tmp_path / "o")
+    assert r.exit_code == 2 and r.output.startswith("Error: level amd (named in --levels) is unavailable: ")
+    r = invoke(*RUN, "--require", "hip-on-nvdia", "--out", tmp_path / "o")
+    assert r.exit_code == 2 and r.output.startswith("Error: unknown level 'hip-on-nvdia'; did you mean 'hip-on-nvidia'")
+
+
+def test_the_reference_alone_says_what_it_proves_and_what_not(tmp_path):
+    r = invoke(*RUN, "--levels", "cpu", "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    head = ("⚠️ parity: reference only — cpu passed 2/2 cases of the case machinery; "
+            "no kernel of the suite ran or compiled")
+    lines = r.output.rstrip().splitlines()
+    assert head in lines and any(line.startswith("  Not verified — the suite's kernels did not run here")
+                                 for line in lines)
+    o = outputs(tmp_path / "o")
+    assert o["md"] == f"## {head}" and o["badge"] == "REFERENCE ONLY" and o["junit"] == ("reference-only", "skipped")
+    md = (o["folder"] / "summary.md").read_text()
+    assert "- Verified here — cpu: the case machinery: layouts, `info` arrays and argument packing" in md
+
+
+def test_resume_takes_sweep_and_filters_from_its_folder(tmp_path):
+    r = invoke("run", "--sweep", "pr", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q",
+               "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    (folder,) = tmp_path.iterdir()
+    n = len(json.loads((folder / "results.json").read_text())["results"])
+    r = invoke("run", "--resume", folder, "-q")         # no --sweep, no filters: the folder's
+    assert r.exit_code == 0, r.output
+    doc = json.loads((folder / "results.json").read_text())
+    assert doc["meta"]["sweep"] == "pr" and len(doc["results"]) == n
+    r = invoke("run", "--resume", folder, "--sweep", "smoke", "-q")
+    assert r.exit_code == 2
+    assert r.output == (f"Error: --resume {folder} continues a run with --sweep pr; this command says --sweep smoke: "
+                        "drop the option, or start a new run\n")
+
+
+def test_runs_into_one_out_in_the_same_second_get_their_own_folders(tmp_path):
+    folders = {_run_folder(tmp_path, "smoke") for _ in range(3)}
+    assert len(folders) == 3 and all(f.is_dir() for f in folders)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(Exception, match="is a file, not a folder"):
+        _run_folder(tmp_path / "file", "smoke")
+
+
+def test_two_concurrent_runs_keep_both_results(tmp_path):
+    cmd = [sys.executable, "-m", "parity", *RUN, "--levels", "cpu", "-q", "--out", str(tmp_path)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    folders = sorted(p for p in tmp_path.iterdir())
+    assert len(folders) == 2 and all((f / "results.json").is_file() for f in folders)
+
+
+def test_an_internal_error_exits_3_with_its_traceback_in_a_file(tmp_path, monkeypatch):
+    import parity.engine
+
+    def broken(*a, **k):
+        raise RuntimeError("planted")
+    monkeypatch.setattr(parity.engine, "run_cases", broken)
+    r = CliRunner().invoke(main, [*RUN, "--levels", "cpu", "--out", str(tmp_path)])
+    assert r.exit_code == 3
+    assert r.stderr.startswith("parity internal error: RuntimeError: planted (traceback: ")
+    (saved,) = tmp_path.glob("parity-error-*.txt")
+    assert "RuntimeError: planted" in saved.read_text()
+
+
+def test_sigterm_writes_the_reports_exits_143_and_leaves_no_process(tmp_path):
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "PARITY_TEST_MARK": mark, "PARITY_PREPARE_JOBS": "2"}     # the preparation pool on
+    p = subprocess.Popen([sys.executable, "-m", "parity", "run", "--sweep", "pr", "--levels", "cpu", "--out",
+                          str(tmp_path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp_path.glob("*/results.partial.jsonl")):
+        time.sleep(0.2)
+    time.sleep(2)
+    p.send_signal(signal.SIGTERM)
+    out = p.communicate(timeout=60)[0]
+    assert p.returncode == 143, out
+    assert "stopped early: interrupted after" in out and "resume with:\n  parity run --resume " in out
+    (folder,) = tmp_path.iterdir()
+    assert (folder / "results.json").is_file() and (folder / "summary.md").read_text().startswith("## ⏹️ parity:")
+    time.sleep(1)
+    assert _marked(mark) == [], "processes left running after SIGTERM"
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment carries the mark (the run and every process it started)."""
+    out = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"PARITY_TEST_MARK={mark}".encode() in env.read_bytes():
+                out.append(int(env.parent.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_time_and_gpus_without_a_gpu_level_say_they_are_ignored(tmp_path):
+    r = CliRunner().invoke(main, [*RUN, "--levels", "cpu", "--time", "--gpus", "all", "-q",
+                                                  "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines()[:2] == ["--time: no GPU level runs here, so nothing is timed",
+                                         "--gpus all: no GPU level runs here; ignored"]
+
+
+def _gpu() -> bool:
+    from conftest import HAS_GPU
+    return HAS_GPU
