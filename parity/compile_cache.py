@@ -251,6 +251,16 @@ def _serve_paths(text: str, source: Path) -> str:
     return text.replace(DIR + "/", "" if d in ("", ".") else d.rstrip("/") + "/")
 
 
+def _store_command(command: list[str], source: Path) -> list[str]:
+    """The command with source's folder written `<dir>` wherever it appears (`-I/port/kernels`)."""
+    return _folder_free(list(command), source)
+
+
+def _serve_command(command: list[str], source: Path) -> list[str]:
+    d = str(source.parent)
+    return [c.replace(DIR, d) for c in command]
+
+
 def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | None:
     meta_p = entry / "meta.json"
     if not meta_p.is_file():
@@ -264,7 +274,8 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
         return None        # an older entry's error names the folder first compiled: compile again
     log = (entry / "log.txt").read_text(errors="replace") if (entry / "log.txt").is_file() else ""
     serve = (lambda t: _serve_paths(t, source)) if source is not None and folder_free else (lambda t: t)
-    command = [serve(c) for c in meta.get("command", [])]
+    command = meta.get("command", [])
+    command = _serve_command(command, source) if source is not None and folder_free else command
     if meta.get("ok"):
         if not (entry / "out.bin").is_file():
             return None
@@ -277,19 +288,55 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
 Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, compiler output)
 
 
+_SCRATCH: list[Path] = []          # this process's private cache, for a cache folder it cannot write
+_WARNED: set[str] = set()
+_GUARD = threading.Lock()
+
+
+def _scratch_root() -> Path:
+    """A private folder for compiles the cache folder cannot take, removed at exit."""
+    with _GUARD:
+        if not _SCRATCH:
+            _SCRATCH.append(Path(tempfile.mkdtemp(prefix="parity-cache-")))
+            atexit.register(shutil.rmtree, _SCRATCH[0], True)
+        return _SCRATCH[0]
+
+
+def _warn_unwritable(root: Path, e: OSError) -> None:
+    """One warning line per cache folder and process (never a traceback: the check goes on)."""
+    with _GUARD:
+        if str(root) in _WARNED:
+            return
+        _WARNED.add(str(root))
+    print(f"warning: compile cache {root} cannot be written ({e.strerror or e}): compiling uncached; "
+          f"set PARITY_CACHE_DIR to a writable folder", file=sys.stderr)
+
+
 def cached_build(key: str, build: Builder, command: list[str] = (), root: Path | None = None,
                  force: bool = False, source: Path | None = None) -> CompileResult:
     """Serve `key` from the cache, or run `build(out_path)` once (under the entry's lock).
-    source: the file compiled; its folder is stored as `<dir>` and served as the current one."""
+    source: the file compiled; its folder is stored as `<dir>` and served as the current one.
+    A cache folder that cannot be written (read-only, a file, a full disk) still serves its hits;
+    a miss compiles into a private scratch folder, with one warning line."""
     root = Path(root) if root else cache_dir()
     source = Path(source) if source is not None else None
-    entry = root / key[:2] / key
-    if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
-        hit = _load(entry, key, source)
+    forced = force or bool(os.environ.get("PARITY_FORCE_RECOMPILE"))
+    if not forced:
+        hit = _load(root / key[:2] / key, key, source)
         if hit:
             return hit
+    try:
+        return _compile_into(root, key, build, command, forced, source)
+    except OSError as e:
+        _warn_unwritable(root, e)
+        return _compile_into(_scratch_root(), key, build, command, forced, source)
+
+
+def _compile_into(root: Path, key: str, build: Builder, command: list[str], forced: bool,
+                  source: Path | None) -> CompileResult:
+    entry = root / key[:2] / key
     with _locked(root / "locks" / f"{key}.lock"):
-        if not force and not os.environ.get("PARITY_FORCE_RECOMPILE"):
+        if not forced:
             hit = _load(entry, key, source)       # another process compiled it meanwhile
             if hit:
                 return hit
@@ -307,9 +354,9 @@ def cached_build(key: str, build: Builder, command: list[str] = (), root: Path |
             if ok:
                 _atomic_write(entry / "out.bin", out.read_bytes())
             _atomic_write(entry / "log.txt", store(text).encode())
-            meta = {"ok": ok, "command": [store(c) for c in command], "returncode": rc, "seconds": seconds}
+            meta = {"ok": ok, "command": list(command), "returncode": rc, "seconds": seconds}
             if source is not None:
-                meta["paths"] = "folder-free"
+                meta.update(paths="folder-free", command=_store_command(command, source))
             err = None
             if not ok:
                 err = make_error(text or f"compiler exited with {rc} and wrote no output", command, rc)
