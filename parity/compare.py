@@ -7,8 +7,13 @@ import numpy as np
 
 from .dtypes import DType
 from .layouts import SENTINEL
-from .numerics import bits_of, ulp_order
+from .numerics import bits_of, to_f64, ulp_order
 from .tolerance import Tolerance
+
+# Worst.kind: what the failing elements say about the cause (findings group by it)
+OUTSIDE_VIEW = "outside-view"        # NaN out, no NaN in any input's view: parity's poison got in
+TOWARD_EXACT = "toward-exact"        # every failing element nearer the float64 truth than CUDA's
+_EXTRA = ("exact", "ulps_from_exact", "cuda_ulps_from_exact", "kind")   # left out of to_dict when unset
 
 
 @dataclass
@@ -22,9 +27,20 @@ class Worst:
     ulps: float | None                      # None for integers
     inputs: dict[str, str] = field(default_factory=dict)   # operand values at the same coordinates
     note: str = ""
+    exact: str | None = None                # float64 truth at the element (ops with `exact`)
+    ulps_from_exact: float | None = None    # |got - exact| in ulps of the output dtype at exact
+    cuda_ulps_from_exact: float | None = None   # |expected - exact|, the same way
+    kind: str = ""                          # OUTSIDE_VIEW, TOWARD_EXACT or ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for k in _EXTRA:                    # rows of ordinary failures keep their old shape
+            if d[k] in (None, ""):
+                del d[k]
+        return d
+
+    def add_note(self, text: str) -> None:
+        self.note = f"{self.note}; {text}" if self.note else text
 
     def one_line(self) -> str:
         ins = ", ".join(f"{k}={v}" for k, v in self.inputs.items())
@@ -40,6 +56,7 @@ class Comparison:
     n_bad: int
     max_ulp: float | None
     worst: Worst | None
+    bad: np.ndarray | None = None           # flat indices of the failing elements
 
 
 def _fmt(v, dt: DType) -> str:
@@ -100,6 +117,7 @@ def compare(expected: np.ndarray, got: np.ndarray, dt: DType, tol: Tolerance,
     n_bad = int((~ok).sum())
     if n_bad == 0:
         return Comparison(True, n, 0, max_ulp, None)
+    bad = sub[~ok]
     j = int(np.argmax(badness))
     i = int(sub[j])
     coords = [int(c) for c in np.unravel_index(i, expected.shape)] if expected.ndim else []
@@ -113,4 +131,63 @@ def compare(expected: np.ndarray, got: np.ndarray, dt: DType, tol: Tolerance,
     worst = Worst(index=i, coords=coords, expected=_fmt(expected.reshape(-1)[i], dt),
                   got=_fmt(got.reshape(-1)[i], dt), expected_bits=hex(int(eb[j])), got_bits=hex(int(gb[j])),
                   ulps=float(ulps[j]) if dt.is_float else None, inputs=shown, note=note)
-    return Comparison(False, n, n_bad, max_ulp, worst)
+    return Comparison(False, n, n_bad, max_ulp, worst, bad)
+
+
+# ------------------------------------------------------------------ what the failure says
+def _holds_nan(a: np.ndarray) -> bool:
+    a = np.asarray(a)
+    if a.dtype.kind in "iub" or a.size == 0:
+        return False
+    return bool(np.isnan(to_f64(a)).any())
+
+
+def _is_nan_text(v: str) -> bool:
+    return str(v).lower() == "nan"
+
+
+def mark_outside_view(worst: Worst | None, views: dict[str, np.ndarray], bases: dict[str, np.ndarray]) -> None:
+    """Name a NaN the kernel cannot have computed from its inputs: the worst element is NaN where the
+    reference is not, no input holds NaN inside its view, and some input's base buffer holds
+    parity's NaN poison outside it. Then the kernel read outside its view (a layout bug), not a
+    NaN-handling one."""
+    if worst is None or not _is_nan_text(worst.got) or _is_nan_text(worst.expected):
+        return
+    if any(_holds_nan(v) for v in views.values() if v is not None):
+        return
+    if not any(_holds_nan(b) for b in bases.values() if b is not None):
+        return                              # no poison to read: the NaN is the kernel's own
+    worst.kind = OUTSIDE_VIEW
+    worst.add_note("no input holds NaN in its view: parity's poison from outside the view reached the output")
+
+
+def ulp_size(x: np.ndarray, dt: DType) -> np.ndarray:
+    """The spacing of `dt` at each (float64) value: 2^(exponent - mantissa bits), subnormals included."""
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    e = np.maximum(np.where(a > 0, e, dt.emin), dt.emin)
+    return np.ldexp(1.0, (e - dt.mant_bits).astype(np.int64))
+
+
+def mark_toward_exact(worst: Worst | None, bad: np.ndarray | None, expected: np.ndarray, got: np.ndarray,
+                      exact: np.ndarray, dt: DType) -> None:
+    """Record the float64 truth at the worst element and each side's distance from it (in ulps of
+    `dt` at the exact value); kind TOWARD_EXACT when *every* failing element of `got` is strictly
+    nearer the truth than the CUDA-semantics reference: a rounding choice, not a bug (still a failure)."""
+    if worst is None or bad is None or not dt.is_float or bad.size == 0:
+        return
+    ex = np.asarray(exact, dtype=np.float64).reshape(-1)
+    e64, g64 = to_f64(np.asarray(expected, dtype=dt.np)).reshape(-1), to_f64(np.asarray(got, dtype=dt.np)).reshape(-1)
+    with np.errstate(all="ignore"):
+        size = ulp_size(ex[bad], dt)
+        port, cuda = np.abs(g64[bad] - ex[bad]) / size, np.abs(e64[bad] - ex[bad]) / size
+    at = np.flatnonzero(bad == worst.index)
+    if at.size:
+        k = int(at[0])
+        worst.exact = repr(float(ex[worst.index]))
+        worst.ulps_from_exact, worst.cuda_ulps_from_exact = float(port[k]), float(cuda[k])
+    finite = np.isfinite(port) & np.isfinite(cuda)
+    if at.size and finite.all() and bool((port < cuda).all()):
+        worst.kind = TOWARD_EXACT
+        worst.add_note(f"port {port[k]:.2g} ulp from the exact value, CUDA {cuda[k]:.2g} ulp")

@@ -106,8 +106,9 @@ def worst_text(w: dict | None, message: str = "") -> str:
         ulp = w.get("ulps")
         u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
         note = f" ({w['note']})" if w.get("note") else ""
+        exact = f", exact `{w['exact']}`" if w.get("exact") is not None else ""
         return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected `{w.get('expected')}` "
-                f"got `{w.get('got')}`{u}{note}")
+                f"got `{w.get('got')}`{exact}{u}{note}")
     return first_line(message)
 
 
@@ -306,14 +307,37 @@ def _names(vs: list, shown: int = NAMES_SHOWN) -> str:
     return ", ".join(vs[:shown]) + (f", …, {len(vs) - shown} more" if len(vs) > shown else "")
 
 
+# a chain's missing step as run_chain / the worker name it: "step 3 (nn.rmsnorm): no kernel rmsnorm_f16 in ..."
+_STEP_MISSING = re.compile(r"(step \d+ \([^)]*\))[^:]*: no kernel (\S+)")
+
+
 def _missing(g: pd.DataFrame) -> list[Finding]:
     g = g.assign(_close=g["message"].str.extract(r"closest defined: ([^\s;,]+)", expand=False).fillna(""))
+    step = g["message"].str.extract(_STEP_MISSING)
+    chain = g["op"].str.startswith("chain.") & step[0].notna()
+    out = _missing_steps(g[chain], step[chain]) if chain.any() else []
+    g = g[~chain]
+    if g.empty:
+        return out
     dts, close = _collect(g, ["op"], "dtype"), _collect(g, ["op"], "_close")
-    out = []
     for (op,), info in _groups(g, ["op"]):
         near = [c for c in close[(op,)] if c]
         title = f"`{op}`: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
         out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
+    return out
+
+
+def _missing_steps(g: pd.DataFrame, step: pd.DataFrame) -> list[Finding]:
+    """A chain's missing kernel is its step's: one finding per chain x step, naming the step and
+    the step kernels it lacks (the chain's own name is no kernel)."""
+    g = g.assign(_step=step[0].astype(str), kernel=step[1].astype(str))
+    close = _collect(g, ["op", "_step"], "_close")
+    out = []
+    for k, info in _groups(g, ["op", "_step"]):
+        op, label = k
+        near = [c for c in close[k] if c]
+        title = f"`{op}` {label}: no kernel {_names(info['kernels'], 12)} ({_plural(info['cases'], 'case')})"
+        out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=k))
     return out
 
 
@@ -345,10 +369,19 @@ def _path_of(layout: str) -> str:
     return "inplace" if c is not None and c.inplace else layout
 
 
+OUTSIDE_VIEW = "reads outside its view: NaN from parity's poisoned padding reached the output"
+TOWARD_EXACT = "diverges from CUDA toward the exact value"
+_KINDS = {"outside-view": OUTSIDE_VIEW, "toward-exact": TOWARD_EXACT}   # Worst.kind (parity/compare.py)
+
+
 def _fault_kind(w) -> str:
-    """What a failing case's worst element says about the cause: NaN or infinity handling, or values."""
+    """What a failing case's worst element says about the cause: what the judge found (a read
+    outside the view, a result nearer the exact value than CUDA's), else NaN or infinity
+    handling, or values."""
     if not isinstance(w, dict):
         return "values"
+    if w.get("kind") in _KINDS:
+        return _KINDS[w["kind"]]
     e, o = str(w.get("expected", "")).lower(), str(w.get("got", "")).lower()
     if ("nan" in e) != ("nan" in o):
         return "NaN handling"
@@ -374,12 +407,26 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     for k, info in _groups(g, keys, example=worst):
         fam, dt, kind = k
         what = f"`{ops[k][0]}`" if len(ops[k]) == 1 else f"`{fam}` ({_names(ops[k])})"
-        title = (f"{what} {dt}, {kind}: {_plural(info['cases'], 'case')} wrong "
-                 f"(values: {_names(vals[k])}; layouts: {_names(lays[k])})")
         w = info.get("worst")
-        detail = worst_text(w if isinstance(w, dict) else None, info["message"])
-        out.append(_make(Verdict.FAIL, info, title, detail, key=k))
+        w = w if isinstance(w, dict) else None
+        where = f"values: {_names(vals[k])}; layouts: {_names(lays[k])}"
+        if kind == TOWARD_EXACT:            # still a failure: parity is CUDA's numbers
+            title = (f"{TOWARD_EXACT}: {what} {dt}, {_ulps_from_exact(w)} "
+                     f"({_plural(info['cases'], 'case')}; {where})")
+        elif kind == OUTSIDE_VIEW:
+            title = f"{OUTSIDE_VIEW}: {what} {dt}, {_plural(info['cases'], 'case')} wrong ({where})"
+        else:
+            title = f"{what} {dt}, {kind}: {_plural(info['cases'], 'case')} wrong ({where})"
+        out.append(_make(Verdict.FAIL, info, title, worst_text(w, info["message"]), key=k))
     return out
+
+
+def _ulps_from_exact(w: dict | None) -> str:
+    """"port 0.4 ulp from exact, CUDA 5 ulp" at the worst element."""
+    port, cuda = (w or {}).get("ulps_from_exact"), (w or {}).get("cuda_ulps_from_exact")
+    if port is None or cuda is None:
+        return "port nearer the exact value than CUDA"
+    return f"port {port:.2g} ulp from exact, CUDA {cuda:.2g} ulp"
 
 
 def _error(g: pd.DataFrame) -> list[Finding]:

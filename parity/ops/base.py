@@ -7,6 +7,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..compare import mark_outside_view, mark_toward_exact
 from ..dtypes import DType, dtype
 from ..layouts import Layout
 from ..row import Verdict
@@ -172,6 +173,8 @@ class StructuredSpec:
     row_fields: Callable[..., dict] = lambda built, res: {}
     suite_kernels: Callable[[str], tuple[str, ...]] = lambda key: ()   # suite kernels a host routine
                                              # launches (loaded before it runs, under the compile limit)
+    exact: Callable[..., np.ndarray] | None = None   # float64 truth without CUDA's intermediate
+                                             # roundings (softmax, norms): names a port nearer it than CUDA
     elementwise = False
 
     def layouts(self) -> list[str]:
@@ -211,12 +214,21 @@ class StructuredSpec:
         got = b.result(res.outputs)
         with np.errstate(all="ignore"):
             c = self.judge(expected, got, b)
+        if not c.passed:
+            self._explain(c, b, expected, got)
         out = {"verdict": Verdict.PASS if c.passed else Verdict.FAIL, "max_ulp": c.max_ulp, "n_bad": c.n_bad,
                "worst": c.worst.to_dict() if c.worst else None,
                "message": f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""}
         if b.notes:
             out["message"] = "; ".join([out["message"]] + b.notes if out["message"] else b.notes)
         return out, got
+
+    def _explain(self, c, b, expected: np.ndarray, got: np.ndarray) -> None:
+        """What the failure says about its cause, on the worst element (compare.mark_*)."""
+        mark_outside_view(c.worst, b.inputs, b.bases)
+        if self.exact is not None and b.out_dtype is not None:
+            with np.errstate(all="ignore"):
+                mark_toward_exact(c.worst, c.bad, expected, got, self.exact(b), b.out_dtype)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import compare
+from ..compare import compare, mark_outside_view
 from ..dtypes import DType
 from ..layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                        materialize, operand_layouts, strided)
@@ -163,6 +163,8 @@ class ElementwiseSpec:
         got = extract(op, res.outputs["out"], expected.shape)
         inputs = b.operands.logical if op.out_mode == "dense" else None
         c = compare(expected, got, op.out_dtype(b.case.dtype), op.tolerance, inputs, b.operands.dtypes)
+        if not c.passed:
+            mark_outside_view(c.worst, b.operands.logical, b.operands.bases)
         out = {"verdict": Verdict.PASS if c.passed else Verdict.FAIL, "max_ulp": c.max_ulp, "n_bad": c.n_bad,
                "worst": c.worst.to_dict() if c.worst else None}
         if c.worst:

@@ -92,6 +92,24 @@ def layernorm_rows(x, alpha, beta, dt, eps=EPS) -> np.ndarray:
     return round_float(to_f64(round_float(y, F32)), dt)
 
 
+def exact_rows(root: str, x, alpha, beta, eps=EPS) -> np.ndarray:
+    """The float64 truth of a row op: no intermediate rounding (to T or to float), exact
+    exp/sqrt, two-pass variance; eps as the kernel receives it (an f32)."""
+    x = to_f64(x)
+    if root == "softmax":
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / np.sum(e, axis=-1, keepdims=True)
+    eps = float(np.float32(eps))
+    if root == "rmsnorm":
+        y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    else:
+        c = x - np.mean(x, axis=-1, keepdims=True)
+        y = c / np.sqrt(np.mean(c * c, axis=-1, keepdims=True) + eps)
+        if beta is not None:
+            return y * (to_f64(alpha) if alpha is not None else 1.0) + to_f64(beta)
+    return y * (to_f64(alpha) if alpha is not None else 1.0)
+
+
 def rope_reference(variant: str, x, cos, sin, dt) -> np.ndarray:
     """Rotary embedding over the logical tensors; x (b,h,t,d) or (b,t,h,d) for thd; cos/sin
     (t,d/2) or (b,t,d/2)."""
@@ -171,6 +189,11 @@ def _row_math(root, x, alpha, beta, dt, eps=EPS):
 def _row_expected(b: StructuredBuilt) -> np.ndarray:
     i = b.inputs
     return _row_math(b.op.root, i["src"], i.get("alpha"), i.get("beta"), b.out_dtype)
+
+
+def _row_exact(b: StructuredBuilt) -> np.ndarray:
+    i = b.inputs
+    return exact_rows(b.op.root, i["src"], i.get("alpha"), i.get("beta"))
 
 
 def _row_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
@@ -292,9 +315,9 @@ def _rope_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 
 # ----------------------------------------------------------------------------- catalog
-def _spec(shapes, build, pack, expected, emulate, tol):
+def _spec(shapes, build, pack, expected, emulate, tol, exact=None):
     return StructuredSpec(shapes=shapes, build=build, pack=pack, expected=expected, judge=_judge_with(tol),
-                          emulate=emulate, tolerance=lambda key: tol.describe(key))
+                          emulate=emulate, tolerance=lambda key: tol.describe(key), exact=exact)
 
 
 OPS = [
@@ -304,7 +327,7 @@ OPS = [
        semantics="softmax over the last dim: max in T (maxg), e=exp(x-max) in T, sum in ACC (f32 for f16/bf16), "
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",
        divergences=("Candle CPU divides by the sum in T",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"], _row_exact)),
     Op(name="nn.rmsnorm", family="nn", root="rmsnorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["rmsnorm"], value_classes=("normal",),
        param_sets=({"alpha": 1.0}, {"alpha": 0.0}),
@@ -312,7 +335,7 @@ OPS = [
        semantics="float sum of squares, rsqrtf(mean+eps) (approximate), T(scale*x*alpha); alpha may be null; "
                  "f64 is computed in float",
        divergences=("Candle CPU fast path divides in T; rms_norm_slow runs in f32 for f16/bf16",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"], _row_exact)),
     Op(name="nn.layernorm", family="nn", root="layernorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["layernorm"], value_classes=("normal",),
        param_sets=({"affine": 1.0}, {"affine": 0.0}),
@@ -320,7 +343,7 @@ OPS = [
        semantics="one-pass float mean and var=E[x^2]-mean^2, rsqrtf(var+eps), T((x-mean)*inv*alpha+beta); "
                  "alpha/beta may be null; f64 is computed in float",
        divergences=("layer_norm_slow (Candle's reference) is two-pass",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"])),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"], _row_exact)),
 ] + [
     Op(name=f"nn.{root}", family="nn", root=root, dtypes=DTYPES, inputs=("src", "cos", "sin"),
        reference=lambda *a, **k: None, tolerance=TOL["rope"], value_classes=("normal",), abi=abi,

@@ -165,7 +165,7 @@ def mask_judge(expected: np.ndarray, got: np.ndarray, dt: DType, ok: np.ndarray,
     worst = Worst(index=i, coords=coords, expected=_fmt(expected.reshape(-1)[i], dt), got=g_txt,
                   expected_bits=hex(int(eb[i])), got_bits=hex(int(gb[i])),
                   ulps=(float(ulps[i]) if dt.is_float else None), inputs=shown, note=wnote)
-    return Comparison(False, n, n_bad, max_ulp, worst)
+    return Comparison(False, n, n_bad, max_ulp, worst, np.flatnonzero(~ok))
 
 
 def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
