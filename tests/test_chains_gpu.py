@@ -9,6 +9,7 @@ import pytest
 
 from parity.cases import Filters, load_sweep
 from parity.engine import run_cases
+from parity.chains import chains
 
 
 def _check(rows, level_name, executor=None):
@@ -33,7 +34,7 @@ def _check(rows, level_name, executor=None):
 @pytest.mark.gpu
 def test_bundled_chains_pass_on_hip_on_nvidia(level):
     cases = load_sweep("pr", Filters(ops=["chain.*"]))
-    assert len(cases) == 24
+    assert {(c.op, c.dtype) for c in cases} == {(n, d) for n, op in chains().items() for d in op.dtypes}  # all
     _check(run_cases(cases, level.executor, level.availability.device), level.name)
 
 

@@ -1,7 +1,8 @@
 """GPU side of matmul / pool / conv: the pr sweep of the new families on hip-on-nvidia (cuBLAS for
 matmul, the bundled HIP suite for pool/conv), Candle's backend conv host path (im2col + cuBLAS
-GEMM + ucopy) on hip-on-nvidia and on the `cuda` level, and cuBLAS GEMM throughput against the
-device's dense peak (parity.peak). Needs a CUDA GPU (CuPy) and nvcc or NVRTC.
+GEMM + ucopy) on hip-on-nvidia and on the `cuda` level, and the compute type of the cuBLAS GEMM
+(its throughput against the device's peak: bench/cublas_peak.py). Needs a CUDA GPU (CuPy) and nvcc
+or NVRTC.
 
     python3 -m pytest -m gpu tests/test_matmul_conv_gpu.py -s
 
@@ -17,6 +18,7 @@ import pytest
 from fakes_matmul_conv import ConvGemmReadsOriginalKernel
 from parity.cases import Case, Filters, load_sweep
 from parity.engine import run_case, run_cases
+from parity.ops import CATALOG
 
 FAMILIES = {"matmul": "matmul.*", "pool": "pool.*,upsample.*", "conv": "conv.*"}
 
@@ -35,7 +37,7 @@ def test_pr_sweep_passes_on_hip_on_nvidia(level, family):
 
 
 @pytest.fixture(scope="module")
-def blas_and_peak():
+def blas():
     try:
         import cupy
         if not cupy.cuda.is_available():
@@ -43,28 +45,18 @@ def blas_and_peak():
     except Exception as e:
         pytest.skip(f"CuPy unusable: {e}")
     from parity.host.blas import CupyBlas
-    from parity.peak import measured_peak, peak
-    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
-    blas = CupyBlas()
-    info = peak(name, lambda dt: measured_peak(blas, dt))
-    print(f"\n{name}: peaks {info['peaks']} ({info['source']})")
-    return blas, info
+    return CupyBlas()
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "bf16", "f32"])
-def test_cublas_4096_reaches_70_percent_of_peak(blas_and_peak, dt):
-    blas, info = blas_and_peak
-    r = max((blas.bench(dt, 4096, 4096, 4096, iters=30) for _ in range(2)), key=lambda x: x["tflops"])
-    pk = info["peaks"][dt]
-    pct = 100.0 * r["tflops"] / pk
-    print(f"{dt} 4096^3: {r['tflops']:.1f} TFLOP/s = {pct:.1f}% of {pk} ({r['compute_type']}, {r['call']}, "
-          f"{r['ms']:.3f} ms)")
+def test_cublas_gemm_accumulates_in_f32(blas, dt):
+    """The GEMM parity times runs with Candle's compute type (f32 accumulation, no TF32) and times
+    something. How fast it is against the device's peak is a benchmark, not a test:
+    `python3 bench/cublas_peak.py` reports it against its 70% bar."""
+    r = blas.bench(dt, 4096, 4096, 4096, iters=3, warmup=1)
     assert r["compute_type"] == "CUBLAS_COMPUTE_32F"
-    if dt == "f32" and pct < 70.0:
-        pytest.xfail(f"f32 with CUBLAS_COMPUTE_32F (no TF32) reached {r['tflops']:.1f} TFLOP/s = {pct:.1f}% of the "
-                     f"{pk} FP32 peak: reported, not enforced")
-    assert pct >= 70.0, f"{dt}: {r['tflops']:.1f} TFLOP/s is {pct:.1f}% of {pk}"
+    assert r["ms"] > 0 and r["tflops"] > 0
 
 
 # ------------------------------------------------------------------ conv host path (conv.host)
@@ -75,7 +67,8 @@ CUDA_CONV_SUITES = [Path(__file__).parent / "fixtures" / "suites" / "cuda_conv"]
 
 def _host_cases():
     cases = load_sweep("pr", Filters(ops=HOST_OPS))
-    assert len(cases) == 64                      # 4 dtypes x 8 shape classes x 2 ops
+    # every dtype of both host ops (derived from the catalog, not a count that goes stale)
+    assert {(c.op, c.dtype) for c in cases} == {(op, dt) for op in HOST_OPS for dt in CATALOG[op].dtypes}
     return cases
 
 
@@ -88,8 +81,10 @@ def _listing(rows) -> str:
 def test_conv_host_path_on_hip_on_nvidia(level):
     """The ROCm port's sequence (GEMM on kernel_c) with the bundled suite's im2col/ucopy and cuBLAS:
     every case passes, the channel-sliced kernels included."""
-    rows = run_cases(_host_cases(), level.executor, level.availability.device)
-    assert Counter((r["verdict"], r.get("conv_route")) for r in rows) == {("pass", "im2col+gemm"): 64}, _listing(rows)
+    cases = _host_cases()
+    rows = run_cases(cases, level.executor, level.availability.device)
+    assert Counter((r["verdict"], r.get("conv_route")) for r in rows) == {("pass", "im2col+gemm"): len(cases)}, \
+        _listing(rows)
 
 
 @pytest.fixture(scope="module", params=CUDA_CONV_SUITES, ids=lambda p: p.name)

@@ -328,8 +328,10 @@ def test_gpu_timer_times_a_real_kernel():
     assert res.status == "ok", res.message
     t = time_launch(ex, p.launch, TimingOptions(mode="cold", time_cap_s=1.0), res.outputs)
     assert isinstance(t, Timing) and t.n >= 10 and 0 < t.p10_ms <= t.median_ms <= t.p90_ms
-    assert t.verified is True and t.launch_bound in (True, False) and t.peak_gbps > 100
-    assert t.source == "events-overhead" and 0.0003 < t.overhead_ms < 0.005, t.overhead_ms   # an empty event pair
+    assert t.verified is True and t.launch_bound in (True, False) and t.peak_gbps > 0
+    # the empty event pair's time is subtracted: positive and less than what it is subtracted from
+    # (how small it is depends on the GPU and driver: a speed, not a property)
+    assert t.source == "events-overhead" and 0 < t.overhead_ms < t.event_ms, t.overhead_ms
     assert t.median_ms == pytest.approx(t.event_ms - t.overhead_ms) and t.median_ms > 0
 
 
