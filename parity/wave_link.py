@@ -32,26 +32,54 @@ def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
         v = bad[k]
         failing = sorted({r["case_id"] for r in v[W64] if r["verdict"] in RUNTIME})
         at32 = {r["case_id"]: r["verdict"] for r in v.get(W32, [])}
-        wave32 = (Verdict.PASS if failing and all(at32.get(c) in PASSING for c in failing)
-                  else "not run" if not at32 else "fails too")
-        # evidence of a warp-size bug: wave 32 passes what wave 64 fails, or the scan flagged the
-        # kernel; a missing kernel or one that fails at both sizes is another finding's business
-        if failing and (wave32 == Verdict.PASS or notes.get(k)):
+        checked = [c for c in failing if c in at32]          # a recheck runs a handful of them
+        wave32 = ("not run" if not checked else Verdict.PASS if all(at32[c] in PASSING for c in checked)
+                  else "fails too")
+        # a kernel whose wave-64 failures were run at wave 32 (or that the scan flagged) is evidence
+        # either way; a missing kernel, or one never run at 32 and not flagged, is another finding's
+        if failing and (wave32 != "not run" or notes.get(k)):
             out.append({"kernel": k, "cases": failing,
                         "verdicts64": sorted({r["verdict"] for r in v[W64] if r["verdict"] in RUNTIME}),
-                        "wave32": wave32, "static": notes.get(k, [])})
+                        "wave32": wave32, "suspect": wave32 == Verdict.PASS, "static": notes.get(k, [])})
     return out
 
 
+RECHECK_PER_KERNEL = 4     # a handful of a kernel's wave-64 failures tells whether wave 32 passes them
+
+
+def recheck_ids(rows: list[dict]) -> list[str]:
+    """The cases to run again at wave 32: up to RECHECK_PER_KERNEL of each kernel's failures at
+    wave 64 (fail, crash, ...), when the run has no wave-32 row for them."""
+    at32 = {r["case_id"] for r in rows if r.get("level") == W32}
+    picked: dict[str, list[str]] = {}
+    for r in rows:
+        if (r.get("level") == W64 and r.get("verdict") in RUNTIME and r.get("kernel")
+                and r["case_id"] not in at32 and len(picked.setdefault(str(r["kernel"]), [])) < RECHECK_PER_KERNEL):
+            picked[str(r["kernel"])].append(r["case_id"])
+    return [c for ids in picked.values() for c in ids]
+
+
 def markdown(entries: list[dict]) -> str:
+    """Suspects first (fail at 64, pass at 32: a wave-size bug), then the kernels that fail at both
+    sizes in one line (not wave-size bugs), then those never run at 32 that the scan flagged."""
     if not entries:
         return ""
-    lines = ["### Wavefront size: wave64 evidence", "",
-             "| kernel | at wave 64 | at wave 32 | amd-static flagged |", "| --- | --- | --- | --- |"]
-    for e in entries:
-        flagged = "<br>".join(f"`{n}`" for n in e["static"]) or "nothing (the run found what the scan missed)"
-        lines.append(f"| `{e['kernel']}` | {', '.join(e['verdicts64'])} ({len(e['cases'])} cases) | {e['wave32']} | {flagged} |")
-    lines += ["", "A kernel that fails at wave 64 and passes at wave 32 assumes 32-lane warps; "
+    suspects = [e for e in entries if e["wave32"] == Verdict.PASS]
+    both = [e for e in entries if e["wave32"] == "fails too"]
+    unknown = [e for e in entries if e["wave32"] == "not run"]
+    lines = ["### Wavefront size: wave64 evidence", ""]
+    if suspects or unknown:
+        lines += ["| kernel | at wave 64 | at wave 32 | amd-static flagged |", "| --- | --- | --- | --- |"]
+        for e in suspects + unknown:
+            flagged = "<br>".join(f"`{n}`" for n in e["static"]) or "nothing (the run found what the scan missed)"
+            at32 = "**passes at 32**: wave-size suspect" if e in suspects else "not run"
+            lines.append(f"| `{e['kernel']}` | {', '.join(e['verdicts64'])} ({len(e['cases'])} cases) | {at32} "
+                         f"| {flagged} |")
+        lines.append("")
+    if both:
+        names = ", ".join(f"`{e['kernel']}`" for e in both[:20]) + (f", … {len(both) - 20} more" if len(both) > 20 else "")
+        lines += [f"Fail at wave 32 too (not a wave-size bug): {names}.", ""]
+    lines += ["A kernel that fails at wave 64 and passes at wave 32 assumes 32-lane warps; "
               "the amd-static lines are the likely places."]
     return "\n".join(lines) + "\n"
 

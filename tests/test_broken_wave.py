@@ -116,11 +116,23 @@ def test_wave64_failures_link_to_amd_static_lines():
     assert evidence([{"case_id": "c", "kernel": "k", "level": "hip-on-nvidia", "verdict": "pass"}], BROKEN) == []
 
 
-def test_wave64_evidence_leaves_out_what_is_no_wave_size_evidence():
-    """A missing kernel, or one that fails at both wave sizes without a static warning, is another
-    finding's business: the evidence table lists neither (a port run would list every kernel)."""
-    from parity.wave_link import evidence
+def test_wave64_evidence_says_fails_at_32_too_and_lists_only_suspects():
+    """A missing kernel is another finding's business; a kernel failing at both wave sizes is
+    listed as `fails too` in one line, never as a wave-size suspect; one that passes its rechecked
+    cases at 32 is the suspect (a recheck runs only a handful of a kernel's failures)."""
+    from parity.wave_link import evidence, markdown, recheck_ids
     rows = [{"case_id": "a", "kernel": "uexp_f32", "level": "hip-on-nvidia", "verdict": "missing"},
             {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia", "verdict": "crash"},
             {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia/w32", "verdict": "crash"}]
-    assert evidence(rows, BROKEN / "lane_mod_32") == []
+    rows += [{"case_id": f"s{i}", "kernel": "softmax_f16", "level": "hip-on-nvidia", "verdict": "fail"}
+             for i in range(6)]
+    assert recheck_ids(rows) == ["s0", "s1", "s2", "s3"]          # b already ran at 32; a is missing
+    rows += [{"case_id": c, "kernel": "softmax_f16", "level": "hip-on-nvidia/w32", "verdict": "pass"}
+             for c in ("s0", "s1", "s2", "s3")]
+    ev = {e["kernel"]: e for e in evidence(rows, BROKEN / "lane_mod_32")}
+    assert set(ev) == {"uneg_f32", "softmax_f16"}
+    assert (ev["uneg_f32"]["wave32"], ev["uneg_f32"]["suspect"]) == ("fails too", False)
+    assert (ev["softmax_f16"]["wave32"], ev["softmax_f16"]["suspect"]) == ("pass", True)
+    md = markdown(list(ev.values()))
+    assert "| `softmax_f16` | fail (6 cases) | **passes at 32**: wave-size suspect |" in md
+    assert "Fail at wave 32 too (not a wave-size bug): `uneg_f32`." in md
