@@ -7,13 +7,22 @@ tools/gen_hip_device_api.py) is a gap -- ours, to be reported as `mapping-gap: N
 the port's `compile-error`/`missing`. Overload-resolution failures ("no instance of overloaded
 function") are not gaps: the name exists. `first_error` extracts the first error line with its
 file and line from nvcc, NVRTC or hipcc/clang output.
+
+An undefined name ROCm declares is a gap only when the file includes the ROCm header that
+declares it: `half` used by a file that never includes <hip/hip_fp16.h> fails on AMD too, so it
+is the port's `compile-error`. `rocm_headers` says which public header declares a name,
+`included_headers` which ones a file reaches, `undeclared_rocm_names` puts both together.
 """
 from __future__ import annotations
 
+import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from . import resources
+from .compile_cache import header_closure
 
 DATA = resources.data_dir() / "hip_device_api.txt"
 
@@ -45,6 +54,88 @@ def hip_device_api() -> frozenset[str]:
     return frozenset(names)
 
 
+# ROCm's public header of each device-API name that <hip/hip_runtime.h> does not bring, first match
+# wins (ROCm 5.2's headers as tools/gen_hip_device_api.py scans them, plus ROCm 6's hip_bf16.h and
+# hip_fp8.h; tests/test_compile_owner.py checks the table against /usr/include/hip where present).
+# Every other name of hip_device_api() comes with <hip/hip_runtime.h>.
+RUNTIME_HEADER = "hip/hip_runtime.h"
+_ROCM_HEADERS: list[tuple[re.Pattern, tuple[str, ...]]] = [
+    (re.compile(r"__hip_fp8\w*|__hip_cvt_\w*|__HIP_(?:E4M3|E5M2)(?:_FNUZ)?|__HIP_(?:NOSAT|SATFINITE)|"
+                r"__hip_saturation_t"), ("hip/hip_fp8.h",)),
+    (re.compile(r"__\w*bfloat16\w*"), ("hip/hip_bf16.h",)),
+    (re.compile(r"hip_bfloat16"), ("hip/hip_bfloat16.h",)),
+    # half arithmetic and comparisons: ROCm 6's hip_bf16.h overloads them for __hip_bfloat16
+    # (plain __hadd is the runtime's integer halving add: it stays with hip_runtime.h)
+    (re.compile(r"__hadd(?:2|_sat|2_sat|_rn)|__(?:low|high)2float|"
+                r"__h(?:sub|mul|div|fma|neg|abs|max|min|equ?|neu?|ltu?|leu?|gtu?|geu?|b(?:eq|ne|lt|le|gt|ge)u?"
+                r"|isnan|isinf)(?:2|_sat|2_sat|_rn|_nan)?"), ("hip/hip_fp16.h", "hip/hip_bf16.h")),
+    (re.compile(r"half2?|__\w*half\w*|__h2div|__ldc[ags]|__lowhigh2highlow"), ("hip/hip_fp16.h",)),
+]
+
+
+def rocm_headers(name: str) -> tuple[str, ...]:
+    """The public ROCm headers that declare `name` (a name of hip_device_api()), e.g.
+    ("hip/hip_fp16.h",) for `half`; ("hip/hip_runtime.h",) for everything the runtime brings."""
+    for rx, headers in _ROCM_HEADERS:
+        if rx.fullmatch(name):
+            return headers
+    return (RUNTIME_HEADER,)
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+def included_headers(source: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()) -> set[str]:
+    """The `hip/...` headers `source` includes, directly or through its own headers, as ROCm's
+    headers include each other (parity's mapping headers mirror that: hip_fp8.h brings
+    hip_fp16.h), e.g. {"hip/hip_runtime.h", "hip/hip_fp16.h"}."""
+    mapping = resources.hip_mapping().resolve()
+    files = [Path(source), *header_closure(Path(source), [*map(Path, include_dirs), mapping])]
+    found: set[str] = set()
+    for f in files:
+        if f.is_relative_to(mapping):                       # reached through the mapping's own includes
+            found.add(f.relative_to(mapping).as_posix())
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for inc in _INCLUDE.findall(text):
+            inc = inc.replace("\\", "/").lstrip("./")
+            if inc.startswith("hip/"):
+                found.add(inc)
+    return found
+
+
+@dataclass(frozen=True)
+class Undeclared:
+    """An identifier the compiler called undefined that ROCm declares."""
+    name: str
+    headers: tuple[str, ...]      # the ROCm headers that declare it
+    included: bool                # the file includes one of them (else the port's own error)
+
+    def missing_include(self, source_name: str) -> str:
+        """`half is declared in <hip/hip_fp16.h>, which conv.hip does not include`."""
+        hs = " and ".join(f"<{h}>" for h in self.headers)
+        which = "which" if len(self.headers) == 1 else "neither of which"
+        verb = "does not include" if len(self.headers) == 1 else "includes"
+        return f"{self.name} is declared in {hs}, {which} {source_name} {verb}"
+
+
+def undeclared_rocm_names(compiler_output: str, source: str | os.PathLike,
+                          include_dirs: list[str | os.PathLike] = ()) -> list[Undeclared]:
+    """Each undefined identifier of the output that ROCm declares, with whether `source` includes
+    a header declaring it. A source that cannot be read counts as including them all: the port is
+    blamed only on evidence."""
+    api = hip_device_api()
+    names = [n for n in undefined_identifiers(compiler_output) if n in api]
+    if not names:
+        return []
+    readable = Path(source).is_file()
+    have = included_headers(source, include_dirs) if readable else set()
+    return [Undeclared(n, rocm_headers(n), not readable or any(h in have for h in rocm_headers(n)))
+            for n in names]
+
+
 def undefined_identifiers(compiler_output: str) -> list[str]:
     """Every identifier the compiler reports as undefined/undeclared, in order, without repeats."""
     seen: list[str] = []
@@ -58,7 +149,8 @@ def undefined_identifiers(compiler_output: str) -> list[str]:
 
 
 def mapping_gap(compiler_output: str) -> str | None:
-    """The first undefined identifier that ROCm declares (a gap in our mapping), else None.
+    """The first undefined identifier that ROCm declares, else None: a gap in our mapping when
+    the file includes ROCm's header for it (`undeclared_rocm_names` asks that too).
 
     Names the port defines itself (or misspells) are not gaps, nor are overload failures
     ("no instance of overloaded function"), since the name exists in the mapping.

@@ -4,8 +4,10 @@ or declared with another parameter list than the ABI passes.
 Shared by the NVIDIA and AMD executors, so a port gets the same verdicts on every level:
 * `compile-error` for every kernel of a file that does not compile (never `missing`: the kernel
   may well be there), with the compiler's first *error* and its file:line;
-* `mapping-gap` when that error is an identifier ROCm declares but parity's HIP-on-NVIDIA
-  mapping lacks: parity's bug, not the port's;
+* `compile-error` naming the header when the undefined identifier is one ROCm declares in a
+  header the file does not include (`half` without <hip/hip_fp16.h> fails on AMD too);
+* `mapping-gap` when the file includes that header and parity's HIP-on-NVIDIA mapping still
+  lacks the identifier: parity's bug, not the port's;
 * `signature-mismatch` when the suite declares the kernel with parameters the launch would pass
   differently: launching it would read garbage or fault, so it is not launched.
 """
@@ -15,22 +17,34 @@ from pathlib import Path
 
 from ..compile_cache import CompileResult
 from ..coverage import compare_signature, suggestion_for
-from ..hip_api import first_error, mapping_gap
+from ..hip_api import first_error, undeclared_rocm_names
 from ..ops.base import ExecResult, Launch
 from ..suite import Suite
 
 
-def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False) -> ExecResult:
+def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
+                    include_dirs: list[Path] = ()) -> ExecResult:
     """The verdict of a kernel whose source file did not compile. hip_mapping: the file was
-    compiled through parity's HIP-on-NVIDIA mapping, so an undefined HIP identifier is a gap of it."""
+    compiled through parity's HIP-on-NVIDIA mapping, so an undefined HIP identifier that the file
+    does include the ROCm header of is a gap of the mapping. include_dirs: where the file's own
+    headers are found besides its folder (to follow its includes)."""
     text = res.error.message if res.error else res.log
     first = first_error(text) or (text.strip().splitlines() or ["(no compiler output)"])[0]
     detail = {"source": str(source)}
-    gap = mapping_gap(text) if hip_mapping else None
-    if gap:
-        detail["mapping_gap"] = gap
-        return ExecResult("mapping-gap", message=f"mapping-gap: {gap} (ROCm declares it; parity's HIP-on-NVIDIA "
-                                                 f"mapping does not: parity's bug, not the port's) — {first}",
+    rocm = undeclared_rocm_names(text, source, include_dirs)
+    unincluded = [u for u in rocm if not u.included]
+    if unincluded:                   # fails with ROCm's headers too: the port's own error
+        u = unincluded[0]
+        detail["missing_include"] = list(u.headers)
+        return ExecResult("compile-error", message=f"{u.missing_include(Path(source).name)} — {first}",
+                          detail=detail)
+    if rocm and hip_mapping:
+        gap = rocm[0]
+        detail["mapping_gap"] = gap.name
+        where = " or ".join(f"<{h}>" for h in gap.headers)
+        return ExecResult("mapping-gap", message=f"mapping-gap: {gap.name} (ROCm declares it in {where}, which "
+                                                 f"{Path(source).name} includes; parity's HIP-on-NVIDIA mapping "
+                                                 f"does not: parity's bug, not the port's) — {first}",
                           detail=detail)
     return ExecResult("compile-error", message=first, detail=detail)
 
