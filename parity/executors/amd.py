@@ -219,7 +219,7 @@ class AmdExecutor(Executor):
             check(hiprtc.hiprtcGetCode(prog, code))
             out.write_bytes(bytes(code))
             return 0, text
-        res = cached_build(key, build, ["hiprtc", *opts, str(source)], self.cache_root)
+        res = cached_build(key, build, ["hiprtc", *opts, str(source)], self.cache_root, source=source)
         self._compiled[source] = res
         if res.ok:
             try:

@@ -105,7 +105,7 @@ class CudaToolchain:
                 return 0, _nvrtc_log(nvrtc, prog, source)
             finally:
                 nvrtc.destroyProgram(prog)
-        return cached_build(key, build, ["nvrtc", *opts, str(source)], self.cache_root)
+        return cached_build(key, build, ["nvrtc", *opts, str(source)], self.cache_root, source=source)
 
 
 def _nvrtc_log(nvrtc, prog, source: Path) -> str:
