@@ -43,6 +43,7 @@ class RunOptions:
     timing: TimingOptions | None = None   # --time: time every passing case (None: no timing)
     gpus: str | None = None               # --gpus all|N: one worker per GPU (None: one worker)
     shard: tuple[int, int] | None = None  # --shard K/N, 1-based (None: every case)
+    every_fault: bool = False             # --every-fault: launch cases on a path that already crashed
 
     def meta(self) -> dict:
         """The results.json meta entries of the options that were given."""
@@ -53,6 +54,8 @@ class RunOptions:
             out["shard"] = "/".join(map(str, self.shard))
         if self.gpus:
             out["gpus"] = self.gpus
+        if self.every_fault:
+            out["every_fault"] = True
         return out
 
 
@@ -134,14 +137,18 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--since", "since", metavar="REF",
               help="Only the cases whose kernels are defined in suite files changed since this git ref "
                    "(committed, staged, unstaged or untracked; a changed header selects the files including it).")
-def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, **kw) -> None:
+@click.option("--every-fault", is_flag=True,
+              help="Launch every case. By default, once a kernel crashes or times out on a code path (in place, "
+                   "empty, a layout class), its later cases on that path are `not-run` (failing, counted, listed): "
+                   "each fault costs a worker restart.")
+def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, every_fault: bool, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
     from .levels import resolve_gpus
     from .shard import parse_shard
     from .timing import TimingOptions
     try:
         opts = RunOptions(TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None,
-                          gpus, parse_shard(shard))
+                          gpus, parse_shard(shard), every_fault)
         if gpus is not None:
             resolve_gpus(gpus)
     except ValueError as e:
@@ -310,7 +317,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             o[k] for k in RESUMED[:-1])
         if o.get("shard") and not opts.shard:
             from .shard import parse_shard
-            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]))
+            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
     console = Console(stderr=False, quiet=quiet)
     filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes))
     try:
@@ -415,7 +422,8 @@ def _execute(opts: RunOptions, cases: list, runnable: list, folder: Path, meta: 
                         prog.update(task, advance=pending, status=f"[red]{fails} not passing[/]" if fails else "")
                         pending, shown = 0, time.perf_counter()
                 try:
-                    run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=opts.timing)
+                    run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=opts.timing,
+                              every_fault=opts.every_fault)
                 finally:
                     prog.update(task, advance=pending)
                     lv.executor.close()

@@ -4,14 +4,16 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
 from .executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
 from .cases import Case
-from .ops.base import ChainLaunch, Launch
+from .layouts import code_path
+from .ops.base import ChainLaunch, ExecResult, Launch
 from .row import Row, Verdict
 from .timing import bytes_moved_built, gbps, time_launch
 
@@ -313,6 +315,99 @@ def _run_one(case: Case, executor: Executor, device: str, timing, prepared) -> d
         return _error_row(case, executor, e)
 
 
+# ------------------------------------------------------ a faulting path is launched once
+# A crash or timeout costs a worker restart, ~0.26 s on an H100 (half of it the GPU's own recovery):
+# a port whose 48 unary kernels crash on in-place cases spent 60 s of an 86 s pr sweep faulting
+# again where it had faulted already. Fail and oob-write cost no restart: those cases still run.
+FAULTS = (Verdict.CRASH, Verdict.TIMEOUT)
+
+
+def fault_path(kernel: str, layout: str) -> tuple[str, str]:
+    """The code path a crash or timeout is charged to: the kernel and its layout class's path
+    (layouts.code_path: both in-place classes are the null-input path, every other layout class a
+    path of its own). A fault of the same kernel on another path does not stop that path's cases."""
+    return kernel, code_path(layout)
+
+
+def not_run_message(first: str) -> str:
+    return f"same fault path as {first}"
+
+
+class FaultPaths:
+    """One executor's first crash or timeout per fault_path, and its launches in flight (so that
+    an isolated worker holds back the queued launches on a path that just faulted: HoldsAfterFault)."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str], str] = {}          # path -> case id of its first fault
+        self._flying: dict[int, tuple[tuple[str, str], str]] = {}   # id(launch) -> (path, case id)
+
+    def faulted(self, case: Case) -> str | None:
+        """The case id of the first fault on this case's path, or None."""
+        return self.first.get(fault_path(case.op_spec.kernel_name(case.dtype), case.layout))
+
+    def note(self, row: dict) -> None:
+        if row.get("verdict") in FAULTS and row.get("kernel"):
+            self.first.setdefault(fault_path(row["kernel"], row.get("layout") or ""), row["case_id"])
+
+    def launched(self, launch: Launch, case: Case) -> None:
+        path = fault_path(case.op_spec.kernel_name(case.dtype), case.layout)
+        self._flying[id(launch)] = (path, case.id)
+
+    def landed(self, launch: Launch) -> None:
+        self._flying.pop(id(launch), None)
+
+    def after_fault(self, faulted: Launch, queued: Launch) -> str | None:
+        """Why `queued` is not sent again after `faulted` crashed or timed out: the same path."""
+        f, q = self._flying.get(id(faulted)), self._flying.get(id(queued))
+        return not_run_message(f[1]) if f is not None and q is not None and f[0] == q[0] else None
+
+
+@runtime_checkable
+class HoldsAfterFault(Protocol):
+    """A Queued executor that, after a fault, asks `after_fault(faulted, queued)` about each launch
+    queued behind it and answers `not-run` with the reason instead of sending it to the new worker
+    (executors.worker.IsolatedExecutor). Without it the case behind a fault is launched again."""
+    after_fault: Callable[[Launch, Launch], str | None] | None
+
+
+@contextmanager
+def _holding(executor: Executor, faults: FaultPaths | None):
+    """While drive runs, the executor asks `faults` before re-sending launches after a fault."""
+    if faults is None or not isinstance(executor, HoldsAfterFault):
+        yield
+        return
+    before = executor.after_fault
+    executor.after_fault = faults.after_fault
+    try:
+        yield
+    finally:
+        executor.after_fault = before
+
+
+def _not_run(case: Case, executor: Executor, device: str, prepared, first: str) -> dict:
+    """The row of a case on a path that already faulted: `not-run`, naming the first fault. A case
+    Candle's host refuses launches nothing, so it keeps its own row."""
+    refused = bench_refusal(case, executor)
+    if refused is not None:
+        return refused
+    try:
+        if isinstance(prepared, Exception):
+            raise prepared
+        t0, p, row = _begin(case, executor, device, prepared)
+    except Exception as e:
+        return _error_row(case, executor, e)
+    if p.launch is None:
+        return _not_launched(row, p, t0)
+    return _held(row, ExecResult(Verdict.NOT_RUN.value, message=not_run_message(first)), t0)
+
+
+def _held(row: Row, res: ExecResult, t0: float) -> dict:
+    """A not-run row: the executor or the engine held the launch back (its message names the fault)."""
+    row.verdict, row.message = Verdict.NOT_RUN, res.message
+    row.wall_ms = (time.perf_counter() - t0) * 1e3
+    return row.to_dict()
+
+
 # ------------------------------------------------------------------ pipelined launches
 # A GPU worker answers a small case in ~0.3 ms and this process needs about as long to send it, compare
 # the answer and write the row (bench/harness.py, H100); with the next launch queued in the worker
@@ -326,15 +421,21 @@ class _Stop(Exception):
 
 
 def drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device: str, timing,
-          emit: Callable[[int, dict], None], stop: Callable[[dict], bool] | None = None) -> None:
+          emit: Callable[[int, dict], None], stop: Callable[[dict], bool] | None = None,
+          every_fault: bool = False) -> None:
     """Run (index, case, prepared) items on one executor; emit(index, row) in item order. Without
     timing, an executor that can queue launches (submit/collect: executors.worker) gets up to
     PIPELINE_DEPTH small launches ahead. `stop(row)` true: no further item is taken, and the
-    launches already queued are collected (the executor stays usable) but not emitted."""
+    launches already queued are collected (the executor stays usable) but not emitted.
+    After a crash or timeout, the later cases on the same fault_path are `not-run` (FaultPaths)
+    unless `every_fault`: then every case is launched."""
     queue = timing is None and isinstance(executor, Queued)
     window: deque = deque()
+    faults = None if every_fault else FaultPaths()
 
     def deliver(i: int, row: dict) -> None:
+        if faults is not None:
+            faults.note(row)
         emit(i, row)
         if stop is not None and stop(row):
             raise _Stop
@@ -346,14 +447,18 @@ def drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device:
         except Exception as e:
             deliver(i, _error_row(case, executor, e))
             return
+        finally:
+            if faults is not None:
+                faults.landed(p.launch)
         try:
-            row = _finish(row, p, res, executor, None, t0)
+            row = _held(row, res, t0) if res.status == Verdict.NOT_RUN else _finish(row, p, res, executor, None, t0)
         except Exception as e:
             row = _error_row(case, executor, e)
         deliver(i, row)
 
     try:
-        _drive_items(items, executor, device, timing, deliver, queue, window, retire)
+        with _holding(executor, faults):
+            _drive_items(items, executor, device, timing, deliver, queue, window, retire, faults)
     except _Stop:
         while window:                            # answers already asked for: read, not judged
             window.popleft()
@@ -363,9 +468,15 @@ def drive(items: Iterable[tuple[int, Case, object]], executor: Executor, device:
                 pass
 
 
-def _drive_items(items, executor, device, timing, emit, queue, window, retire) -> None:
+def _drive_items(items, executor, device, timing, emit, queue, window, retire, faults) -> None:
     """drive's loop (`emit` may raise _Stop)."""
     for i, case, prepared in items:
+        first = faults.faulted(case) if faults is not None else None
+        if first is not None:
+            while window:
+                retire()
+            emit(i, _not_run(case, executor, device, prepared, first))
+            continue
         if not queue or bench_refusal(case, executor) is not None:
             while window:
                 retire()
@@ -389,6 +500,8 @@ def _drive_items(items, executor, device, timing, emit, queue, window, retire) -
             # (a chain's message and answer carry every step's buffers and tensors: 50-160 kB)
             while window:
                 retire()
+        if faults is not None:
+            faults.launched(p.launch, case)
         executor.submit(p.launch)
         window.append((i, case, t0, p, row))
         if len(window) >= PIPELINE_DEPTH:
@@ -398,15 +511,17 @@ def _drive_items(items, executor, device, timing, emit, queue, window, retire) -
 
 
 def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
-              on_row: Callable[[dict], None] | None = None, timing=None, prepare: int | None = None) -> list[dict]:
+              on_row: Callable[[dict], None] | None = None, timing=None, prepare: int | None = None,
+              every_fault: bool = False) -> list[dict]:
     """Rows in case order, cases prepared ahead by prepared_stream (`prepare` worker processes;
     None: prepare_jobs()). An executor with `members` (levels.GpuPool: one per GPU) gets one drive
-    process per member; on_row is called in this thread."""
+    process per member; on_row is called in this thread. A case on a path that already crashed or
+    timed out is `not-run` (see drive) unless `every_fault`."""
     cases = list(cases)
     if isinstance(executor, Static):
         return _run_static(cases, executor, device, on_row)
     if isinstance(executor, Pooled) and len(executor.members) > 1:
-        return _run_parallel(cases, executor.members, device, on_row, timing)
+        return _run_parallel(cases, executor.members, device, on_row, timing, every_fault)
     items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, prepared_stream(cases, prepare))))
     rows = []
 
@@ -414,7 +529,7 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
         rows.append(row)
         if on_row:
             on_row(row)
-    drive(items, executor, device, timing, emit)
+    drive(items, executor, device, timing, emit, every_fault=every_fault)
     return rows
 
 
@@ -439,7 +554,8 @@ def _run_static(cases: list[Case], executor: Static, device: str, on_row) -> lis
 ROW_BATCH_S = 0.1               # a drive process sends its rows at least this often
 
 
-def _drive_process(conn, member: Executor, cases: list[Case], device: str, timing, prepare: int) -> None:
+def _drive_process(conn, member: Executor, cases: list[Case], device: str, timing, prepare: int,
+                   every_fault: bool = False) -> None:
     batch: list[dict] = []
     sent = time.perf_counter()
 
@@ -451,7 +567,7 @@ def _drive_process(conn, member: Executor, cases: list[Case], device: str, timin
             batch.clear()
             sent = time.perf_counter()
     try:
-        run_cases(cases, member, device, emit, timing, prepare)
+        run_cases(cases, member, device, emit, timing, prepare, every_fault)   # faults remembered per GPU
         conn.send(("rows", batch))
         conn.send(("done", None))
     except KeyboardInterrupt:                   # the parent decides what an interrupt means
@@ -465,7 +581,8 @@ def _drive_process(conn, member: Executor, cases: list[Case], device: str, timin
         conn.close()
 
 
-def _run_parallel(cases: list[Case], members: list, device: str, on_row, timing) -> list[dict]:
+def _run_parallel(cases: list[Case], members: list, device: str, on_row, timing,
+                  every_fault: bool = False) -> list[dict]:
     import multiprocessing as mp
     from multiprocessing.connection import wait
     g = len(members)
@@ -479,7 +596,7 @@ def _run_parallel(cases: list[Case], members: list, device: str, on_row, timing)
     try:
         for k, m in enumerate(members):
             parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_drive_process, args=(child, m, shares[k], device, timing, prepare))
+            p = ctx.Process(target=_drive_process, args=(child, m, shares[k], device, timing, prepare, every_fault))
             p.start()
             child.close()
             procs.append(p)

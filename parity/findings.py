@@ -141,7 +141,7 @@ def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
     found: list[Finding] = []
     for cause, g in failing.groupby("verdict", sort=False):
         builder = _BUILDERS.get(str(cause), _generic)
-        found += builder(g, t) if builder is _crashlike else builder(g)     # crash-like: needs every layout run
+        found += builder(g, t) if builder in _WITH_TABLE else builder(g)    # crash-like: needs every layout run
     rank = {c: i for i, c in enumerate(SEVERITY)}
     found.sort(key=lambda f: (rank.get(f.cause, len(SEVERITY)), -len(f.kernels), -f.cases))   # stable: run order
     return Findings(_scoreboard(t, levels), found, int(t["verdict"].isin(FAILING).sum()), len(t))
@@ -343,30 +343,76 @@ def _missing_steps(g: pd.DataFrame, step: pd.DataFrame) -> list[Finding]:
 
 def _crashlike(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
+    after = _not_run_after(g, t)                 # cases not launched because these faulted first
     # a kernel with this verdict on every layout it ran on (per level) is one group, not one per layout
     ran = t[t["kernel"].isin(set(g["kernel"]))].groupby(["level", "kernel"], sort=False)["layout"].nunique()
-    hit = g.groupby(["level", "kernel"], sort=False)["layout"].nunique()
+    hit = (pd.concat([g, after]) if len(after) else g).groupby(["level", "kernel"], sort=False)["layout"].nunique()
     every = hit[(hit == ran.reindex(hit.index)) & (hit > 1)].index
     on_every = pd.MultiIndex.from_frame(g[["level", "kernel"]]).isin(every)
+    g = g.assign(_path=g["layout"].map(_path_of).where(~on_every, "*"))
+    more = _count_by_fault(g, after)
     verb = lambda info: _VERB1[cause] if len(info["kernels"]) == 1 else _VERB[cause]  # noqa: E731
     out = []
     if on_every.any():
-        for _, info in _groups(g[on_every].assign(_all="*"), ["_all"]):
+        for _, info in _groups(g[on_every], ["_path"]):
             title = (f"{_plural(len(info['kernels']), 'kernel')} {verb(info)} on every layout "
-                     f"({_plural(info['cases'], 'case')})")
+                     f"({_plural(info['cases'], 'case')}{_not_run_note(more.get('*', 0))})")
             out.append(_make(cause, info, title, first_line(info["message"]), key=("*",)))
     # the in-place classes (contiguous and strided info) share one cause: the null-input path
-    for (lay,), info in _groups(g[~on_every].assign(_path=g["layout"].map(_path_of)), ["_path"]):
+    for (lay,), info in _groups(g[~on_every], ["_path"]):
         title = (f"{layout_name(str(lay))} path: {_plural(len(info['kernels']), 'kernel')} {verb(info)} "
-                 f"({_plural(info['cases'], 'case')})")
+                 f"({_plural(info['cases'], 'case')}{_not_run_note(more.get(lay, 0))})")
         out.append(_make(cause, info, title, first_line(info["message"]), key=(lay,)))
     return out
 
 
+# engine.not_run_message: a case not launched because an earlier one faulted on its kernel and path
+_NOT_RUN_AFTER = r"^same fault path as (\S+)$"
+
+
+def _not_run_rows(t: pd.DataFrame) -> pd.DataFrame:
+    """The not-run rows, with `_after`: the case id of the fault each one follows."""
+    nr = t[t["verdict"] == Verdict.NOT_RUN]
+    return nr.assign(_after=nr["message"].str.extract(_NOT_RUN_AFTER, expand=False))
+
+
+def _not_run_after(g: pd.DataFrame, t: pd.DataFrame) -> pd.DataFrame:
+    """The not-run rows that follow a fault among g's rows (same level)."""
+    nr = _not_run_rows(t)
+    faults = pd.MultiIndex.from_frame(g[["level", "case_id"]])
+    return nr[pd.MultiIndex.from_arrays([nr["level"], nr["_after"]]).isin(faults)] if len(nr) else nr
+
+
+def _count_by_fault(g: pd.DataFrame, after: pd.DataFrame) -> dict:
+    """g's `_path` group -> how many not-run rows follow a fault of that group."""
+    group_of = dict(zip(zip(g["level"], g["case_id"]), g["_path"]))
+    out: dict = {}
+    for k in zip(after["level"], after["_after"]):
+        out[group_of[k]] = out.get(group_of[k], 0) + 1
+    return out
+
+
+def _not_run_note(n: int) -> str:
+    return f"; {n:,} more on the same path not run" if n else ""
+
+
+def _not_run(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
+    """Not-run cases whose fault is not in this table (a filtered or partial results file): a
+    finding of their own, so none goes unnamed. The others are counted on their crash's finding."""
+    g = _not_run_rows(g)
+    faults = t[t["verdict"].isin(CRASHLIKE)]
+    known = pd.MultiIndex.from_arrays([g["level"], g["_after"]]).isin(
+        pd.MultiIndex.from_frame(faults[["level", "case_id"]]))
+    if known.all():
+        return []
+    return [_make(Verdict.NOT_RUN, info, f"`{op}`: {_plural(info['cases'], 'case')} not run after a fault "
+                  "that is not in these results", first_line(info["message"]), key=(op,))
+            for (op,), info in _groups(g[~known], ["op"])]
+
+
 def _path_of(layout: str) -> str:
-    from .layouts import LAYOUT_CLASSES
-    c = LAYOUT_CLASSES.get(layout)
-    return "inplace" if c is not None and c.inplace else layout
+    from .layouts import code_path           # the engine charges faults to the same paths
+    return code_path(layout)
 
 
 OUTSIDE_VIEW = "reads outside its view: NaN from parity's poisoned padding reached the output"
@@ -452,4 +498,6 @@ _BUILDERS = {Verdict.COMPILE_ERROR: _compile_error, Verdict.MAPPING_GAP: _mappin
              Verdict.SIGNATURE_MISMATCH: _signature, Verdict.MISSING: _missing, Verdict.FAIL: _fail,
              Verdict.ERROR: _error,
              Verdict.XPASS: _xpass, Verdict.XPASS_STRICT: _xpass,
+             Verdict.NOT_RUN: _not_run,
              **{c: _crashlike for c in CRASHLIKE}}
+_WITH_TABLE = (_crashlike, _not_run)

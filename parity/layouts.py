@@ -209,6 +209,14 @@ def layout_names(include_opt_in: bool = False) -> list[str]:
     return [n for n, c in LAYOUT_CLASSES.items() if include_opt_in or not c.opt_in]
 
 
+def code_path(layout: str) -> str:
+    """The code path a kernel takes for a layout class, as faults are charged to it: both in-place
+    classes (contiguous and strided info) share the null-input path "inplace"; every other class
+    (empty, transposed, a structured family's shape class) is a path of its own."""
+    c = LAYOUT_CLASSES.get(layout)
+    return "inplace" if c is not None and c.inplace else layout
+
+
 def operand_layouts(cls: LayoutClass, n: int, shape: tuple[int, ...] | None = None) -> list[Layout]:
     shape = tuple(shape) if shape is not None else cls.shape
     return [view(cls.kinds[k % len(cls.kinds)], shape) for k in range(n)]

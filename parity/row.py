@@ -22,6 +22,8 @@ class Verdict(str, Enum):
     SIGNATURE_MISMATCH = "signature-mismatch"  # declared with another parameter list than the ABI's
     CRASH = "crash"
     TIMEOUT = "timeout"
+    NOT_RUN = "not-run"                        # not launched: an earlier case crashed or timed out on the
+                                               # same kernel and code path (engine.fault_path); failing
     OOB_WRITE = "oob-write"
     INPUT_CLOBBERED = "input-clobbered"
     UNAVAILABLE = "unavailable"                # the level cannot run it (no GPU, bench-sized on cpu)

@@ -246,7 +246,7 @@ def test_port_on_gpu_gets_the_models_verdicts(model_rows):
     assert level.availability.available, level.availability.reason
     t0 = time.perf_counter()
     try:
-        got = run_cases(cases, level.executor)
+        got = run_cases(cases, level.executor, every_fault=True)   # the model's verdict for every case
     finally:
         level.executor.close()
     wall = time.perf_counter() - t0
@@ -276,7 +276,7 @@ def test_inplace_fault_suite_on_gpu(tmp_path):
     assert level.availability.available, level.availability.reason
     t0 = time.perf_counter()
     try:
-        rows = run_cases(cases, level.executor)
+        rows = run_cases(cases, level.executor, every_fault=True)  # every in-place case launched
     finally:
         level.executor.close()
     wall = time.perf_counter() - t0

@@ -126,6 +126,9 @@ class IsolatedExecutor(Executor):
         self._seq = self._next = 0                 # submissions numbered; the next one to collect
         self._inflight: deque[tuple[int, Launch]] = deque()   # sent "run"s, oldest first
         self._done: dict[int, ExecResult] = {}     # answers not collected yet
+        # (faulted, queued launch) -> why the queued one is not sent again after a crash or timeout,
+        # answered `not-run` instead: the caller's (engine.FaultPaths: same kernel and code path)
+        self.after_fault = None
 
     # --- process management ----------------------------------------------------------------
     def _spawn(self) -> tuple:
@@ -273,8 +276,11 @@ class IsolatedExecutor(Executor):
         if _seq is None:
             _seq, self._seq = self._seq, self._seq + 1
         if self._inflight and not (launch.kernel in self._ready and self._alive()):
+            faulted = None
             while self._inflight:                    # compile (or restart) only with nothing queued
-                self._answer()
+                faulted = self._answer() or faulted
+            if faulted is not None and self._held(faulted, _seq, launch):
+                return
         early = self._prepare(launch)
         if early is not None:
             self._done[_seq] = early
@@ -294,9 +300,9 @@ class IsolatedExecutor(Executor):
         self._next += 1
         return self._done.pop(self._next - 1)
 
-    def _answer(self) -> None:
+    def _answer(self) -> Launch | None:
         """Wait for the oldest launch in flight; after a crash, hang or death of the worker, the
-        launches queued behind it go to a fresh worker."""
+        launches queued behind it go to a fresh worker (unless held: _held), and it is returned."""
         seq, launch = self._inflight.popleft()
         try:
             if self._conn.poll(self.timeout_s):
@@ -315,12 +321,21 @@ class IsolatedExecutor(Executor):
         else:
             self._done[seq] = ExecResult("crash", message=f"worker process died (exit code {value}) during {launch.describe()}")
         if tag == "ok" and value.status != "crash":
-            return
+            return None
         self._restart()
         again = list(self._inflight)
         self._inflight.clear()
         for s, queued in again:
-            self.submit(queued, s)
+            if not self._held(launch, s, queued):
+                self.submit(queued, s)
+        return launch
+
+    def _held(self, faulted: Launch, seq: int, queued: Launch) -> bool:
+        """Answer `queued` not-run, unsent, when after_fault gives a reason after `faulted`."""
+        why = self.after_fault(faulted, queued) if self.after_fault is not None else None
+        if why:
+            self._done[seq] = ExecResult("not-run", message=why)
+        return bool(why)
 
     def time(self, launch, opts, timeout_s: float | None = None):
         """Time `launch` in the worker (parity.timing.time_launch). The launch that was just run
