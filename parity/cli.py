@@ -359,6 +359,32 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     _report(opts, cases, meta, folder, console, lvls, known, strict, static)
 
 
+def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console) -> list[dict]:
+    """A kernel failing at wave 64 gets a handful of its failing cases run again at wave 32 (when the
+    run had no wave-32 level): the evidence table then says whether the failure is a wave-size bug.
+    The rows feed the evidence only: the run's table keeps the levels it asked for."""
+    from .engine import run_cases
+    from .levels import make
+    from .wave_link import W32, W64, recheck_ids
+    w64 = next((l for l in lvls if l.name == W64 and l.availability.available), None)
+    if w64 is None or any(l.name == W32 for l in lvls):
+        return []
+    ids = set(recheck_ids(rows))
+    if not ids:
+        return []
+    lv = make(W32, Path(meta["hip_src"]), None, gpus=None)
+    if not lv.availability.available:
+        return []
+    todo = [c for c in cases if c.id in ids]
+    console.print(f"wave 32 recheck: {len(todo)} of the cases failing at wave 64 ({len(ids)} picked)")
+    try:
+        got = run_cases(todo, lv.executor, lv.availability.device)
+    finally:
+        lv.executor.close()
+    meta["wave32_recheck"] = {"cases": len(got), "failing": sum(r["verdict"] not in ("pass", "xfail") for r in got)}
+    return got
+
+
 def _level_meta(lv) -> dict:
     from .levels import role
     return {"level": lv.name, "available": lv.availability.available, "reason": lv.availability.reason,
@@ -451,7 +477,7 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
     meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
     from .wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
-    waves = wave_evidence(rows, meta["hip_src"])
+    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console), meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves
     if static is not None:
