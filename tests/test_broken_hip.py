@@ -39,6 +39,7 @@ def test_every_fixture_is_listed():
     assert sorted(p.name for p in BROKEN.iterdir() if p.is_dir()) == sorted(FIXTURES)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hipcc(), reason="hipcc not installed (apt-get install hipcc libamdhip64-dev)")
 def test_broken_fixtures_compile_for_amd():
     for name in FIXTURES:

@@ -104,6 +104,7 @@ def test_junit_has_one_testcase_per_case_and_failures():
     assert outcome.find("testcase").get("name") == "fail" and outcome.get("failures") == "1"
 
 
+@pytest.mark.slow
 def test_smoke_sweep_under_60_seconds(tmp_path):
     t = time.perf_counter()
     r = invoke("run", "--out", str(tmp_path), "--levels", "cpu", "-q")

@@ -196,6 +196,7 @@ def _cupy_kernel_code(op, key: str, name: str) -> str:
     return _kernel._get_elementwise_kernel_code(args, _kernel._TypeMap(()), params, body, name, pre)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_every_reference_kernel_compiles_with_nvcc(tmp_path):
     from cupy._core.core import _get_header_dir_path
@@ -269,6 +270,7 @@ int main() {
     return "\n".join(src)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_kernel_bodies_on_the_host_match_the_cpu_reference(tmp_path):
     """Each body (NVIDIA's host-side conversions are bit-identical to the device's) on the smoke

@@ -253,6 +253,7 @@ def test_github_annotates_findings_not_cases(port):
 
 
 # ------------------------------------------------------------------------------ size and speed
+@pytest.mark.slow
 def test_summary_under_60000_characters_with_thousands_of_causes():
     res = broken_port.many_causes(60_000)
     md = markdown.render(res)
@@ -281,6 +282,7 @@ def _best_of(n, fn):
     return best
 
 
+@pytest.mark.slow
 def test_findings_for_60000_rows_well_under_2_seconds(port):
     rows = port.table.to_dict("records")
     big = Results.from_rows([dict(r, seed=s, case_id=r["case_id"][:-2] + f"s{s}") for s in range(4) for r in rows][:60_000],

@@ -133,6 +133,7 @@ def test_coverage_reports_exactly_the_planted_statuses():
     assert port_kernels() == (frozenset(PRESENT), frozenset(SIGNATURE_MISMATCH))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
 def test_port_compiles_with_the_cuda_mapping():
     """The hip-on-nvidia compile of every file (no GPU needed). A failure here is a gap of
@@ -154,6 +155,7 @@ def model_rows():
     return cases, [run_case(c, model) for c in cases]
 
 
+@pytest.mark.slow
 def test_model_fails_exactly_where_the_bugs_are(model_rows):
     cases, rows = model_rows
     assert len(cases) > 10000
@@ -184,6 +186,7 @@ def test_model_fails_exactly_where_the_bugs_are(model_rows):
     assert ("affine", "f16") not in crashes       # signature-mismatch wins: never launched
 
 
+@pytest.mark.slow
 def test_model_bug_cases_pass_on_the_reference(model_rows):
     """The failing cases fail because of the modelled bug: the ABI emulation passes each of them."""
     cases, rows = model_rows
@@ -225,6 +228,7 @@ def test_inplace_fault_patch_fails_loudly_on_a_refactored_suite(tmp_path, monkey
         make_inplace_fault.make(tmp_path / "out")
 
 
+@pytest.mark.slow
 @needs_hipcc
 def test_inplace_fault_suite_compiles_for_amd(tmp_path):
     dest = make_inplace_fault.make(tmp_path / "suite")

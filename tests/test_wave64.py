@@ -138,6 +138,7 @@ def test_unit_kernels_compile_hipcc_gfx90a(fixture, tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("source", sorted(p.name for p in BUNDLED.glob("*.hip")))
 def test_bundled_suite_compiles_wave64(source, tmp_path):

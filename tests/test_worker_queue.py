@@ -87,6 +87,7 @@ def test_engine_queues_launches_and_keeps_case_order():
     assert all(r["verdict"] == "pass" for r in queued)
 
 
+@pytest.mark.slow
 def test_a_warm_spare_takes_over_after_a_fault_at_once():
     import time
     from fakes_worker import SlowStart
@@ -121,6 +122,7 @@ def test_without_a_spare_a_fault_waits_for_a_fresh_worker():
         ex.close()
 
 
+@pytest.mark.slow
 def test_dense_faults_grow_the_spares():
     """Faults faster than a worker starts: the executor keeps more spares, so a burst of faults
     costs about one start, not one start per fault."""
