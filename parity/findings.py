@@ -143,7 +143,8 @@ def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
         builder = _BUILDERS.get(str(cause), _generic)
         found += builder(g, t) if builder in _WITH_TABLE else builder(g)    # crash-like: needs every layout run
     rank = {c: i for i, c in enumerate(SEVERITY)}
-    found.sort(key=lambda f: (rank.get(f.cause, len(SEVERITY)), -len(f.kernels), -f.cases))   # stable: run order
+    # worst cause first; among missing kernels, whole families not started first; stable: run order
+    found.sort(key=lambda f: (rank.get(f.cause, len(SEVERITY)), f.key[:1] != ("family",), -len(f.kernels), -f.cases))
     return Findings(_scoreboard(t, levels), found, int(t["verdict"].isin(FAILING).sum()), len(t))
 
 
@@ -311,7 +312,7 @@ def _names(vs: list, shown: int = NAMES_SHOWN) -> str:
 _STEP_MISSING = re.compile(r"(step \d+ \([^)]*\))[^:]*: no kernel (\S+)")
 
 
-def _missing(g: pd.DataFrame) -> list[Finding]:
+def _missing(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
     g = g.assign(_close=g["message"].str.extract(r"closest defined: ([^\s;,]+)", expand=False).fillna(""))
     step = g["message"].str.extract(_STEP_MISSING)
     chain = g["op"].str.startswith("chain.") & step[0].notna()
@@ -319,11 +320,29 @@ def _missing(g: pd.DataFrame) -> list[Finding]:
     g = g[~chain]
     if g.empty:
         return out
+    out += _families_not_started(g, t)
+    g = g[~g["family"].isin({f.key[1] for f in out if f.key[:1] == ("family",)})]
+    if g.empty:
+        return out
     dts, close = _collect(g, ["op"], "dtype"), _collect(g, ["op"], "_close")
     for (op,), info in _groups(g, ["op"]):
         near = [c for c in close[(op,)] if c]
         title = f"`{op}`: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
         out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
+    return out
+
+
+def _families_not_started(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
+    """A family of which the suite has no kernel at all, on the levels that looked for them, is one
+    line: a port not started there is one fact, not one finding per op (missing never drowns wrong)."""
+    looked = t[t["level"].isin(set(g["level"])) & t["family"].isin(set(g["family"]))]
+    started = set(looked.loc[looked["verdict"] != Verdict.MISSING, "family"])
+    out = []
+    for (fam,), info in _groups(g[~g["family"].isin(started)], ["family"]):
+        ops = list(dict.fromkeys(g.loc[g["family"] == fam, "op"]))
+        title = (f"family `{fam}` not started: no kernel of its {_plural(len(info['kernels']), 'kernel')} "
+                 f"({_names(ops, 4)}; {_plural(info['cases'], 'case')})")
+        out.append(_make(Verdict.MISSING, info, title, "", key=("family", fam)))
     return out
 
 
@@ -500,4 +519,4 @@ _BUILDERS = {Verdict.COMPILE_ERROR: _compile_error, Verdict.MAPPING_GAP: _mappin
              Verdict.XPASS: _xpass, Verdict.XPASS_STRICT: _xpass,
              Verdict.NOT_RUN: _not_run,
              **{c: _crashlike for c in CRASHLIKE}}
-_WITH_TABLE = (_crashlike, _not_run)
+_WITH_TABLE = (_crashlike, _not_run, _missing)

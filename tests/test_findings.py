@@ -105,11 +105,22 @@ def test_missing_one_line_per_op_with_dtypes_and_closest_names():
                 message=f"no kernel utanh_{d} in port; closest defined: utan_{d}")
             for d in ("f16", "f32") for lay in ("len31", "len32")]
     rows += [row("copy.ucopy", "bf16", "len31", "missing", kernel="ucopy_bf16", message="no kernel ucopy_bf16 in port")]
+    rows += [row("unary.exp", "f32", "len31"), row("copy.ucopy", "f32", "len31")]    # both families started
     f = analyze(rows)
     a, b = by_cause(f, "missing")
     assert a.title == "`unary.tanh`: no kernel for f16, f32 (2 kernels, 4 cases)"
     assert a.detail == "closest defined: utan_f16, utan_f32"
     assert b.title == "`copy.ucopy`: no kernel for bf16 (1 kernel, 1 case)" and b.detail == ""
+
+
+def test_a_family_not_started_is_one_line_before_the_missing_ops():
+    """A port that has no kernel of a family: one finding for the family, not one per op."""
+    rows = [row(f"pool.{op}", d, "contiguous", "missing", kernel=f"{op}_{d}") for op in ("avg", "max")
+            for d in ("f16", "f32")]
+    rows += [row("unary.tanh", "f16", "len31", "missing", kernel="utanh_f16"), row("unary.exp", "f32", "len31")]
+    fam, op = by_cause(analyze(rows), "missing")
+    assert fam.title == "family `pool` not started: no kernel of its 4 kernels (pool.avg, pool.max; 4 cases)"
+    assert op.title == "`unary.tanh`: no kernel for f16 (1 kernel, 1 case)"
 
 
 def test_crashes_group_by_layout_class_and_every_layout():
