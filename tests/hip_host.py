@@ -1,6 +1,6 @@
 """Run a bundled HIP kernel's own source on the CPU: g++ compiles it against the host stand-in of
 tests/fixtures/hip_host (HIP's device API as plain C++), and `HostKernels.run` executes a catalog
-Launch one thread at a time, block after block. Only for kernels with no barrier, shuffle or atomic
+Launch one thread at a time, block after block. Only for kernels with no barrier or shuffle (atomics are plain read-modify-writes here, each thread running alone)
 (a barrier aborts): each thread's result then does not depend on the others' timing."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class HostKernels:
     def run(self, launch: Launch) -> dict[str, np.ndarray]:
         """The launch's output buffers after every thread of its grid ran (inputs copied first)."""
         bufs = {k: np.array(v, copy=True) for k, v in launch.buffers.items()}
-        args, types = [], []
+        args, types, keep = [], [], []
         for a in launch.args:
             if a.kind == "ptr":
                 name, off = a.value
@@ -40,6 +40,14 @@ class HostKernels:
             elif a.kind == "i32":
                 args.append(ctypes.c_int(int(a.value)))
                 types.append(ctypes.c_int)
+            elif a.kind in ("size_t", "u64", "i64"):
+                args.append(ctypes.c_uint64(int(a.value) & (2**64 - 1)))
+                types.append(ctypes.c_uint64)
+            elif a.kind == "info":
+                arr = np.ascontiguousarray(a.value, dtype=np.uint64)
+                keep.append(arr)
+                args.append(ctypes.c_void_p(arr.ctypes.data))
+                types.append(ctypes.c_void_p)
             else:
                 raise NotImplementedError(f"argument kind {a.kind}")
         fn = getattr(self.lib, launch.kernel)

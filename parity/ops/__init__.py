@@ -5,11 +5,11 @@ import fnmatch
 
 from . import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
 from . import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
-from . import quantized
+from . import quantized, reduce_sum
 from ..suggest import unknown
 from .base import Op
 
-CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, nn, indexing, sort,
+CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort,
                                                        matmul, pool, conv, quantized)
                           for op in mod.OPS}
 
