@@ -1,15 +1,16 @@
-"""Real ports on one GPU (issue #20's evidence): the same sweep on the bundled suite, on a port whose
-in-place path faults in every elementwise kernel, and on the broken fixture port; wall times side
-by side and each run's summary.md.
+"""Real ports on one GPU (issues #20, #30): the same sweep on the bundled suite, on a port whose
+in-place path faults in every elementwise kernel and whose fill.hip and ternary.hip use `__half`
+without <hip/hip_fp16.h>, and on the broken fixture port; wall times side by side, each run's
+headline, number of findings and summary.md.
 
     python3 bench/real_port.py OUT                    # pr sweep on hip-on-nvidia
     python3 bench/real_port.py OUT --sweep smoke
 
-Runs, in order: the bundled suite twice (the first fills the compile cache), the in-place-fault
-port (tests/fixtures/ports/make_inplace_fault.py) twice, the broken port
-(tests/fixtures/ports/candle-rocm-wip) once. The comparison uses the second run of each of the first
-two: warm caches, so it measures running, not compiling. Writes OUT/<name>/ report folders,
-OUT/<name>.log, OUT/<name>.summary.md and OUT/real_port.json; prints a table.
+Runs, in order, each twice (the first fills the compile cache): the bundled suite, the in-place-fault
+port (tests/fixtures/ports/make_inplace_fault.py, missing_include=True), the broken port
+(tests/fixtures/ports/candle-rocm-wip). The comparison uses the second run of each: warm caches,
+so it measures running, not compiling (#30's bar: each port at most 1.5x the bundled suite). Writes
+OUT/<name>/ report folders, OUT/<name>.log, OUT/<name>.summary.md and OUT/real_port.json.
 """
 from __future__ import annotations
 
@@ -35,12 +36,16 @@ def run(out: Path, name: str, suite: Path, args: list[str]) -> dict:
     (out / f"{name}.log").write_text(f"$ {' '.join(cmd)}\nrc={r.returncode}\n{r.stdout}\n{r.stderr}")
     found = sorted(folder.glob("*/results.json"))
     meta = json.loads(found[-1].read_text())["meta"] if found else {}
-    line = r.stdout.strip().splitlines()[-2] if r.stdout.strip().count("\n") else r.stdout.strip() or r.stderr[-400:]
+    heads = [ln for ln in r.stdout.splitlines() if ln.startswith(("✅", "❌", "⚠️", "⏹️"))]
+    line = heads[-1] if heads else r.stderr.strip()[-400:]
     print(f"[{name}] rc={r.returncode}, {wall:.1f} s wall: {line}", flush=True)
     summary = found[-1].parent / "summary.md" if found else None
     if summary and summary.is_file():             # beside the logs: a report folder sits one level deeper
         (out / f"{name}.summary.md").write_text(summary.read_text())
+    text = summary.read_text() if summary and summary.is_file() else ""
+    findings = next((ln for ln in text.splitlines() if ln.startswith("### Findings")), "")
     return {"name": name, "rc": r.returncode, "wall_s": wall, "elapsed_s": meta.get("elapsed_s"),
+            "headline": line, "findings": findings,
             "compile_s": meta.get("compile_s"),
             "summary_chars": len(summary.read_text()) if summary and summary.is_file() else None,
             "summary": str(summary) if summary else None}
@@ -57,16 +62,19 @@ def main() -> int:
     args = ["--sweep", a.sweep, "--levels", a.level]
     sys.path.insert(0, str(PORTS))
     from make_inplace_fault import make
-    faulting = make(Path(tempfile.mkdtemp()) / "inplace_fault")
+    faulting = make(Path(tempfile.mkdtemp()) / "inplace_fault", missing_include=True)
     bundled = REPO / "backends" / "hip"
-    runs = [run(out, "bundled-cold", bundled, args), run(out, "bundled", bundled, args),
-            run(out, "inplace-fault-cold", faulting, args), run(out, "inplace-fault", faulting, args),
-            run(out, "broken-port", PORTS / "candle-rocm-wip", args)]
+    runs = []
+    for name, suite in (("bundled", bundled), ("inplace-fault", faulting), ("broken-port", PORTS / "candle-rocm-wip")):
+        runs += [run(out, f"{name}-cold", suite, args), run(out, name, suite, args)]
     by = {r["name"]: r for r in runs}
-    ratio = by["inplace-fault"]["wall_s"] / by["bundled"]["wall_s"]
-    loop = (by["inplace-fault"]["elapsed_s"] or 0) / (by["bundled"]["elapsed_s"] or 1)
-    print(f"in-place-fault port / bundled suite, warm: {ratio:.2f}x process wall, {loop:.2f}x run loop")
-    (out / "real_port.json").write_text(json.dumps({"runs": runs, "ratio_wall": ratio, "ratio_loop": loop}, indent=1))
+    ratios = {}
+    for port in ("inplace-fault", "broken-port"):
+        ratios[port] = {"wall": by[port]["wall_s"] / by["bundled"]["wall_s"],
+                        "loop": (by[port]["elapsed_s"] or 0) / (by["bundled"]["elapsed_s"] or 1)}
+        print(f"{port} / bundled suite, warm: {ratios[port]['wall']:.2f}x process wall, "
+              f"{ratios[port]['loop']:.2f}x run loop; {by[port]['findings']}")
+    (out / "real_port.json").write_text(json.dumps({"runs": runs, "ratios": ratios}, indent=1))
     return 0
 
 

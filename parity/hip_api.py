@@ -182,3 +182,37 @@ def first_error(compiler_output: str) -> str:
         if re.search(r"\b(error|fatal)\b", line, re.I) and not re.search(r"\bwarning\b", line, re.I):
             return line.strip()
     return ""
+
+
+# `half` and `half2` are also plain words a port may name a variable: counted only where they are a
+# type (a declaration `half x`, a cast `(half)`, a template argument `<half>`); `__`-names always.
+_TYPE_USE = re.compile(r"(?<![\w.>])(half2?)(?=\s+[A-Za-z_]\w*\s*[=;,)\[(]|\s*[)>](?!\s*[=(]))")
+_RESERVED = re.compile(r"(?<![\w.])(__\w+|hip_bfloat16)\b")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"", re.S)
+
+
+def unincluded_rocm_uses(source: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()) \
+        -> list[tuple[Path, int, str]]:
+    """(file, line, name) for each ROCm name the source (or a header of its own) uses whose ROCm
+    header it never includes, first use of each name. hipcc rejects such a file, while parity's
+    mapping, which brings CUDA's fp16/bf16 types with <hip/hip_runtime.h>, would compile it."""
+    api = hip_device_api()
+    have = included_headers(source, include_dirs)
+    mapping = resources.hip_mapping().resolve()
+    found: dict[str, tuple[Path, int, str]] = {}
+    for f in [Path(source), *header_closure(Path(source), [*map(Path, include_dirs), mapping])]:
+        if f.resolve().is_relative_to(mapping) or not f.resolve().is_relative_to(Path(source).resolve().parent):
+            continue                                   # only the port's own files: system headers declare
+        try:
+            text = _COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), f.read_text(errors="replace"))
+        except OSError:
+            continue
+        for rx in (_RESERVED, _TYPE_USE):
+            for m in rx.finditer(text):
+                name = m.group(1)
+                headers = rocm_headers(name)
+                if (name in found or name not in api or headers == (RUNTIME_HEADER,)
+                        or any(h in have for h in headers)):
+                    continue
+                found[name] = (f, text.count("\n", 0, m.start()) + 1, name)
+    return sorted(found.values(), key=lambda x: (str(x[0]), x[1]))

@@ -254,3 +254,33 @@ def test_a_port_copied_to_a_second_folder_reports_errors_in_the_second(tmp_path:
     assert second.error.locations == [(f"{b}/common.h", 2)]
     r = compile_failure(b / "k.hip", second)
     assert r.message == f"{b}/common.h:2: error: use of undeclared identifier 'undefined_thing'"
+
+
+def test_unincluded_rocm_names_are_found_where_hipcc_stops_and_not_in_variables(tmp_path):
+    """The scan behind hip-on-nvidia's strictness: `__half` used in a header of the port's own
+    that nothing includes <hip/hip_fp16.h> for; a variable named `half` is no use of the type."""
+    from parity.hip_api import unincluded_rocm_uses
+    (tmp_path / "common.h").write_text("#include <hip/hip_runtime.h>\n// a half comment\n"
+                                       "__device__ inline __half h(float x) { int half = 2; return x * half; }\n")
+    (tmp_path / "k.hip").write_text('#include "common.h"\n')
+    assert [(f.name, line, n) for f, line, n in unincluded_rocm_uses(tmp_path / "k.hip")] == [("common.h", 3, "__half")]
+    (tmp_path / "ok.hip").write_text('#include <hip/hip_fp16.h>\n#include "common.h"\n')
+    assert unincluded_rocm_uses(tmp_path / "ok.hip") == []
+
+
+@needs_nvcc
+def test_hip_on_nvidia_is_as_strict_as_hipcc_about_a_missing_fp16_include(tmp_path):
+    """parity's mapping brings CUDA's half types with <hip/hip_runtime.h>; ROCm's does not. A port
+    file that uses __half without <hip/hip_fp16.h> compiles with nvcc, yet hipcc rejects it: on
+    hip-on-nvidia it is the same compile-error, naming the header (the #30 fault port's fill.hip)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "ports"))
+    from make_inplace_fault import make
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    port = make(tmp_path / "port", missing_include=True)
+    ex = HipOnNvidiaExecutor(port, arch="90", compiler="nvcc")
+    src, res = ex.locate("fill_f16")
+    assert src is None and res.status == "compile-error"
+    assert res.message.startswith(f"__half is declared in <hip/hip_fp16.h>, which fill.hip does not include — "
+                                  f"{port}/common.h:")
+    assert ex.locate("affine_f32")[1] is None                # its own include: compiles and is found

@@ -20,7 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..compile_cache import CompileResult, cache_key, cached_build, compile_source, header_closure
+from ..compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source, header_closure
+from ..hip_api import unincluded_rocm_uses
 from ..host.blas import CupyBlas
 from ..host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
@@ -281,7 +282,8 @@ class HipOnNvidiaExecutor(Executor):
         with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
             futures = {pool.submit(self.toolchain.compile, src): src for src in todo}
             for fut in as_completed(futures):
-                src, res = futures[fut], fut.result()
+                src = futures[fut]
+                res = self._as_rocm_would(src, fut.result())
                 self._compiled[src] = res            # register symbols in this thread
                 if res.ok:
                     try:
@@ -292,6 +294,21 @@ class HipOnNvidiaExecutor(Executor):
                 if on_done is not None:
                     on_done(src, res)
         return {Path(s): self._compiled[Path(s)] for s in sources}
+
+    def _as_rocm_would(self, src: Path, res: CompileResult) -> CompileResult:
+        """A HIP source that compiled through the mapping but uses a ROCm name whose header it never
+        includes fails, as hipcc fails it: the mapping brings CUDA's fp16/bf16 types with
+        <hip/hip_runtime.h> (its shuffle macros need them first), ROCm's runtime header does not."""
+        if not (res.ok and self.toolchain.hip):
+            return res
+        uses = unincluded_rocm_uses(src, self.toolchain.include_dirs)
+        if not uses:
+            return res
+        lines = [f"{f}:{line}:1: error: use of undeclared identifier '{name}' (as hipcc reports it: "
+                 "parity's mapping declares it with <hip/hip_runtime.h>, ROCm's headers do not)" for f, line, name in uses]
+        err = CompileError("\n".join(lines), [(str(f), line) for f, line, _ in uses], res.command, None)
+        return CompileResult(False, res.key, log=res.log, cached=res.cached, error=err, seconds=res.seconds,
+                             command=res.command)
 
     def sources_for(self, kernels) -> list[Path]:
         """The suite files that define these kernel names, or that a host routine among them
