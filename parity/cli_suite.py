@@ -103,12 +103,13 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
         total = len(suite.sources)
         suite.sources = [s for s in suite.sources if Path(s).resolve() in changed]
         names = ", ".join(p.name for p in files[:6]) + (f", … {len(files) - 6} more" if len(files) > 6 else "")
-        click.echo(f"--since {since}: {len(files)} changed file{'s' * (len(files) != 1)}"
-                   + (f" ({names})" if files else "") + f": {len(suite.sources)} of {total} sources", err=True)
+        if not as_json:
+            click.echo(f"--since {since}: {len(files)} changed file{'s' * (len(files) != 1)}"
+                       + (f" ({names})" if files else "") + f": {len(suite.sources)} of {total} sources", err=True)
         if not suite.sources:
             click.echo(f"no HIP source changed since {since}: nothing to compile")
             sys.exit(0)
-    rows = _analyze_with_progress(suite, tuple(_csv(amd_arch) or ()))
+    rows = _analyze_with_progress(suite, tuple(_csv(amd_arch) or ()), log_lines=not as_json)
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
@@ -122,15 +123,19 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
     sys.exit(1 if errors or spills else 0)
 
 
-def _analyze_with_progress(suite, targets: tuple[str, ...]) -> list:
+def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = True) -> list:
     """amd_static.analyze with progress on stderr (a cold cache compiles 32 files x 4 targets: 90 s
-    on 2 cores): a bar on a terminal, a line every few seconds in a log."""
+    on 2 cores): a bar on a terminal, else a line every few seconds (log_lines=False: none, for
+    --json read by a script)."""
     import threading
 
     from .amd_static import analyze
     from .render import terminal
+    console = Console(stderr=True)
+    if not console.is_terminal and not log_lines:
+        return analyze(suite, targets)
     lock = threading.Lock()
-    with terminal.progress(Console(stderr=True)) as prog:
+    with terminal.progress(console) as prog:
         task: list[int] = []
 
         def compiled(done: int, total: int, what: str) -> None:

@@ -21,19 +21,23 @@ def _fake_cupy(available: bool = False) -> types.ModuleType:
     return m
 
 
-def test_no_cupy_says_not_installed_with_the_pip_line(monkeypatch):
+def _no_libcuda(name, *a, **k):
+    raise OSError(f"{name}: cannot open shared object file")
+
+
+def test_no_cupy_says_not_installed_with_the_pip_line_and_what_else_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)           # import cupy -> ModuleNotFoundError
+    monkeypatch.setattr(ctypes, "CDLL", _no_libcuda)
     av = hn.cuda_device()[0]
     assert not av.available and av.reason.startswith("CuPy not installed: pip install cupy-cuda13x")
+    assert av.reason.endswith("; no NVIDIA driver (libcuda.so.1 not found): install the NVIDIA driver, "
+                              "on a machine with an NVIDIA GPU")
 
 
 def test_cupy_without_nvidia_driver_names_libcuda_not_the_pip_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     monkeypatch.setattr(hn, "_cupy_dist", lambda: "cupy-cuda13x 14.2.0")
-
-    def no_lib(name, *a, **k):
-        raise OSError(f"{name}: cannot open shared object file")
-    monkeypatch.setattr(ctypes, "CDLL", no_lib)
+    monkeypatch.setattr(ctypes, "CDLL", _no_libcuda)
     why = hn.cuda_device()[0].reason
     assert why.startswith("cupy-cuda13x 14.2.0 installed, but no NVIDIA driver (libcuda.so.1 not found)"), why
     assert "pip install" not in why

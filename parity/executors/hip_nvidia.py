@@ -167,8 +167,9 @@ def cuda_device() -> tuple[Availability | None, str, str]:
     try:
         import cupy
     except ModuleNotFoundError as e:
-        if e.name == "cupy":
-            return Availability(False, f"CuPy not installed: {CUPY_PIP}"), "", ""
+        if e.name == "cupy":                   # and what else is missing, so one fix is not followed by another
+            also = nvidia_driver_problem()
+            return Availability(False, f"CuPy not installed: {CUPY_PIP}" + (f"; {also}" if also else "")), "", ""
         return Availability(False, f"{_cupy_dist()} installed but not importable: {e}"), "", ""
     except Exception as e:
         return Availability(False, f"{_cupy_dist()} installed but not importable ({type(e).__name__}: {e}); "
