@@ -10,8 +10,8 @@ SUM_STRIDES_IGNORED = ("reduce_sum.hip", "const bool contiguous = is_contiguous(
                        "const bool contiguous = true;")
 
 # get_rows_*: the row of ids[blockIdx.x] taken at blockIdx.x (the ids ignored)
-GET_ROWS_IDS_IGNORED = ("quantized_gguf.hip", "const usize row = ids[blockIdx.x];",
-                        "const usize row = blockIdx.x;")
+GET_ROWS_IDS_IGNORED = ("quantized_get_rows.hip", "const usize row = ids[blockIdx.x];\n  const u8* x",
+                        "const usize row = blockIdx.x;\n  const u8* x")
 
 
 # mmvq_gguf_* and indexed_moe_forward_* keep barriers (no host run): their planted bugs are the

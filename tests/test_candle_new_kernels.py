@@ -94,3 +94,72 @@ def test_sum_source_with_strides_ignored_fails_on_the_host(tmp_path):
 
 # every one of the 33 rows summed from the wrong (contiguous-order) elements
 EXPECT_SUM_BUG = ("fail", 33, [11, 0], "-22.915359497070312", "42.50479507446289")
+
+
+# -------------------------------------------------------------------------------- get_rows_*
+GET_ROWS_OPS = ["quant.get_rows_*"]
+
+
+def test_cpu_level_passes_get_rows():
+    rows = [run_case(c, CpuExecutor()) for c in _cases(GET_ROWS_OPS)]
+    assert len(rows) == 13 * 4 * 2
+    assert all(r["verdict"] == "pass" for r in rows), [r["case_id"] for r in rows if r["verdict"] != "pass"]
+
+
+@pytest.mark.parametrize("case_id,kernel,grid,block,nb01", [
+    ("quant.get_rows_f32/f32/h4096/normal/s0", "get_rows_f32", (3, 16, 1), (256, 1, 1), 4 * 4096),
+    ("quant.get_rows_bf16/f32/h768/normal/s0", "get_rows_bf16", (5, 3, 1), (256, 1, 1), 2 * 768),
+    ("quant.get_rows_q5_0/f32/h768/normal/s0", "get_rows_q5_0", (5, 2, 1), (256, 1, 1), 24 * 22),
+    ("quant.get_rows_q4_K/f32/h4096/normal/s0", "get_rows_q4_K", (3, 16, 1), (32, 1, 1), 16 * 144),
+    ("quant.get_rows_q6_K/f32/h512/normal/s0", "get_rows_q6_K", (7, 2, 1), (64, 1, 1), 2 * 210),
+])
+def test_get_rows_launch_is_candles(case_id, kernel, grid, block, nb01):
+    launch = _launch(case_id)
+    assert (launch.kernel, launch.grid, launch.block) == (kernel, grid, block)
+    assert [a.name for a in launch.args] == ["src0", "src1", "dst", "ne00", "nb01"]
+    assert int(launch.args[4].value) == nb01
+
+
+def test_get_rows_ids_hit_both_edges_repeat_and_go_backwards():
+    launch = _launch("quant.get_rows_q8_0/f32/h512/special/s0")
+    ids = launch.buffers["src1"].tolist()
+    assert ids == [8, 0, 3, 3, 8, 5, 0] and launch.buffers["src1"].dtype == np.uint32
+
+
+@pytest.fixture(scope="module")
+def get_rows_on_host(tmp_path_factory):
+    return hip_host.build(DEFAULT_HIP_SRC / "quantized_get_rows.hip", tmp_path_factory.mktemp("get_rows"))
+
+
+@needs_cxx
+def test_get_rows_source_run_on_the_host_passes(get_rows_on_host):
+    """backends/hip/quantized_get_rows.hip's own source on every case: exact, adversarial scales too."""
+    bad = [c.id for c in _cases(GET_ROWS_OPS) if _host_verdict(get_rows_on_host, c.id)["verdict"] != "pass"]
+    assert not bad
+
+
+@needs_cxx
+def test_get_rows_source_with_the_ids_ignored_fails_on_the_host(tmp_path):
+    file, old, new = GET_ROWS_IDS_IGNORED
+    text = (DEFAULT_HIP_SRC / file).read_text()
+    assert text.count(old) == 1
+    kernels = hip_host.build(DEFAULT_HIP_SRC / file, tmp_path, text.replace(old, new))
+    f = _host_verdict(kernels, "quant.get_rows_q4_K/f32/h512/normal/s0")
+    w = f["worst"]
+    assert (f["verdict"], f["n_bad"], w["coords"], w["expected"], w["got"]) == EXPECT_GET_ROWS_BUG
+
+
+# every row but id 0 is a wrong row (the row id 0 outputs happen to be right: ids 8 0 3 3 8 5 0 -> rows 0..6)
+EXPECT_GET_ROWS_BUG = ("fail", 2560, [1, 335], "5.5137176513671875", "-10.596138000488281")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("wave", [32, 64])
+@pytest.mark.parametrize("file", ["reduce_sum.hip", "quantized_get_rows.hip"])
+def test_new_sources_compile_for_hip_on_nvidia(file, wave, tmp_path):
+    """Each new source through the HIP-on-NVIDIA mapping with nvcc (sm_90), in both wavefront modes."""
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor(DEFAULT_HIP_SRC, wave=wave, compiler="nvcc", arch="90", cache_root=tmp_path)
+    res = ex.toolchain.compile(DEFAULT_HIP_SRC / file)
+    assert res.ok, res.error.message if res.error else ""
