@@ -163,3 +163,109 @@ def test_new_sources_compile_for_hip_on_nvidia(file, wave, tmp_path):
     ex = HipOnNvidiaExecutor(DEFAULT_HIP_SRC, wave=wave, compiler="nvcc", arch="90", cache_root=tmp_path)
     res = ex.toolchain.compile(DEFAULT_HIP_SRC / file)
     assert res.ok, res.error.message if res.error else ""
+
+
+# ------------------------------------------------- mmvq_gguf_quantize_q8_1_*, mmvq_gguf_*_plain_cuda<b>
+GGUF_OPS = ["quant.mmvq_gguf_*"]
+MOE_OPS = ["quant.indexed_moe_*"]
+
+
+def test_cpu_level_passes_mmvq_gguf_and_moe():
+    cases = _cases(GGUF_OPS + MOE_OPS)
+    assert len(cases) == 3 * 3 * 2 + 240 * 4 * 2 + 6 * 3 * 2
+    rows = [run_case(c, CpuExecutor()) for c in cases]
+    assert all(r["verdict"] == "pass" for r in rows), [r["case_id"] for r in rows if r["verdict"] != "pass"][:20]
+
+
+@pytest.mark.parametrize("case_id,kernel,grid,block,ints", [
+    ("quant.mmvq_gguf_q4_K_bf16_b1/bf16/c768/normal/s0", "mmvq_gguf_q4_k_bf16_plain_cuda1", (33, 1, 1), (32, 4, 1),
+     [768, 33, 32, 33]),
+    ("quant.mmvq_gguf_q8_0_f16_b3/f16/c256x3/normal/s0", "mmvq_gguf_q8_0_f16_plain_cuda3", (2, 1, 1), (32, 4, 1),
+     [256, 3, 16, 3]),
+    ("quant.mmvq_gguf_q6_K_f32_b8/f32/c1280/normal/s0", "mmvq_gguf_q6_k_f32_plain_cuda8", (3, 1, 1), (32, 2, 1),
+     [1280, 6, 48, 6]),
+    ("quant.indexed_moe_q8_0/f32/e8k1280/normal/s0", "indexed_moe_forward_q8_0_q8_1", (7, 2, 4), (32, 4, 1),
+     [7, 1280, 2, 4, 1536, 4]),
+    ("quant.indexed_moe_q4_K/f32/e4k512/normal/s0", "indexed_moe_forward_q4k_q8_1", (33, 3, 2), (32, 4, 1),
+     [33, 512, 3, 2, 512, 1]),
+])
+def test_mmvq_gguf_and_moe_launches_are_candles(case_id, kernel, grid, block, ints):
+    launch = _launch(case_id)
+    assert (launch.kernel, launch.grid, launch.block) == (kernel, grid, block)
+    assert [int(a.value) for a in launch.args if a.kind == "i32"] == ints
+
+
+def test_quantize_q8_1_variants_take_their_dtype():
+    launch = _launch("quant.mmvq_gguf_quantize_q8_1_bf16/bf16/k1000x3/special/s0")
+    assert launch.kernel == "mmvq_gguf_quantize_q8_1_bf16" and launch.grid == (4, 3, 1)
+    assert str(launch.buffers["x"].dtype) == "bfloat16"
+
+
+def test_moe_q8_0_experts_are_strided_as_the_kernel_strides_them():
+    """(n*k)/QK_K blocks: for q8_0 an eighth of a matrix (Candle's stride, followed)."""
+    from parity.ops.quantized.moe import expert_stride_bytes
+    assert expert_stride_bytes("q8_0", 7, 1280) == 7 * 1280 // 256 * 34
+    assert expert_stride_bytes("q4_K", 7, 1280) == 7 * 1280 // 256 * 144
+
+
+# planted bugs (tests/fakes_quantized.py subjects, the same hooks): (subject, case, n_bad, coords, expected, got)
+GGUF_CAUGHT = {
+    # bf16 output, 4 warps: only warp 0's partials kept
+    "FirstWarpOnlyReduction:gguf": ("FirstWarpOnlyReduction", "quant.mmvq_gguf_q4_K_bf16_b1/bf16/c1280/normal/s0",
+                                    ("fail", 7, [0, 2], "-193.0", "-3.609375")),
+    # every expert's rows 1.. start a block early (rows 0 right: 48 of 56 outputs wrong)
+    "RowStrideOffByOne:moe": ("RowStrideOffByOne", "quant.indexed_moe_q6_K/f32/e8k1280/normal/s0",
+                              ("fail", 48, [1, 0, 4], "948.7326049804688", "-1046.253173828125")),
+}
+
+
+@pytest.mark.parametrize("name", ["FirstWarpOnlyReduction:gguf", "RowStrideOffByOne:moe"])
+def test_broken_gguf_and_moe_subjects_are_caught(name):
+    import fakes_quantized
+    subject, case_id, expect = GGUF_CAUGHT[name]
+    row = run_case(Case.parse(case_id), getattr(fakes_quantized, subject)())
+    w = row["worst"]
+    assert (row["verdict"], row["n_bad"], w["coords"], w["expected"], w["got"]) == expect
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("wave", [32, 64])
+@pytest.mark.parametrize("file", ["quantized_gguf.hip", "quantized_moe.hip"])
+def test_gguf_and_moe_sources_compile_for_hip_on_nvidia(file, wave, tmp_path):
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+    ex = HipOnNvidiaExecutor(DEFAULT_HIP_SRC, wave=wave, compiler="nvcc", arch="90", cache_root=tmp_path)
+    res = ex.toolchain.compile(DEFAULT_HIP_SRC / file)
+    assert res.ok, res.error.message if res.error else ""
+
+
+# ---------------------------------------------------------------------------------- on a GPU
+NEW = SUM_OPS + GET_ROWS_OPS + GGUF_OPS + MOE_OPS
+
+
+def _gpu_rows(level):
+    from parity.engine import run_cases
+    cases = _cases(NEW)
+    rows = run_cases(cases, level.executor, level.availability.device)
+    assert len(rows) == len(cases)
+    return [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
+
+
+@pytest.mark.gpu
+def test_new_kernels_pass_on_candles_cuda_kernels(candle_level):
+    bad = _gpu_rows(candle_level)
+    assert not bad, f"{len(bad)} not passing:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["hip-on-nvidia", "hip-on-nvidia/w32"])
+def test_new_kernels_pass_on_the_bundled_suite(name):
+    from parity.levels import make
+    lv = make(name, DEFAULT_HIP_SRC, None)
+    if not lv.availability.available:
+        pytest.skip(f"{name} unavailable: {lv.availability.reason}")
+    try:
+        bad = _gpu_rows(lv)
+    finally:
+        lv.executor.close()
+    assert not bad, f"{name}: {len(bad)} not passing:\n" + "\n".join(bad[:40])
