@@ -269,3 +269,26 @@ def test_new_kernels_pass_on_the_bundled_suite(name):
     finally:
         lv.executor.close()
     assert not bad, f"{name}: {len(bad)} not passing:\n" + "\n".join(bad[:40])
+
+
+# ------------------------------------------------------------------------------- drift check
+def test_drift_lists_a_new_candle_kernel_with_its_file_and_closest_family(tmp_path):
+    from parity.ops.drift import drift, main
+    (tmp_path / "reduce.cu").write_text(
+        'extern "C" __global__ void sum_f32(const size_t numel, const size_t num_dims, const size_t num_sum_dims,'
+        ' const size_t *info, const float *inp, float *out) {}\n'
+        'extern "C" __global__ void sum_i64(const size_t numel, const size_t num_dims, const size_t num_sum_dims,'
+        ' const size_t *info, const long long *inp, long long *out) {}\n')
+    assert drift(tmp_path) == [("sum_i64", "reduce.cu", "sum_f64 (reduce)")]
+    assert main([str(tmp_path)]) == 1
+
+
+def test_drift_is_empty_for_candles_current_kernels():
+    """Candle main (PARITY_CANDLE_KERNELS, or the ignored export .candle/candle-kernels/src): every
+    kernel it defines is in the catalog."""
+    import os
+    src = os.environ.get("PARITY_CANDLE_KERNELS") or str(Path(__file__).resolve().parents[1] / ".candle/candle-kernels/src")
+    if not Path(src).is_dir():
+        pytest.skip("no candle-kernels/src here")
+    from parity.ops.drift import drift
+    assert drift(src) == []
