@@ -18,8 +18,8 @@ def test_coverage_is_complete():
     assert not bad, bad[:20]
     # every quantized kernel of the catalog, mmq included (quantized.hip, quantized_mmv.hip, quantized_mmq.hip)
     quant = {op.kernel_name(k) for op in CATALOG.values() if op.family == "quantized" for k in op.dtypes}
-    assert {r.kernel for r in rows if r.status == "present"} >= quant and len(quant) == 22 + 1 + 10 + 80 + 10
-    assert s["present"] >= 337 + 198 + 22 + 1 + 10 + 80 + 10   # elementwise, structured, GGUF at least
+    assert {r.kernel for r in rows if r.status == "present"} >= quant and len(quant) == 22 + 1 + 10 + 80 + 10 + 13 + 243 + 6
+    assert s["present"] >= 337 + 198 + 22 + 1 + 10 + 80 + 10 + 267   # elementwise, structured, GGUF, #31 at least
 
 
 @pytest.mark.slow
