@@ -221,10 +221,13 @@ def kernel_notes(suite: Suite) -> dict[str, list[str]]:
 
 
 # ------------------------------------------------------------------------------ analysis
-def compile_for_arch(source: Path, arch: str, extra_flags: list[str] = (), cache_root: Path | None = None):
+def compile_for_arch(source: Path, arch: str, extra_flags: list[str] = (), cache_root: Path | None = None,
+                     include_dirs: list[Path] = ()):
+    """One hipcc compile. extra_flags: e.g. a shim port's build line (parity.port.Port.hipcc_flags);
+    include_dirs: where its headers are found besides the source's folder (for the cache key)."""
     cc = hipcc()
     flags = [*BASE_FLAGS, f"--offload-arch={arch}", REMARK_FLAG, *extra_flags]
-    return compile_source(source, cc, flags, target=arch, include_dirs=[source.parent], env=HIP_ENV,
+    return compile_source(source, cc, flags, target=arch, include_dirs=[source.parent, *include_dirs], env=HIP_ENV,
                           cache_root=cache_root)
 
 

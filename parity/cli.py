@@ -114,6 +114,14 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled backends/hip].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
+@click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
+                   "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there].")
+@click.option("--port-source", multiple=True, metavar="GLOB", help="Add sources of the port (relative to --hip-src; .cu included).")
+@click.option("--port-include", multiple=True, metavar="DIR", help="Add an include folder of the port, after its own (repeatable).")
+@click.option("--port-force-include", multiple=True, metavar="FILE",
+              help="Add a header force-included ahead of every source (-include), after the port's own.")
+@click.option("--port-define", multiple=True, metavar="K=V", help="Add a define of the port's build line (repeatable).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
               help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
 @click.option("--case-timeout", type=float, default=30.0, show_default=True,
@@ -200,7 +208,7 @@ def _save_traceback(folder: Path, text: str) -> Path | None:
 
 
 def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_timeout: float, gpus,
-            require) -> list:
+            require, port=None) -> list:
     """The selected levels, built. Named levels that are unavailable are setup errors (exit 2), as
     --require's are; `auto` keeps the unavailable ones as rows of the report."""
     from .levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
@@ -213,7 +221,7 @@ def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_t
         names = expand_waves(names, parse_waves(wave))
     except ValueError as e:
         raise SetupError(str(e))
-    lvls = [make(n, hip_src, cuda_src, case_timeout, gpus=gpus) for n in names]
+    lvls = [make(n, hip_src, cuda_src, case_timeout, gpus=gpus, port=port) for n in names]
     named = [] if levels == "auto" else [(l, "named in --levels") for l in lvls]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
@@ -225,6 +233,27 @@ def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_t
             head = f"required level {lv.name}" if why == "required" else f"level {lv.name} ({why})"
             raise SetupError(f"{head} is unavailable: {lv.availability.reason}")
     return lvls
+
+
+def _port(hip_src: Path | None, port_file, sources, includes, forced, defines):
+    """The port of this run (parity.port), or None for a suite of .hip files: --port FILE, else
+    --hip-src DIR/parity-port.toml, extended by the --port-* options."""
+    from .port import Port, PortError, find_port
+    try:
+        port = find_port(hip_src, Path(port_file) if port_file else None)
+        if port is None and (sources or includes or forced or defines):
+            if hip_src is None:
+                raise SetupError("--port-source/--port-include/--port-force-include/--port-define describe the "
+                                 "port of --hip-src DIR: give --hip-src (or --port FILE)")
+            port = Port(root=hip_src)
+        if port is not None:
+            port = port.extended(sources=sources, include_dirs=includes, force_includes=forced, defines=defines)
+    except PortError as e:
+        raise SetupError(str(e))
+    if port is not None and not port.source_files():
+        raise SetupError(f"the port's sources ({', '.join(port.sources) or '*.hip, *.cu'}) match no file "
+                         f"under {port.root}")
+    return port
 
 
 def _check_something_verifies(lvls: list, levels: str, hip_src: Path) -> bool:
@@ -302,7 +331,8 @@ def _run_folder(out: Path, stem: str) -> Path:
 
 def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
          cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
-         wave: str = "64") -> None:
+         wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
+         port_define=()) -> None:
     from .cases import Filters, load_sweep
     from .levels import DEFAULT_HIP_SRC
     from .results import environment
@@ -326,12 +356,16 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
-    hip_src = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
+    port = _port(Path(hip_src) if hip_src else None, port_file, port_source, port_include, port_force_include,
+                 port_define)
+    hip_src = Path(hip_src) if hip_src else port.root if port is not None else DEFAULT_HIP_SRC
     cuda_src = Path(cuda_src) if cuda_src else None
     for p in [hip_src] + ([cuda_src] if cuda_src else []):
         if not p.is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
-    lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require)
+    if port is not None:
+        console.print(f"port: {port.describe()}", highlight=False, markup=False)
+    lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require, port)
     reference_only = _check_something_verifies(lvls, levels, hip_src)
     if since:
         cases = _changed_cases(cases, since, [hip_src] + ([cuda_src] if cuda_src else []))
@@ -352,14 +386,17 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             "levels": [_level_meta(l) for l in lvls], "levels_requested": levels,
             "reference_only_requested": reference_only,
             "planned_rows": len(cases) * len(runnable)}
+    if port is not None:
+        meta["port"] = port.as_dict()
     static = next((l for l in runnable if l.name == "amd-static"), None)
     if static is not None:
         meta["amd_targets"] = list(static.executor.targets)
     _execute(opts, cases, runnable, folder, meta, console, resume)
+    meta["_port"] = port                          # for the wave-32 recheck (not written)
     _report(opts, cases, meta, folder, console, lvls, known, strict, static)
 
 
-def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console) -> list[dict]:
+def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, port=None) -> list[dict]:
     """A kernel failing at wave 64 gets a handful of its failing cases run again at wave 32 (when the
     run had no wave-32 level): the evidence table then says whether the failure is a wave-size bug.
     The rows feed the evidence only: the run's table keeps the levels it asked for."""
@@ -372,7 +409,7 @@ def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, conso
     ids = set(recheck_ids(rows))
     if not ids:
         return []
-    lv = make(W32, Path(meta["hip_src"]), None, gpus=None)
+    lv = make(W32, Path(meta["hip_src"]), None, gpus=None, port=port)
     if not lv.availability.available:
         return []
     todo = [c for c in cases if c.id in ids]
@@ -477,7 +514,8 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
     meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
     from .wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
-    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console), meta["hip_src"])
+    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, meta.pop("_port", None)),
+                          meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves
     if static is not None:

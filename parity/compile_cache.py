@@ -383,6 +383,10 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
         return CompileResult(False, "", error=err, command=cmd)
     incs = [Path(d) for d in include_dirs]
     headers, refused = include_walk(source, incs)
+    for i, f in enumerate(flags[:-1]):   # force-included headers (a shim port's) enter the key by content
+        if f == "-include":
+            more, why = include_walk(Path(flags[i + 1]), incs)
+            headers, refused = [*headers, Path(flags[i + 1]).resolve(), *more], refused + why
     if refused:                 # the compiler would block reading a FIFO: not run
         return CompileResult(False, "", error=CompileError(refused[0], [], cmd, None), command=cmd)
     key = cache_key(source, headers, [*compiler, *flags], version, target)

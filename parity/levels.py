@@ -7,6 +7,7 @@ from pathlib import Path
 from . import resources
 from .executors.base import Availability, Compiling, Executor
 from .executors.cpu import CpuExecutor
+from .port import Port
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "amd-static", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
@@ -162,27 +163,30 @@ class GpuPool(Executor):
 
 
 def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
-         isolate: bool = True, gpus: str | int | None = None) -> Level:
+         isolate: bool = True, gpus: str | int | None = None, port: Port | None = None) -> Level:
     """Build one level's executor; import or setup failures become `unavailable` with the reason.
+    port: the HIP suite is a port described by its build line (parity.port: a shim port's .cu files,
+    include order, force-included headers, defines), for hip-on-nvidia, amd-static and amd alike.
 
     GPU levels run in a worker process (isolate=True) so a faulting or hanging kernel costs one
     case (`crash`, `timeout`), not the run."""
+    ported = {"port": port} if port is not None else {}
     try:
         if name == "cpu":
             cpu = CpuExecutor()
             return Level(name, cpu.availability(), cpu)
         if name == "hip-on-nvidia":
             from .executors.hip_nvidia import HipOnNvidiaExecutor as cls
-            kwargs = {"suite_dir": hip_src}
+            kwargs = {"suite_dir": hip_src, **ported}
         elif name == "hip-on-nvidia/w32":
             from .executors.hip_nvidia import HipOnNvidiaW32Executor as cls
-            kwargs = {"suite_dir": hip_src}
+            kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd":
             from .executors.amd import AmdExecutor as cls
-            kwargs = {"suite_dir": hip_src}
+            kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd-static":               # compiles only: no worker process to isolate
             from .executors.amd_compile import AmdStaticExecutor
-            ex = AmdStaticExecutor(hip_src)
+            ex = AmdStaticExecutor(hip_src, port=port)
             av = ex.availability()
             return Level(name, av, ex if av.available else None, ex if av.available else None)
         elif name == "cupy":

@@ -278,9 +278,11 @@ def stub_path(stubs: Path, name: str) -> Path | None:
 
 
 def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-               cpp: str | None = None, max_stubs: int = 200) -> tuple[str | None, str]:
+               cpp: str | None = None, max_stubs: int = 200,
+               force_includes: list[Path] = ()) -> tuple[str | None, str]:
     """Run `cpp` with an empty stub for every header it cannot find. Returns (text, problem).
-    Stubs live in a temporary folder of this call (removed after it) and never outside it."""
+    Stubs live in a temporary folder of this call (removed after it) and never outside it.
+    force_includes: `-include` headers ahead of the source (a shim port's compat header)."""
     cpp = cpp or shutil.which("cpp")
     if not cpp:
         return None, "no C preprocessor (cpp) on PATH: only literal kernel declarations are found"
@@ -292,7 +294,8 @@ def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, s
         for _ in range(max_stubs):
             cmd = [cpp, "-x", "c++", "-std=c++17", "-nostdinc", "-w", f"-I{source.parent}"]
             cmd += [f"-I{d}" for d in include_dirs] + [f"-I{inc}"]
-            cmd += [f"-D{k}={v}" for k, v in defines.items()] + [str(source)]
+            cmd += [f"-D{k}={v}" for k, v in defines.items()]
+            cmd += [a for f in force_includes for a in ("-include", str(f))] + [str(source)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                                    timeout=CPP_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -332,7 +335,7 @@ def _line_map(text: str) -> list[tuple[str, int]]:
 
 
 def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                use_cpp: bool = True) -> tuple[list[KernelDecl], str]:
+                use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
     """Kernels declared in one source file (through macros when `cpp` is there). Served from a
     disk cache keyed by the file, the headers it includes, and the options: every worker process
     discovers the suite, and cpp over a large file costs a second."""
@@ -341,14 +344,17 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
 
     from .compile_cache import cache_dir, include_walk
     headers, refused = include_walk(source, list(include_dirs))
+    for f in force_includes:                 # force-included headers enter the key by content too
+        more, why = include_walk(Path(f), list(include_dirs))
+        headers, refused = [*headers, Path(f).resolve(), *more], refused + why
     if refused:                      # cpp would block reading a FIFO: the literal declarations only
         decls, _ = _scan_source(source, include_dirs, defines, use_cpp=False)
         return decls, f"{refused[0]}; only literal kernel declarations are found"
     h = hashlib.sha256(b"scan/1")
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""],
-                        sort_keys=True).encode())
+    h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""]
+                        + ([[str(f) for f in force_includes]] if force_includes else []), sort_keys=True).encode())
     entry = cache_dir() / "scan" / f"{h.hexdigest()}.json"
     try:
         data = json.loads(entry.read_text())
@@ -356,7 +362,7 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
             data["problem"]
     except (OSError, ValueError, KeyError):
         pass
-    decls, problem = _scan_source(source, include_dirs, defines, use_cpp)
+    decls, problem = _scan_source(source, include_dirs, defines, use_cpp, force_includes)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
@@ -370,8 +376,9 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
 
 
 def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                 use_cpp: bool = True) -> tuple[list[KernelDecl], str]:
-    text, problem = (preprocess(source, include_dirs, defines) if use_cpp else (None, "cpp disabled"))
+                 use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
+    text, problem = (preprocess(source, include_dirs, defines, force_includes=force_includes) if use_cpp
+                     else (None, "cpp disabled"))
     literal = text is None
     if literal:
         text = _strip_comments(source.read_text(errors="replace"))
@@ -399,8 +406,10 @@ def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str,
 
 
 def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = (),
-             defines: dict[str, str] | None = None, use_cpp: bool = True) -> Suite:
-    """Find the sources of a suite folder (or a single file) and the kernels they declare."""
+             defines: dict[str, str] | None = None, use_cpp: bool = True,
+             force_includes: list[str | os.PathLike] = (), sources: list[Path] | None = None) -> Suite:
+    """Find the sources of a suite folder (or a single file) and the kernels they declare.
+    sources: the files to scan (a port's globs, parity.port), instead of every .hip/.cu under path."""
     root = Path(path)
     from .compile_cache import special_file
     notes: list[str] = []
@@ -408,7 +417,9 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     if why:
         notes.append(why)
         return Suite(root, [], [], {}, "empty", notes)
-    if root.is_file():
+    if sources is not None:
+        sources, hdr_root = sorted(Path(s) for s in sources), (root.parent if root.is_file() else root)
+    elif root.is_file():
         sources, hdr_root = [root], root.parent
     else:
         sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
@@ -420,7 +431,8 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
     kernels: dict[str, KernelDecl] = {}
     for src in sources:
-        decls, problem = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp)
+        decls, problem = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
+                                     [Path(f) for f in force_includes])
         if problem:
             notes.append(f"{src}: {problem}")
         for d in decls:

@@ -22,6 +22,7 @@ from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.miopen import Miopen
 from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
+from ..port import Port, discover_port
 from ..suite import Suite, discover, kernels_from_binary
 from ..timing import HipClock, hip_clock
 from .base import Availability, Executor, loaded_for_timing
@@ -140,8 +141,13 @@ class AmdExecutor(Executor):
     level = "amd"
 
     def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
-                 cache_root: str | os.PathLike | None = None, extra_flags: list[str] = ()):
+                 cache_root: str | os.PathLike | None = None, extra_flags: list[str] = (),
+                 port: Port | None = None):
         self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
+        self.port = port                 # a shim port: its build line (hiprtc compiles HIP: no -x hip)
+        if port is not None:
+            f = port.hipcc_flags()
+            extra_flags = [*(f[2:] if f[:2] == ["-x", "hip"] else f), *extra_flags]
         self.arch = arch
         self.cache_root = Path(cache_root) if cache_root else None
         self.extra_flags = list(extra_flags)
@@ -157,6 +163,8 @@ class AmdExecutor(Executor):
 
     @property
     def suite(self) -> Suite:
+        if self._suite is None and self.port is not None:
+            self._suite = discover_port(self.port)
         if self._suite is None:
             self._suite = discover(self.suite_dir)
             self._suite.sources = [s for s in self._suite.sources if s.suffix == ".hip"]
@@ -201,7 +209,10 @@ class AmdExecutor(Executor):
         from hip import hiprtc
         opts = self.options(source)
         version = "hiprtc %s" % (check(hiprtc.hiprtcVersion()),)
-        key = cache_key(source, header_closure(source), opts, version, self.arch or "")
+        incs = list(self.port.include_dirs) if self.port is not None else []
+        closure = header_closure(source, incs) + [h for f in (self.port.force_includes if self.port else ())
+                                                  for h in (Path(f).resolve(), *header_closure(f, incs))]
+        key = cache_key(source, closure, opts, version, self.arch or "")
 
         def build(out: Path) -> tuple[int, str]:
             prog = check(hiprtc.hiprtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], []))

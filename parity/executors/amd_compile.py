@@ -21,6 +21,7 @@ from ..coverage import compare_signature
 from ..host.routines import suite_kernels
 from ..ops import expected_kernels
 from ..ops.base import ExecResult
+from ..port import Port, discover_port
 from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, Executor
 from .preflight import compile_failure, not_found
@@ -36,8 +37,9 @@ _RANK = ("compile-error", "signature-mismatch", "missing", "compiled")
 class AmdStaticExecutor(Executor):
     level = "amd-static"
 
-    def __init__(self, suite_dir: Path, targets: Iterable[str] = RUN_TARGETS) -> None:
+    def __init__(self, suite_dir: Path, targets: Iterable[str] = RUN_TARGETS, port: Port | None = None) -> None:
         self.suite_dir, self.targets = Path(suite_dir), tuple(targets)
+        self.port = port                                 # a shim port: its build line on every compile
         self._suite: Suite | None = None
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
         self._symbols: dict[Path, set[str]] = {}
@@ -63,6 +65,8 @@ class AmdStaticExecutor(Executor):
     # --- suite and compiles ----------------------------------------------------------------
     @property
     def suite(self) -> Suite:
+        if self._suite is None and self.port is not None:
+            self._suite = discover_port(self.port)
         if self._suite is None:
             self._suite = discover(self.suite_dir)
             hip = [s for s in self._suite.sources if s.suffix == ".hip"]
@@ -85,7 +89,9 @@ class AmdStaticExecutor(Executor):
                 if (Path(s), a) not in self._compiled]
         left = {s: sum(1 for t in todo if t[0] == s) for s, _ in todo}
         with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
-            for (src, arch), res in zip(todo, pool.map(lambda t: compile_for_arch(*t), todo)):
+            flags = self.port.hipcc_flags() if self.port is not None else []
+            incs = list(self.port.include_dirs) if self.port is not None else []
+            for (src, arch), res in zip(todo, pool.map(lambda t: compile_for_arch(*t, flags, include_dirs=incs), todo)):
                 self._compiled[(src, arch)] = res
                 left[src] -= 1
                 if left[src] == 0 and on_done is not None:

@@ -13,6 +13,7 @@ process restarted after a crash and to turn hangs into `timeout`.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..host.blas import CupyBlas
 from ..host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images
 from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
+from ..port import Port, discover_port, shadowed
 from ..suite import Suite, discover, kernels_from_binary
 from .base import Availability, Executor, loaded_for_timing
 from .preflight import compile_failure, not_found, signature_mismatch
@@ -91,9 +93,16 @@ class CudaToolchain:
                 f"NVRTC unavailable ({e}); install nvcc or `pip install nvidia-cuda-nvrtc-cu12`"))
         incs = list(self.include_dirs) + ([CUDA_RTC_STUBS] if CUDA_RTC_STUBS.is_dir() else [])
         incs += [Path(p) for p in _cuda_include_dirs()]
+        flags = self.flags(source)
+        forced = [Path(flags[i + 1]) for i, f in enumerate(flags[:-1]) if f == "-include"]
+        flags = [f for i, f in enumerate(flags) if f != "-include" and (i == 0 or flags[i - 1] != "-include")]
         opts = [f"--gpu-architecture={self.target()}", "-default-device",
-                *[f for f in self.flags(source) if f not in ("-O3",)], *[f"-I{d}" for d in incs]]
-        key = cache_key(source, header_closure(source, self.include_dirs), opts, version, self.target())
+                *[f for f in flags if f not in ("-O3",)], *[f"-I{d}" for d in incs],
+                *[f"--pre-include={f}" for f in forced]]          # a shim port's force-included headers
+        closure = header_closure(source, self.include_dirs)
+        for f in forced:
+            closure += [f.resolve(), *header_closure(f, self.include_dirs)]
+        key = cache_key(source, closure, opts, version, self.target())
 
         def build(out: Path) -> tuple[int, str]:
             prog = nvrtc.createProgram(source.read_text(), source.name, [], [])
@@ -205,6 +214,61 @@ def _device_arch() -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------- shim ports
+CUDA_HEADER_MACROS = {"cuda_fp16.h": "PARITY_CUDA_FP16_H", "cuda_bf16.h": "PARITY_CUDA_BF16_H",
+                      "cuda_runtime.h": "PARITY_CUDA_RUNTIME_H"}
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_toolkit_include() -> Path | None:
+    """The CUDA toolkit folder holding cuda_fp16.h: nvcc's own (`nvcc --dryrun` INCLUDES), else
+    CUDA_PATH / CUDA_HOME / /usr/local/cuda."""
+    nvcc = shutil.which("nvcc")
+    cands: list[Path] = []
+    if nvcc:
+        import re
+        import subprocess
+        try:
+            p = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
+                               capture_output=True, text=True, timeout=60)
+            for m in re.finditer(r'INCLUDES="([^"]*)"', p.stdout + p.stderr):
+                cands += [Path(s[2:].strip('" ')) for s in m.group(1).split() if s.strip('"').startswith("-I")]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        cands.append(Path(nvcc).resolve().parent.parent / "include")
+    cands += [Path(d) for d in _cuda_include_dirs()]
+    return next((c.resolve() for c in cands if (c / "cuda_fp16.h").is_file()), None)
+
+
+def port_build(port: Port, include_dirs: list[Path], defines: dict[str, str],
+               extra_flags: list[str]) -> tuple[list[Path], dict[str, str], list[str], str]:
+    """A port's build line through the HIP→CUDA mapping: (include dirs, defines, flags, problem).
+
+    The mapping comes first on the include path (a shim's own hip/*.h never replaces it), then the
+    port's folders in its order. The shim's shadow cuda_fp16.h/cuda_bf16.h would catch the mapping's
+    own includes of those names, so the mapping gets the toolkit's files by absolute path
+    (backends/hip/include/hip/parity_cuda.h). -DPARITY_SHIM_PORT hides the CUDA-only intrinsics a shim
+    defines for AMD (parity_shim_port.h), so its fallbacks are the ones that run. <hip/hip_runtime.h>
+    is force-included first, as hipcc's clang does. problem: why the two cannot coexist ('' if they can)."""
+    problem = ""
+    toolkit = cuda_toolkit_include()
+    for hdr in shadowed(port):
+        if toolkit is None:
+            problem = (f"the port's {hdr} shadows <{hdr.name}>, which parity's HIP→CUDA mapping needs from the "
+                       "CUDA toolkit, and no toolkit include folder with cuda_fp16.h was found (nvcc --dryrun, "
+                       "CUDA_PATH, CUDA_HOME, /usr/local/cuda): set CUDA_PATH to run this port on hip-on-nvidia")
+            break
+    macros = {}
+    if toolkit is not None:
+        macros = {m: f'"{toolkit / name}"' for name, m in CUDA_HEADER_MACROS.items() if (toolkit / name).is_file()}
+    defines = {**defines, "PARITY_SHIM_PORT": "1", **macros, **port.define_map(nvidia=True)}
+    flags = list(extra_flags)
+    runtime = HIP_MAPPING / "hip" / "hip_runtime.h"
+    for f in ([runtime] if runtime.is_file() else []) + list(port.force_includes):
+        flags += ["-include", str(f)]
+    return [*include_dirs, *port.include_dirs], defines, flags + list(port.nvidia_flags), problem
+
+
 # ---------------------------------------------------------------------------- executor
 WAVE_SIZES = (64, 32)
 WAVE64_CRASH_HINT = ("; wave64 mode: a kernel that traps here most likely reached a wave-wide operation "
@@ -234,7 +298,7 @@ class HipOnNvidiaExecutor(Executor):
                  compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
                  cache_root: str | os.PathLike | None = None, timing: bool = False,
-                 wave: int | None = None, lane_compile: bool = False):
+                 wave: int | None = None, lane_compile: bool = False, port: Port | None = None):
         self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
         if include_dirs is None:
             include_dirs = self.default_includes()
@@ -243,6 +307,10 @@ class HipOnNvidiaExecutor(Executor):
             self.level = hip_level_name(self.wave)
         if self.wave == 64:
             defines = {"PARITY_WAVE64": "1", **(defines or {})}
+        self.port, self.port_problem = port, ""
+        if port is not None and self.level != "cuda":      # a port's build line, through the mapping
+            include_dirs, defines, extra_flags, self.port_problem = port_build(port, list(include_dirs),
+                                                                               dict(defines or {}), list(extra_flags))
         self.toolchain = CudaToolchain(arch, compiler, self.level != "cuda", [Path(d) for d in include_dirs],
                                        defines, extra_flags, Path(cache_root) if cache_root else None,
                                        lane_compile)
@@ -263,6 +331,9 @@ class HipOnNvidiaExecutor(Executor):
     @property
     def suite(self) -> Suite:
         if self._suite is None:
+            if self.port is not None and self.level != "cuda":
+                self._suite = discover_port(self.port)      # its own sources, .cu included
+                return self._suite
             self._suite = discover(self.suite_dir)
             self._suite.sources = [s for s in self._suite.sources if s.suffix in self.suffixes]
         return self._suite
@@ -341,6 +412,8 @@ class HipOnNvidiaExecutor(Executor):
 
     # --- device ------------------------------------------------------------------------------
     def availability(self) -> Availability:
+        if self.port_problem:                    # decided without a GPU: the port cannot build here
+            return Availability(False, self.port_problem)
         unusable, name, cc = cuda_device()
         if unusable is not None:
             return unusable

@@ -45,6 +45,8 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
         lines += [f"Sweep `{meta['sweep']}` · {_suites(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
+    if meta.get("port"):                         # a port given by its build line (parity.port)
+        lines += [f"Port (its build line, on every HIP level): `{meta['port']['description']}`", ""]
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])

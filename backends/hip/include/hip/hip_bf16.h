@@ -8,7 +8,7 @@
 #ifndef __CUDACC__
 #error "backends/hip/include/hip/hip_bf16.h is the CUDA mapping; on AMD use ROCm's own header"
 #endif
-#include <cuda_bf16.h>
+#include "parity_cuda.h"  // the toolkit's <cuda_bf16.h>, past a shim port's shadow
 typedef __nv_bfloat16 __hip_bfloat16;
 typedef __nv_bfloat162 __hip_bfloat162;
 typedef __nv_bfloat16_raw __hip_bfloat16_raw;

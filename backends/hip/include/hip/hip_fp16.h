@@ -5,7 +5,7 @@
 #ifndef __CUDACC__
 #error "backends/hip/include/hip/hip_fp16.h is the CUDA mapping; on AMD use ROCm's own header"
 #endif
-#include <cuda_fp16.h>
+#include "parity_cuda.h"  // the toolkit's <cuda_fp16.h>, past a shim port's shadow
 #if !defined(HIP_NO_HALF)
 typedef __half half;
 typedef __half2 half2;

@@ -39,8 +39,7 @@
 #endif
 // Pull in the fp16/bf16 headers before the shuffle macros below: they declare
 // __shfl_* overloads of their own.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "parity_cuda.h"  // <cuda_fp16.h>, <cuda_bf16.h>: the toolkit's, past a shim's shadows
 
 #define hipThreadIdx_x threadIdx.x
 #define hipThreadIdx_y threadIdx.y
@@ -388,3 +387,8 @@ __device__ __forceinline__ void* __amdgcn_get_dynamicgroupbaseptr() { return __g
 #include "parity_wave64.h"
 #endif
 // ---- wave64 emulation: END -------------------------------------------------------
+// Shim ports: CUDA-only names the port's shim defines for AMD (parity_shim_port.h); last, after
+// every CUDA header.
+#if defined(PARITY_SHIM_PORT)
+#include "parity_shim_port.h"
+#endif

@@ -60,8 +60,7 @@
 #endif
 // CUDA's fp16/bf16 headers declare __shfl_* overloads of their own: include them
 // before the macros below rename the HIP spellings.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "parity_cuda.h"
 
 #define PARITY_WAVE_SIZE 64
 #ifndef PARITY_W64_TIMEOUT_NS
