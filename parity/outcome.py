@@ -212,3 +212,13 @@ def merge_notes(meta: dict) -> list[str]:
         out.append(f"Merge conflicts — {c.get('count', 0)} case(s) had different verdicts in different files; "
                    f"{c.get('rule', 'the worst verdict is kept')}.")
     return out
+
+
+def suites_line(meta: dict) -> str:
+    """The suites the levels that ran read: the HIP levels the HIP suite (or port), `cuda` the CUDA suite."""
+    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
+    hip = any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or not ran
+    out = [f"HIP suite `{meta.get('hip_src', '')}`"] if hip and meta.get("hip_src") else []
+    if "cuda" in ran and meta.get("cuda_src"):
+        out.append(f"CUDA suite `{meta['cuda_src']}`")
+    return " · ".join(out) or "no suite ran (reference levels only)"

@@ -212,3 +212,14 @@ def test_time_and_gpus_without_a_gpu_level_say_they_are_ignored(tmp_path):
 def _gpu() -> bool:
     from conftest import HAS_GPU
     return HAS_GPU
+
+
+def test_the_header_names_the_suites_the_levels_that_ran_read():
+    """A run of the cuda level alone (--cuda-src) read the CUDA suite, not the bundled HIP folder."""
+    from parity.outcome import suites_line
+    cuda = {"hip_src": "backends/hip", "cuda_src": "candle/src",
+            "levels": [{"level": "cuda", "available": True}, {"level": "hip-on-nvidia", "available": False}]}
+    assert suites_line(cuda) == "CUDA suite `candle/src`"
+    both = dict(cuda, levels=[{"level": "cuda", "available": True}, {"level": "hip-on-nvidia", "available": True}])
+    assert suites_line(both) == "HIP suite `backends/hip` · CUDA suite `candle/src`"
+    assert suites_line(dict(cuda, levels=[{"level": "cpu", "available": True}])) == "no suite ran (reference levels only)"

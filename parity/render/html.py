@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..findings import of
 from ..levels import REFERENCE, role
-from ..outcome import explain, of as outcome_of
+from ..outcome import explain, of as outcome_of, suites_line
 from ..results import FAILING, ORDER, Results
 from ..row import Verdict
 
@@ -323,6 +323,7 @@ def _outcome(res: Results) -> dict:
     badge, color = BADGES[o.status]
     levels = {r.level for r in of(res).scoreboard}
     return {"outcome": o, "badge": badge, "badge_color": color, "outcome_lines": explain(o),
+            "suites_line": _code_spans(suites_line(res.meta)),
             "reference_levels": [lv for lv in levels if role(lv) == REFERENCE]}
 
 

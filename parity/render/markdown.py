@@ -44,7 +44,7 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     if said:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
-        lines += [f"Sweep `{meta['sweep']}` · {_suites(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
+        lines += [f"Sweep `{meta['sweep']}` · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
     if meta.get("port"):                         # a port given by its build line (parity.port)
         lines += [f"Port (its build line, on every HIP level): `{meta['port']['description']}`", ""]
     if counts:
@@ -63,17 +63,6 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
         lines += [f"Reference vs measured CUDA (H200) golden data: {golden['ok']}/{golden['entries']} launches "
                   f"within budget, {golden['bit_exact']} bit-exact.", ""]
     return lines
-
-
-def _suites(meta: dict) -> str:
-    """The suites the levels that ran read: HIP levels the HIP suite, `cuda` the CUDA suite."""
-    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")] or ["?"]
-    out = []
-    if any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or "?" in ran:
-        out.append(f"HIP suite `{meta.get('hip_src', '')}`")
-    if "cuda" in ran and meta.get("cuda_src"):
-        out.append(f"CUDA suite `{meta['cuda_src']}`")
-    return " · ".join(out) or "no suite ran (reference levels only)"
 
 
 def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[str]:
