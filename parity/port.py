@@ -235,3 +235,16 @@ def discover_port(port: Port):
     defines = {**default_defines(".hip"), **port.define_map()}
     return discover(port.root, [*port.include_dirs, port.root], defines,
                     force_includes=list(port.force_includes), sources=port.source_files())
+
+
+def subject_suite(suite_dir: Path, port: Port | None, suffixes: tuple[str, ...] = (".hip",),
+                  any_if_none: bool = False):
+    """The suite a HIP level reads: a port's own sources (its build line), else the folder's files
+    with these suffixes (any_if_none: every source when the folder has none of them)."""
+    if port is not None:
+        return discover_port(port)
+    from .suite import discover
+    suite = discover(suite_dir)
+    chosen = [s for s in suite.sources if s.suffix in suffixes]
+    suite.sources = chosen or (list(suite.sources) if any_if_none else [])
+    return suite

@@ -18,12 +18,12 @@ from ..hipcall import check
 from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
 from ..host.blas import HipBlas
 from ..host.hip import HipMemory, detect, device_buffers
-from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images
+from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from ..host.miopen import Miopen
 from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
-from ..port import Port, discover_port
-from ..suite import Suite, discover, kernels_from_binary
+from ..port import Port, subject_suite
+from ..suite import Suite, kernels_from_binary
 from ..timing import HipClock, hip_clock
 from .base import Availability, Executor, loaded_for_timing
 from .hip_nvidia import DEFAULT_HIP_SUITE
@@ -163,11 +163,8 @@ class AmdExecutor(Executor):
 
     @property
     def suite(self) -> Suite:
-        if self._suite is None and self.port is not None:
-            self._suite = discover_port(self.port)
         if self._suite is None:
-            self._suite = discover(self.suite_dir)
-            self._suite.sources = [s for s in self._suite.sources if s.suffix == ".hip"]
+            self._suite = subject_suite(self.suite_dir, self.port)
         return self._suite
 
     def availability(self) -> Availability:
@@ -293,6 +290,10 @@ class AmdExecutor(Executor):
         if err is not None:
             return err
         from hip import hip
+        try:
+            scalar_args(launch)
+        except Exception as e:                   # parity's launch, not the kernel: nothing ran
+            return setup_error(e, launch)
         infos = []
 
         def info_address(a: np.ndarray) -> int:

@@ -21,8 +21,8 @@ from ..coverage import compare_signature
 from ..host.routines import suite_kernels
 from ..ops import expected_kernels
 from ..ops.base import ExecResult
-from ..port import Port, discover_port
-from ..suite import Suite, discover, kernels_from_binary
+from ..port import Port, subject_suite
+from ..suite import Suite, kernels_from_binary
 from .base import Availability, Executor
 from .preflight import compile_failure, not_found
 
@@ -65,12 +65,8 @@ class AmdStaticExecutor(Executor):
     # --- suite and compiles ----------------------------------------------------------------
     @property
     def suite(self) -> Suite:
-        if self._suite is None and self.port is not None:
-            self._suite = discover_port(self.port)
         if self._suite is None:
-            self._suite = discover(self.suite_dir)
-            hip = [s for s in self._suite.sources if s.suffix == ".hip"]
-            self._suite.sources = hip or list(self._suite.sources)
+            self._suite = subject_suite(self.suite_dir, self.port, any_if_none=True)
         return self._suite
 
     def sources_for(self, kernels: Iterable[str]) -> list[Path]:

@@ -24,11 +24,11 @@ import numpy as np
 from ..compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source, header_closure
 from ..hip_api import unincluded_rocm_uses
 from ..host.blas import CupyBlas
-from ..host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images
+from ..host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from ..host.routines import is_library_kernel, run_library, suite_kernels
 from ..ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
-from ..port import Port, discover_port, shadowed
-from ..suite import Suite, discover, kernels_from_binary
+from ..port import Port, shadowed, subject_suite
+from ..suite import Suite, kernels_from_binary
 from .base import Availability, Executor, loaded_for_timing
 from .preflight import compile_failure, not_found, signature_mismatch
 
@@ -330,12 +330,9 @@ class HipOnNvidiaExecutor(Executor):
     # --- suite and compilation (no GPU needed) ---------------------------------------------
     @property
     def suite(self) -> Suite:
-        if self._suite is None:
-            if self.port is not None and self.level != "cuda":
-                self._suite = discover_port(self.port)      # its own sources, .cu included
-                return self._suite
-            self._suite = discover(self.suite_dir)
-            self._suite.sources = [s for s in self._suite.sources if s.suffix in self.suffixes]
+        if self._suite is None:                           # a port: its own sources, .cu included
+            self._suite = subject_suite(self.suite_dir, self.port if self.level != "cuda" else None,
+                                        tuple(self.suffixes))
         return self._suite
 
     def compile(self, source: Path) -> CompileResult:
@@ -496,8 +493,9 @@ class HipOnNvidiaExecutor(Executor):
         import cupy
         func = self._functions[launch.kernel]
         hosts = {n: np.ascontiguousarray(b) for n, b in launch.buffers.items()}
-        try:
-            dev = {n: cupy.asarray(guarded_image(h)) for n, h in hosts.items()}
+        try:                                       # nothing launched yet: a failure here is parity's
+            scalar_args(launch)                    # (an argument it cannot marshal, an upload), `error`,
+            dev = {n: cupy.asarray(guarded_image(h)) for n, h in hosts.items()}   # never the kernel's crash
             infos = []
 
             def info_address(a: np.ndarray) -> int:
@@ -507,7 +505,7 @@ class HipOnNvidiaExecutor(Executor):
             args = arg_values(launch, lambda n: int(dev[n].data.ptr) + GUARD_BYTES, info_address)
             cupy.cuda.Device().synchronize()
         except Exception as e:
-            return self._fault(e, "setting up buffers")
+            return setup_error(e, launch)
         t0 = t1 = None
         try:
             if self.timing:
@@ -546,6 +544,10 @@ class HipOnNvidiaExecutor(Executor):
         if err is not None:
             return err
         import cupy
+        try:
+            scalar_args(launch)
+        except Exception as e:                   # parity's launch, not the kernel: nothing ran
+            return setup_error(e, launch)
         try:
             guard = cupy.asarray(GUARD)
             before, dev, infos = {}, {}, []
