@@ -361,7 +361,7 @@ def test_candles_sources_compile_as_hip_through_the_minimal_shim(file):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("sweep", ["smoke"])
+@pytest.mark.parametrize("sweep", ["smoke", "quant"])
 def test_candle_through_a_minimal_shim_at_wave_32_and_64(sweep, tmp_path):
     """Counts per wave and every kernel that does not pass, with its first message: the closing note
     explains each (a wave-64 hazard in Candle's CUDA code, or a gap of ours)."""
