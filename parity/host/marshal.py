@@ -57,15 +57,24 @@ def judge_images(launch: Launch, hosts: dict[str, np.ndarray], images: dict[str,
 
 
 # -------------------------------------------------------------------- argument packing (pure): the kernel arguments of a Launch as numpy scalars
+# By-value integer kinds -> the numpy type whose bytes the kernel receives (suite.py's vocabulary:
+# size_t/usize/unsigned long = 8 bytes unsigned, i64 = int64_t/long long, ...). An out-of-range value
+# raises (OverflowError/ValueError): a launch parity built wrong, never a wrapped argument.
+INT_KINDS = {"size_t": np.uint64, "u64": np.uint64, "i64": np.int64, "u32": np.uint32, "i32": np.int32,
+             "u16": np.uint16, "i16": np.int16, "u8": np.uint8, "i8": np.int8}
+
+
 def scalar_arg(arg: Arg) -> np.generic:
     """A by-value argument as the numpy scalar whose bytes the kernel receives."""
     k = arg.kind
-    if k == "size_t":
-        return np.uint64(int(arg.value))
-    if k == "u32":
-        return np.uint32(int(arg.value))
-    if k == "i32":
-        return np.int32(int(arg.value))
+    if k in INT_KINDS:
+        t = INT_KINDS[k]
+        v = int(arg.value)
+        info = np.iinfo(t)
+        if not info.min <= v <= info.max:
+            raise ValueError(f"argument {arg.name or '?'} = {v} does not fit its kind {k} "
+                             f"([{info.min}, {info.max}])")
+        return t(v)
     if k == "f32":
         return np.float32(arg.value)
     if k == "f64":
@@ -83,6 +92,19 @@ def scalar_arg(arg: Arg) -> np.generic:
             return v.view(np.uint8)[0]
         return v[0]
     raise ValueError(f"not a by-value argument kind: {k}")
+
+
+def scalar_args(launch: Launch) -> list[np.generic]:
+    """Every by-value argument of `launch` marshalled on the host alone (no device address needed):
+    raises what arg_values would raise for them, before any buffer is allocated."""
+    return [scalar_arg(a) for a in launch.args if a.kind not in ("ptr", "info")]
+
+
+def setup_error(e: Exception, launch: Launch, what: str = "setting up buffers") -> ExecResult:
+    """The result of a launch parity could not set up (an argument it cannot marshal, an upload
+    that failed): parity's own error, verdict `error`, never the kernel's `crash` (not launched)."""
+    return ExecResult("error", message=f"parity internal error {what} for {launch.kernel} (not launched): "
+                                       f"{type(e).__name__}: {e}")
 
 
 def arg_values(launch: Launch, buffer_address: Callable[[str], int],
