@@ -20,7 +20,9 @@ s-term offsets), rounded to T. Tolerance: the f32 sum v lies within matvec.py's 
 reference e; rounding to T is monotone, so got must lie in [round_T(e - tol), round_T(e + tol)]
 (for T = f32 the f32 store adds nothing; for f16/bf16 this admits the final rounding and a store
 that overflows f16 to inf when e + tol passes 65504). NaN where the reference is NaN; an infinite
-reference must be matched exactly.
+reference must be matched exactly. The special activations include blocks whose sum overflows half
+(q8_1 s = inf): q4_0/q4_1/q5_0/q5_1 read s (non-finite results, the kernel's too), q8_0 and the
+K-quants read only d8 (`matvec.reads_s`), so their results stay finite (measured on an H200).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from ..base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from ..structured import StructuredBuilt, mask_judge, out_buffer
 from . import matvec, q8_1
 from .blocks import FORMATS, adversarial, random_blocks
-from .matvec import DOTS, _mmvq_lanes, _nan_in_row0, _parts, _s_offset
+from .matvec import DOTS, _mmvq_lanes, _nan_in_row0, _parts, _s_offset, reads_s
 from .q8_1 import MATRIX_ROW_PADDING, QK8_1
 
 DTS = ("bf16", "f16", "f32")
@@ -193,9 +195,10 @@ def mmvq_sums(ex, fmt_name: str, blocks: np.ndarray, vy: np.ndarray, batch: int,
         yq = (d8[..., None] * q8).reshape(batch, bpr, fmt.qk)
         corr = (s8 - d8 * q8.sum(-1)).reshape(batch, bpr, -1)
         c = _s_offset(fmt, blocks, "mmvq", off).reshape(nrows, bpr, -1)
-        contrib = (np.einsum("rkq,jkq->jrk", w.reshape(nrows, bpr, fmt.qk), yq)
-                   + np.einsum("rks,jks->jrk", c, corr)).astype(np.float32)
-        return ex.mmv_reduce(_mmvq_lanes(contrib, DOTS[fmt_name], nwarps))
+        contrib = np.einsum("rkq,jkq->jrk", w.reshape(nrows, bpr, fmt.qk), yq)
+        if reads_s(fmt_name, "mmvq"):           # q8_0 and the K-quants never read s (matvec.reads_s)
+            contrib = contrib + np.einsum("rks,jks->jrk", c, corr)
+        return ex.mmv_reduce(_mmvq_lanes(contrib.astype(np.float32), DOTS[fmt_name], nwarps))
 
 
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:

@@ -32,7 +32,9 @@ kernel's integer dot products compute, on the q8_1 activations, not the float on
 where c is the offset the kernel multiplies by the block's s instead of by d8*sum(q8): mmvq -8d
 (q4_0), -16d (q5_0), m (q4_1, q5_1), 0 for q8_0 and the K-quants (their mins use d8 * sum(q8));
 mmq the same but 0 for q5_0 (its -16 is folded into the int8 quants) and, for q4_K and q5_K, the
-32-element sub-block's -dmin*m (their mmq dot multiplies the mins by s).
+32-element sub-block's -dmin*m (their mmq dot multiplies the mins by s). Where c is 0 the kernel
+never reads s at all (`reads_s`), so the term is left out, not added as 0 * s: an s that overflowed
+half to inf (gguf_fast's activations) would make it 0 * inf = NaN where the kernel is finite.
 Tolerance per output: the kernel forms each 32-block partial with a few f32 roundings (the int
 dot product and its conversion are exact below 2^24) and adds at most ncols/32 of them per thread
 plus 8 in the shared and warp reductions (mmq: one thread adds all ncols/32 partials); so
@@ -174,6 +176,16 @@ def _parts(fmt: Format, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w, np.zeros_like(w)
 
 
+def reads_s(fmt_name: str, kind: str) -> bool:
+    """Whether the `kind` kernel's vec_dot for `fmt_name` reads the q8_1 block's s at all. Where it
+    does not (c = "": q8_0 and the K-quants in mmvq, which take only __low2float(ds) = d8; q5_0 too
+    in mmq) the s term is absent from what the kernel computes, not 0 * s: an s that overflowed
+    half to inf (gguf_fast's activations) must not make the reference 0 * inf = NaN."""
+    if kind == "dmmv":
+        return False
+    return bool(DOTS[fmt_name].s_mmq if kind == "mmq" else DOTS[fmt_name].s_mmvq)
+
+
 def _s_offset(fmt: Format, blocks: np.ndarray, kind: str, off: np.ndarray) -> np.ndarray:
     """c per weight block and 32-activation block, (nblocks, qk/32): the offset the kernel
     multiplies by the q8_1 block's s (module doc); `off` the offset parts of `_parts`."""
@@ -214,8 +226,11 @@ def reference(b: StructuredBuilt) -> tuple[np.ndarray, np.ndarray]:
         c = _s_offset(fmt, blocks, g["kind"], off).reshape(nrows, -1)
         w, off = w.reshape(nrows, ncols), off.reshape(nrows, ncols)
         y, corr, corr_mag = _activations(b)
-        value = y @ w.T + corr @ c.T
-        mag = np.abs(y) @ (np.abs(w - off) + np.abs(off)).T + corr_mag @ np.abs(c).T
+        value = y @ w.T
+        mag = np.abs(y) @ (np.abs(w - off) + np.abs(off)).T
+        if reads_s(fmt.name, g["kind"]):        # else the kernel never reads s (reads_s)
+            value = value + corr @ c.T
+            mag = mag + corr_mag @ np.abs(c).T
     return value, (ncols / 32 + 16) * 2.0 ** -23 * mag
 
 
@@ -280,8 +295,10 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
             yq = (d8[..., None] * q8).reshape(batch, bpr, fmt.qk)
             corr = (s8 - d8 * q8.sum(-1)).reshape(batch, bpr, -1)
             c = _s_offset(fmt, blocks, kind, off).reshape(nrows, bpr, -1)
-            contrib = (np.einsum("rkq,jkq->jrk", w.reshape(nrows, bpr, fmt.qk), yq)
-                       + np.einsum("rks,jks->jrk", c, corr)).astype(np.float32)
+            contrib = np.einsum("rkq,jkq->jrk", w.reshape(nrows, bpr, fmt.qk), yq)
+            if reads_s(fmt_name, kind):                              # else s is never read (reads_s)
+                contrib = contrib + np.einsum("rks,jks->jrk", c, corr)
+            contrib = contrib.astype(np.float32)
             if kind == "mmq":                                        # one thread per output, k in order
                 out = np.zeros(contrib.shape[:2], np.float32)
                 for kb in range(bpr):
