@@ -179,9 +179,36 @@ def arg_tree(xp: Any, kind: str, v: Any, block: int) -> Any:
     return idx[:, 0]
 
 
+def atomic_sum_launch(xp: Any, launch: Launch, key: str, bufs: dict) -> None:
+    """sum_T (reduce.cu's atomic SUM_OP): element i adds into out[(i / s / l) * s + i % s] folded over
+    each summed dim (l, s); float sums in float64 rounded once (any order is within the judge's
+    bound), u32 wrapping."""
+    a = _args(launch)
+    numel, nd, ns = (int(a[k].value) for k in ("numel", "num_dims", "num_sum_dims"))
+    info = [int(v) for v in a["info"].value]
+    dims, strides = info[:nd], info[nd:2 * nd]
+    lens, steps = info[2 * nd:2 * nd + ns], info[2 * nd + ns:2 * nd + 2 * ns]
+    inp, out = _ptr(bufs, a["inp"]), _ptr(bufs, a["out"])
+    i = xp.arange(numel, dtype=xp.int64)
+    dst = i
+    for l, st in zip(lens, steps):
+        dst = (dst // st // l) * st + dst % st
+    src = inp[strided_index(xp, i, dims, strides)] if numel else inp[:0]
+    v = widen(xp, src, key).astype(xp.float64)
+    total = xp.bincount(dst, weights=v, minlength=out.size)[:out.size] if numel else xp.zeros(out.size)
+    base = widen(xp, out, key).astype(xp.float64)             # the host zeroed it; the kernel only adds
+    if key == "u32":
+        out[:] = ((base + total) % 2 ** 32).astype(out.dtype)
+    else:
+        out[:] = narrow(xp, base + total, key)
+
+
 def reduce_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     """fast_{sum,min,max,argmin,argmax}_T: rows are el_to_sum_per_block consecutive elements of
     the source walked through info's permuted dims/strides; one row per block (grid x)."""
+    if "num_sum_dims" in _args(launch):
+        atomic_sum_launch(xp, launch, key, bufs)
+        return
     a = _args(launch)
     kind = op.root[len("fast_"):]
     el, nd = int(a["el_to_sum_per_block"].value), int(a["num_dims"].value)
