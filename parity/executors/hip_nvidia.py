@@ -235,7 +235,7 @@ def cuda_toolkit_include() -> Path | None:
                 cands += [Path(s[2:].strip('" ')) for s in m.group(1).split() if s.strip('"').startswith("-I")]
         except (OSError, subprocess.TimeoutExpired):
             pass
-        cands.append(Path(nvcc).resolve().parent.parent / "include")
+        cands.append((Path(nvcc).resolve().parent / ".." / "include").resolve())     # <toolkit>/bin/nvcc
     cands += [Path(d) for d in _cuda_include_dirs()]
     return next((c.resolve() for c in cands if (c / "cuda_fp16.h").is_file()), None)
 
