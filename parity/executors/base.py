@@ -56,13 +56,13 @@ class Executor:
                          if set(s.reads.values()) & set(res.detail.get("clobbered", ()))]
                 why = f"; read later by {', '.join(later)}" if later else ""
                 return ExecResult(res.status, dict(store), f"{step.label}: {res.message}{why}",
-                                  detail={"chain_step": i})
+                                  detail={**res.detail, "chain_step": i})
         outputs = dict(store)
         for i, (step, inputs) in enumerate(zip(chain.steps, chain.solo)):
             res = self.chain_step(step, dict(inputs))
             if res.status != "ok":
                 return ExecResult(res.status, outputs, f"{step.label} on the reference's inputs: {res.message}",
-                                  detail={"chain_step": i})
+                                  detail={**res.detail, "chain_step": i})
             outputs.update((f"solo{i + 1}:{t}", res.outputs[b]) for b, t in step.writes.items())
         return ExecResult("ok", outputs)
 
