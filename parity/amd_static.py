@@ -233,7 +233,8 @@ def compile_for_arch(source: Path, arch: str, extra_flags: list[str] = (), cache
 
 def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: int | None = None,
             extra_flags: list[str] = (), cache_root: Path | None = None,
-            on_compiled: Callable[[int, int, str], None] | None = None) -> list[StaticRow]:
+            on_compiled: Callable[[int, int, str], None] | None = None,
+            include_dirs: list[Path] = ()) -> list[StaticRow]:
     """Rows per (kernel, arch): resources, wavefront size, wavefront notes; or why not.
     on_compiled(done, total, "file arch"): once with done=0 before the compiles start, then (from
     the compile threads) as each one finishes — for progress."""
@@ -255,7 +256,7 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
     done = iter(range(1, len(tasks) + 1))             # next() is atomic under the GIL
 
     def one(t: tuple[Path, str]):
-        res = compile_for_arch(t[0], t[1], extra_flags, cache_root)
+        res = compile_for_arch(t[0], t[1], extra_flags, cache_root, include_dirs)
         if on_compiled:
             on_compiled(next(done), len(tasks), f"{Path(t[0]).name} {t[1]}")
         return t, res

@@ -98,6 +98,25 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
     click.echo(f"{len(chosen)} ops, {sum(len(o.dtypes) for o in chosen)} kernels")
 
 
+def port_options(f):
+    """--port FILE and the --port-* options: a port's build line (parity.port), for run, coverage, compile."""
+    opts = [
+        click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
+                     help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
+                          "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there]."),
+        click.option("--port-source", multiple=True, metavar="GLOB",
+                     help="Add sources of the port (relative to --hip-src; .cu included)."),
+        click.option("--port-include", multiple=True, metavar="DIR",
+                     help="Add an include folder of the port, after its own (repeatable)."),
+        click.option("--port-force-include", multiple=True, metavar="FILE",
+                     help="Add a header force-included ahead of every source (-include), after the port's own."),
+        click.option("--port-define", multiple=True, metavar="K=V", help="Add a define of the port's build line (repeatable)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
 @main.command(epilog=EPILOG_RUN)
 @click.option("--sweep", default="smoke", show_default=True,
               help="Bundled sweep (smoke, pr, nightly) or a path to a sweep TOML file.")
@@ -114,14 +133,7 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
 @click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP kernel suite folder [default: bundled backends/hip].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="CUDA kernel suite folder (e.g. candle-kernels/src).")
-@click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
-                   "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there].")
-@click.option("--port-source", multiple=True, metavar="GLOB", help="Add sources of the port (relative to --hip-src; .cu included).")
-@click.option("--port-include", multiple=True, metavar="DIR", help="Add an include folder of the port, after its own (repeatable).")
-@click.option("--port-force-include", multiple=True, metavar="FILE",
-              help="Add a header force-included ahead of every source (-include), after the port's own.")
-@click.option("--port-define", multiple=True, metavar="K=V", help="Add a define of the port's build line (repeatable).")
+@port_options
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
               help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
 @click.option("--case-timeout", type=float, default=30.0, show_default=True,

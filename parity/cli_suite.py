@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .cli import SetupError, _csv, main
+from .cli import SetupError, _csv, _port, main, port_options
 from .termtable import Col, fit_table
 
 
@@ -20,12 +20,14 @@ def _suite_dir(path: Path | None, default: Path) -> Path:
 
 
 @main.command("coverage")
+@port_options
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP suite [default: bundled backends/hip].")
 @click.option("--cuda-src", type=click.Path(path_type=Path), help="Also check a CUDA suite (e.g. candle-kernels/src).")
 @click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
 @click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
-def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
+def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, port_file, port_source, port_include,
+                 port_force_include, port_define) -> None:
     """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
 
     A missing kernel comes with the closest name the suite does define (a suite with `utan_f32`
@@ -34,20 +36,23 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
     from .coverage import coverage, summary
     from .levels import DEFAULT_HIP_SRC
     from .ops import expected_kernels, select
+    from .port import discover_port
     from .suite import discover
     try:
         wanted = {o.name for o in select(_csv(ops))} if ops else None
     except KeyError as e:
         raise SetupError(str(e.args[0]))
     expected = {k: v for k, v in expected_kernels().items() if wanted is None or v[0].name in wanted}
-    suites = [("hip", _suite_dir(hip_src, DEFAULT_HIP_SRC))]
+    folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
+    port = _port(hip_src, port_file, port_source, port_include, port_force_include, port_define)
+    suites = [("hip", folder)]
     if cuda_src:
         suites.append(("cuda", _suite_dir(cuda_src, Path())))
     bad = False
     out = {}
     console = Console()
     for label, folder in suites:
-        rows = coverage(discover(folder), expected)
+        rows = coverage(discover_port(port) if port is not None and label == "hip" else discover(folder), expected)
         if wanted is not None:
             rows = [r for r in rows if r.status != "extra"]
         s = summary(rows)
@@ -73,6 +78,7 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
 
 
 @main.command("compile")
+@port_options
 @click.option("--hip-src", type=click.Path(path_type=Path), help="HIP suite [default: bundled backends/hip].")
 @click.option("--amd-arch", default="gfx90a,gfx908,gfx1030,gfx940", show_default=True,
               help="AMD targets, comma separated.")
@@ -80,7 +86,8 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json) -> None:
 @click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
 @click.option("--since", metavar="REF", help="Only the sources changed since this git ref (or including a changed "
                                              "header): the pre-commit check on a machine without a GPU.")
-def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
+def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_source, port_include,
+                port_force_include, port_define) -> None:
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
@@ -88,11 +95,13 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
     """
     from .amd_static import hipcc
     from .levels import DEFAULT_HIP_SRC
+    from .port import discover_port
     from .suite import discover
     folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
     if not hipcc():
         raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
-    suite = discover(folder)
+    port = _port(hip_src, port_file, port_source, port_include, port_force_include, port_define)
+    suite = discover_port(port) if port is not None else discover(folder)
     if since:
         from .since import SinceError, sources_changed
         try:
@@ -109,7 +118,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
         if not suite.sources:
             click.echo(f"no HIP source changed since {since}: nothing to compile")
             sys.exit(0)
-    rows = _analyze_with_progress(suite, tuple(_csv(amd_arch) or ()), log_lines=not as_json)
+    rows = _analyze_with_progress(suite, tuple(_csv(amd_arch) or ()), log_lines=not as_json, port=port)
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
@@ -123,7 +132,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since) -> None:
     sys.exit(1 if errors or spills else 0)
 
 
-def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = True) -> list:
+def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = True, port=None) -> list:
     """amd_static.analyze with progress on stderr (a cold cache compiles 32 files x 4 targets: 90 s
     on 2 cores): a bar on a terminal, else a line every few seconds (log_lines=False: none, for
     --json read by a script)."""
@@ -132,8 +141,9 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
     from .amd_static import analyze
     from .render import terminal
     console = Console(stderr=True)
+    line = {"extra_flags": port.hipcc_flags(), "include_dirs": list(port.include_dirs)} if port is not None else {}
     if not console.is_terminal and not log_lines:
-        return analyze(suite, targets)
+        return analyze(suite, targets, **line)
     lock = threading.Lock()
     with terminal.progress(console) as prog:
         task: list[int] = []
@@ -144,7 +154,7 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
                     task.append(prog.add_task("compile amd-static", total=total, status="", unit="file x target"))
                 else:
                     prog.update(task[0], advance=1, status=what)
-        return analyze(suite, targets, on_compiled=compiled)
+        return analyze(suite, targets, on_compiled=compiled, **line)
 
 
 def _relative(where: str, folder: Path) -> str:

@@ -387,3 +387,20 @@ def test_candle_through_a_minimal_shim_at_wave_32_and_64(sweep, tmp_path):
     print((folder / "summary.md").read_text()[:8000])
     assert not [x for x in rows if x["verdict"] in ("compile-error", "mapping-gap")], \
         sorted({x["message"][:300] for x in rows if x["verdict"] in ("compile-error", "mapping-gap")})[:5]
+
+
+def test_coverage_takes_the_port_s_build_line():
+    """`parity coverage --hip-src <shim port>` reads the port's .cu sources through its shim, as a run does."""
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(PORT_DIR), "--json"])
+    hip = json.loads(r.output)["hip"]
+    present = sorted(row["kernel"] for row in hip["rows"] if row["status"] == "present")
+    assert present == ["asort_asc_f32", "fast_sum_f16", "mul_mat_vec_q8_0_q8_1_cuda1", "rmsnorm_f32"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("hipcc"), reason="hipcc not installed")
+def test_compile_takes_the_port_s_build_line():
+    """`parity compile --hip-src <shim port>`: hipcc with the port's -x hip, -I and -include, every kernel ok."""
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(PORT_DIR), "--amd-arch", "gfx90a", "--json"])
+    rows = json.loads(r.output[r.output.index("["):])
+    assert r.exit_code == 0 and len({x["kernel"] for x in rows}) == 4 and {x["status"] for x in rows} == {"ok"}
