@@ -380,7 +380,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require, port)
     reference_only = _check_something_verifies(lvls, levels, hip_src)
     if since:
-        cases = _changed_cases(cases, since, [hip_src] + ([cuda_src] if cuda_src else []))
+        cases = _changed_cases(cases, since, [hip_src] + ([cuda_src] if cuda_src else []), quiet)
         if not cases:
             click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
             sys.exit(0)
@@ -561,7 +561,7 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
     sys.exit(outcome.exit_code)
 
 
-def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
+def _changed_cases(cases: list, ref: str, suites: list[Path], quiet: bool = False) -> list:
     """The cases whose kernels (or a host routine's kernels) are defined in files changed since ref;
     says on stderr which files chose them."""
     from .host.routines import is_library_kernel, suite_kernels
@@ -582,7 +582,8 @@ def _changed_cases(cases: list, ref: str, suites: list[Path]) -> list:
         if (c.op, c.dtype) not in needs:
             needs[c.op, c.dtype] = {k for n in c.kernels for k in (suite_kernels([n]) if is_library_kernel(n) else [n])}
     chosen = [c for c in cases if kernels & needs[c.op, c.dtype]]
-    click.echo(selection_line(ref, files, kernels, len(chosen), len(cases)), err=True)
+    if not quiet:
+        click.echo(selection_line(ref, files, kernels, len(chosen), len(cases)), err=True)
     return chosen
 
 

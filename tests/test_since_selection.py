@@ -67,6 +67,10 @@ def test_cli_since_says_which_changed_files_chose_the_cases(repo: Path, tmp_path
     (repo / "neg.hip").write_text((repo / "neg.hip").read_text() + "// edited\n")
     r = CliRunner().invoke(main, [
         "run", "--levels", "cpu", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--hip-src", str(repo),
-        "--out", str(tmp_path / "reports"), "-q", "--since", "HEAD"])
+        "--out", str(tmp_path / "reports"), "--since", "HEAD"])
     assert r.exit_code == 0, r.output
-    assert "--since HEAD: 1 changed file (neg.hip) defines 1 kernel: " in r.output      # stderr, in the output here
+    assert "--since HEAD: 1 changed file (neg.hip) defines 1 kernel: " in r.stderr
+    r = CliRunner().invoke(main, [
+        "run", "--levels", "cpu", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--hip-src", str(repo),
+        "--out", str(tmp_path / "reports"), "-q", "--since", "HEAD"])
+    assert r.exit_code == 0 and "--since HEAD" not in r.stderr                           # -q: the summary only
