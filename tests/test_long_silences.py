@@ -67,7 +67,7 @@ def test_mutate_case_selection_is_worked_out_per_kernel_not_per_case(monkeypatch
     assert any(c.op.startswith("conv") and "host" in c.op for c in chosen)   # conv.host's im2col step
 
 
-def _fake_compile(source, arch, extra_flags=(), cache_root=None):
+def _fake_compile(source, arch, extra_flags=(), cache_root=None, include_dirs=()):
     return CompileResult(True, "k", None, log="")
 
 
