@@ -34,9 +34,9 @@ from ...numerics import round_float, to_f64
 from ..base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from ..structured import StructuredBuilt, mask_judge, out_buffer
 from . import matvec, q8_1
-from .blocks import FORMATS, adversarial, random_blocks
-from .matvec import DOTS, _mmvq_lanes, _nan_in_row0, _parts, _s_offset, reads_s
-from .q8_1 import MATRIX_ROW_PADDING, QK8_1
+from .blocks import FORMATS
+from .matvec import DOTS, _mmvq_lanes, _parts, _s_offset, reads_s
+from .q8_1 import QK8_1
 
 DTS = ("bf16", "f16", "f32")
 BATCHES = range(1, 9)
@@ -128,11 +128,7 @@ def _build(case, rng) -> StructuredBuilt:
     g = dict(op.spec.shapes[case.layout].geo)
     ncols, nrows = g["ncols"], g["nrows"]
     special = case.values == "special"
-    blocks = random_blocks(fmt, nrows * ncols // fmt.qk, rng)
-    if special:
-        blocks = _nan_in_row0(fmt, adversarial(fmt, blocks), ncols // fmt.qk)
-    pad = np.zeros(MATRIX_ROW_PADDING // fmt.qk * fmt.size, np.uint8)
-    vx = np.concatenate([blocks.reshape(-1), pad])
+    vx = matvec.weight_bytes(fmt, nrows, ncols, special, rng)
     x = to_f64(activations_t(rng, (batch, ncols), special, dt)).astype(np.float32)
     vy = q8_1.quantize_q8_1(x, q8_1.padded(ncols)).reshape(-1)
     g.update(format=fmt_name, kind="mmvq", batch=batch, yname="vy")

@@ -112,11 +112,7 @@ def _build(case, rng) -> StructuredBuilt:
     ncols, nrows = g["ncols"], g["nrows"]
     batch = g.get("batch", batch)
     special = case.values == "special"
-    blocks = random_blocks(fmt, nrows * ncols // fmt.qk, rng)
-    if special:
-        blocks = _nan_in_row0(fmt, adversarial(fmt, blocks), ncols // fmt.qk)
-    pad = np.zeros(MATRIX_ROW_PADDING // fmt.qk * fmt.size, np.uint8)
-    vx = np.concatenate([blocks.reshape(-1), pad])
+    vx = weight_bytes(fmt, nrows, ncols, special, rng)
     x = q8_1.activations(rng, (batch, ncols), special)
     if kind == "dmmv":
         y, yname, ydt = x.reshape(-1), "y", "f32"
@@ -152,6 +148,16 @@ def _pack(b: StructuredBuilt) -> Launch:
 
 
 # ------------------------------------------------------------------------------ reference
+def weight_bytes(fmt: Format, nrows: int, ncols: int, special: bool, rng) -> np.ndarray:
+    """The weight matrix as Candle's quantized buffer: random blocks (for the special class adversarial
+    scales and a NaN scale in row 0), then the row padding the kernels may read past the last row."""
+    blocks = random_blocks(fmt, nrows * ncols // fmt.qk, rng)
+    if special:
+        blocks = _nan_in_row0(fmt, adversarial(fmt, blocks), ncols // fmt.qk)
+    pad = np.zeros(MATRIX_ROW_PADDING // fmt.qk * fmt.size, np.uint8)
+    return np.concatenate([blocks.reshape(-1), pad])
+
+
 def _nan_in_row0(fmt: Format, blocks: np.ndarray, per_row: int) -> np.ndarray:
     """NaN scales (which make a whole output NaN) kept in row 0 only; elsewhere 1.0, so the other
     rows check the extreme finite scales (±max, subnormal, ±0)."""
