@@ -26,7 +26,10 @@ def _suite_dir(path: Path | None, default: Path) -> Path:
 @click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
 @click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
-def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, port_file, port_source, port_include,
+@click.option("--drift", is_flag=True, help="With --cuda-src (Candle's candle-kernels/src): list only the kernels it "
+                                            "defines that the catalog lacks, with the closest catalog kernel; exit 1 "
+                                            "when there is one (the catalog is behind upstream).")
+def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, port_source, port_include,
                  port_force_include, port_define) -> None:
     """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
 
@@ -34,6 +37,8 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, port_file, port_sour
     but no `utanh_f32` is told so). Exit 1 when anything is missing or mismatched.
     """
     from .coverage import coverage, summary
+    if drift:
+        _drift(cuda_src, as_json)
     from .levels import DEFAULT_HIP_SRC
     from .ops import expected_kernels, select
     from .port import discover_port
@@ -155,6 +160,24 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
                 else:
                     prog.update(task[0], advance=1, status=what)
         return analyze(suite, targets, on_compiled=compiled, **line)
+
+
+def _drift(cuda_src: Path | None, as_json: bool) -> None:
+    """`coverage --drift`: the kernels a CUDA suite defines that no catalog op expects (#31)."""
+    from .coverage import drift
+    from .suite import discover
+    if cuda_src is None:
+        raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
+    folder = _suite_dir(cuda_src, Path())
+    rows = drift(discover(folder))
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
+    else:
+        for r in rows:
+            click.echo(f"{r.kernel}\t{_relative(r.where, folder)}\tclosest: {r.suggestion or '-'}")
+        click.echo(f"{len(rows)} kernel(s) of {folder} not in the catalog" + (": add them to parity/ops "
+                   "(docs/adding-an-op.md)" if rows else ": the catalog is current"), err=True)
+    sys.exit(1 if rows else 0)
 
 
 def _relative(where: str, folder: Path) -> str:

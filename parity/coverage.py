@@ -97,3 +97,18 @@ def summary(rows: list[CoverageRow]) -> dict[str, int]:
     for r in rows:
         out[r.status] = out.get(r.status, 0) + 1
     return out
+
+
+def drift(suite: Suite, expected: dict | None = None) -> list[CoverageRow]:
+    """Keeping up with Candle (#31): each kernel a CUDA suite defines that no catalog op expects, with
+    its file and the closest catalog kernel and family: the to-do list of a catalog behind upstream."""
+    if expected is None:
+        from .ops import expected_kernels
+        expected = expected_kernels()
+    abi = {k: v for k, v in expected.items() if not v[0].spec.library}
+    rows = []
+    for name in sorted(set(suite.kernels) - set(abi)):
+        near = closest(name, sorted(abi), cutoff=0.6)
+        note = f"{near[0]} ({abi[near[0]][0].family})" if near else ""
+        rows.append(CoverageRow(name, "", "", "new upstream", note, suite.kernels[name].where()))
+    return rows

@@ -273,14 +273,19 @@ def test_new_kernels_pass_on_the_bundled_suite(name):
 
 # ------------------------------------------------------------------------------- drift check
 def test_drift_lists_a_new_candle_kernel_with_its_file_and_closest_family(tmp_path):
-    from parity.ops.drift import drift, main
+    from click.testing import CliRunner
+    from parity.cli import main
     (tmp_path / "reduce.cu").write_text(
         'extern "C" __global__ void sum_f32(const size_t numel, const size_t num_dims, const size_t num_sum_dims,'
         ' const size_t *info, const float *inp, float *out) {}\n'
         'extern "C" __global__ void sum_i64(const size_t numel, const size_t num_dims, const size_t num_sum_dims,'
         ' const size_t *info, const long long *inp, long long *out) {}\n')
-    assert drift(tmp_path) == [("sum_i64", "reduce.cu", "sum_f64 (reduce)")]
-    assert main([str(tmp_path)]) == 1
+    r = CliRunner().invoke(main, ["coverage", "--cuda-src", str(tmp_path), "--drift"])
+    assert r.exit_code == 1
+    assert r.stdout == "sum_i64\treduce.cu:2\tclosest: sum_f64 (reduce)\n"
+    assert r.stderr.startswith(f"1 kernel(s) of {tmp_path} not in the catalog: add them to parity/ops")
+    r = CliRunner().invoke(main, ["coverage", "--drift"])
+    assert r.exit_code == 2 and "give --cuda-src" in r.output
 
 
 def test_drift_is_empty_for_candles_current_kernels():
@@ -290,5 +295,6 @@ def test_drift_is_empty_for_candles_current_kernels():
     src = os.environ.get("PARITY_CANDLE_KERNELS") or str(Path(__file__).resolve().parents[1] / ".candle/candle-kernels/src")
     if not Path(src).is_dir():
         pytest.skip("no candle-kernels/src here")
-    from parity.ops.drift import drift
-    assert drift(src) == []
+    from parity.coverage import drift
+    from parity.suite import discover
+    assert drift(discover(src)) == []
