@@ -553,7 +553,7 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
         for line in outcome.not_run:
             click.echo(f"not run: {line}")
     click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
-    terminal.headline(outcome, console if not console.quiet else Console(highlight=False))
+    terminal.headline(outcome, console if not console.quiet else Console(highlight=False), brief=console.quiet)
     if signal_ is not None:
         click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
                    f"parity run --resume {folder}")

@@ -138,11 +138,12 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")
 
 
-def headline(outcome: Outcome, console: Console) -> None:
-    """The run's one verdict, last on the screen (parity.outcome): the same words as summary.md's heading."""
+def headline(outcome: Outcome, console: Console, brief: bool = False) -> None:
+    """The run's one verdict, last on the screen (parity.outcome): the same words as summary.md's heading;
+    then, unless brief (-q), what ran and what would run the rest when nothing of the suite executed."""
     console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False,
                   soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
-    if outcome.status in ("compiled", "reference-only", "nothing"):
+    if not brief and outcome.status in ("compiled", "reference-only", "nothing"):
         from ..outcome import explain
         for line in explain(outcome):
             if not line.startswith("Not run"):
