@@ -346,6 +346,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
          wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
          port_define=()) -> None:
     from .cases import Filters, load_sweep
+    from .golden import summary as golden_summary
     from .levels import DEFAULT_HIP_SRC
     from .results import environment
 
@@ -396,16 +397,16 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v}, "hip_src": str(hip_src),
             "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
             "levels": [_level_meta(l) for l in lvls], "levels_requested": levels,
-            "reference_only_requested": reference_only,
+            "reference_only_requested": reference_only, "golden": golden_summary(),
             "planned_rows": len(cases) * len(runnable)}
     if port is not None:
         meta["port"] = port.as_dict()
     static = next((l for l in runnable if l.name == "amd-static"), None)
     if static is not None:
         meta["amd_targets"] = list(static.executor.targets)
-    _execute(opts, cases, runnable, folder, meta, console, resume)
-    meta["_port"] = port                          # for the wave-32 recheck (not written)
-    _report(opts, cases, meta, folder, console, lvls, known, strict, static)
+    kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', built once here)
+    journal, stopped_by = _execute(opts, cases, kernels, runnable, folder, meta, console, resume)
+    _report(opts, cases, kernels, meta, folder, console, lvls, known, strict, static, journal, stopped_by, port)
 
 
 def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, port=None) -> list[dict]:
@@ -460,9 +461,10 @@ def _write_run_file(folder: Path, options: dict) -> None:
         raise SetupError(f"cannot write in the run folder {folder}: {e.strerror or e}")
 
 
-def _execute(opts: RunOptions, cases: list, runnable: list, folder: Path, meta: dict, console, resume) -> None:
-    """Compile, then run every case on every runnable level, journalled; fills meta (times,
-    interrupted, rows in meta["_rows"])."""
+def _execute(opts: RunOptions, cases: list, kernels: set[str], runnable: list, folder: Path, meta: dict, console,
+             resume):
+    """Compile, then run every case on every runnable level, journalled; fills meta's times and
+    `interrupted`. Returns the journal (its rows: the run's) and the interrupt that stopped it, or None."""
     from .engine import run_cases
     from .journal import Journal
     from .render import terminal
@@ -474,7 +476,6 @@ def _execute(opts: RunOptions, cases: list, runnable: list, folder: Path, meta: 
         click.echo(f"--resume {folder}: skipped {why}", err=True)
     interrupted: BaseException | None = None
     t0 = time.perf_counter()
-    kernels = set().union(*(c.kernels for c in cases))
     try:
         for lv in runnable:                        # workers warm up while compiling
             lv.prestart()
@@ -510,28 +511,27 @@ def _execute(opts: RunOptions, cases: list, runnable: list, folder: Path, meta: 
     meta.setdefault("compile_s", time.perf_counter() - t0)
     meta["elapsed_s"] = time.perf_counter() - t0
     meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted is not None
-    meta["_rows"], meta["_journal"], meta["_signal"] = journal.rows, journal, interrupted
+    return journal, interrupted
 
 
-def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known, strict: bool,
-            static) -> None:
+def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
+            strict: bool, static, journal, signal_: BaseException | None, port) -> None:
     from .commands import apply_baseline, write_extra_reports
     from .outcome import of as outcome_of
     from .render import junit, markdown, terminal
     from .results import Results
-    rows, journal, signal_ = meta.pop("_rows"), meta.pop("_journal"), meta.pop("_signal")
+    rows = journal.rows
     if opts.timing is not None:
         from .engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
     from .wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
-    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, meta.pop("_port", None)),
-                          meta["hip_src"])
+    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, port), meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves
     if static is not None:
-        notes = static.executor.notes(set().union(*(c.kernels for c in cases)))
+        notes = static.executor.notes(kernels)
         if notes:
             res.meta["static_notes"] = notes
     res.to_json(folder / "results.json")
