@@ -119,17 +119,3 @@ class Journal:
         self._f.close()
         if finished:
             self.path.unlink(missing_ok=True)
-
-
-def resume_command(ctx, folder: str | Path) -> str:
-    """The `parity run` command line that resumes this run: the same options plus --resume."""
-    import shlex
-    words = ["parity", ctx.info_name or "run"]
-    for p in ctx.command.params:
-        if p.name in ("resume",) or not getattr(p, "opts", None):
-            continue
-        v = ctx.params.get(p.name)
-        if v is None or v == p.default or (p.is_flag and not v):
-            continue
-        words += [p.opts[-1]] if p.is_flag else [p.opts[-1] if p.opts[-1].startswith("--") else p.opts[0], str(v)]
-    return shlex.join(words + ["--resume", str(folder)])
