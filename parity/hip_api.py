@@ -85,12 +85,19 @@ def rocm_headers(name: str) -> tuple[str, ...]:
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
-def included_headers(source: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()) -> set[str]:
+def _files(source: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()) -> list[Path]:
+    """The source and every header it reaches, through its own folders and parity's mapping."""
+    mapping = resources.hip_mapping().resolve()
+    return [Path(source), *header_closure(Path(source), [*map(Path, include_dirs), mapping])]
+
+
+def included_headers(source: str | os.PathLike, include_dirs: list[str | os.PathLike] = (),
+                     files: list[Path] | None = None) -> set[str]:
     """The `hip/...` headers `source` includes, directly or through its own headers, as ROCm's
     headers include each other (parity's mapping headers mirror that: hip_fp8.h brings
-    hip_fp16.h), e.g. {"hip/hip_runtime.h", "hip/hip_fp16.h"}."""
+    hip_fp16.h), e.g. {"hip/hip_runtime.h", "hip/hip_fp16.h"}. files: _files(source) if known."""
     mapping = resources.hip_mapping().resolve()
-    files = [Path(source), *header_closure(Path(source), [*map(Path, include_dirs), mapping])]
+    files = _files(source, include_dirs) if files is None else files
     found: set[str] = set()
     for f in files:
         if f.is_relative_to(mapping):                       # reached through the mapping's own includes
@@ -197,10 +204,11 @@ def unincluded_rocm_uses(source: str | os.PathLike, include_dirs: list[str | os.
     header it never includes, first use of each name. hipcc rejects such a file, while parity's
     mapping, which brings CUDA's fp16/bf16 types with <hip/hip_runtime.h>, would compile it."""
     api = hip_device_api()
-    have = included_headers(source, include_dirs)
+    files = _files(source, include_dirs)
+    have = included_headers(source, include_dirs, files)
     mapping = resources.hip_mapping().resolve()
     found: dict[str, tuple[Path, int, str]] = {}
-    for f in [Path(source), *header_closure(Path(source), [*map(Path, include_dirs), mapping])]:
+    for f in files:
         if f.resolve().is_relative_to(mapping) or not f.resolve().is_relative_to(Path(source).resolve().parent):
             continue                                   # only the port's own files: system headers declare
         try:
