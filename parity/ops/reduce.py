@@ -25,22 +25,23 @@ DTYPES = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 ABI = ("src_numel:size_t", "el_to_sum_per_block:size_t", "num_dims", "info", "src", "dst")
 
 
-def _sc(name, doc, shape, dims, kind="contig"):
+def reduce_shape(name: str, doc: str, shape: tuple, dims: tuple, kind: str = "contig") -> ShapeClass:
+    """A reduction's shape class: the source shape, the reduced dims and the view (contig, transposed, ...)."""
     return ShapeClass(name, doc, {"shape": shape, "dims": dims, "view": kind})
 
 
 SHAPES = {s.name: s for s in [
-    _sc("row100", "(37,100) over dim 1: rows shorter than one block (block 128)", (37, 100), (1,)),
-    _sc("row1900", "(3,1900) over dim 1: rows longer than one block (block 1024)", (3, 1900), (1,)),
-    _sc("row4000", "(2,4000) over dim 1: ~4 elements per thread", (2, 4000), (1,)),
-    _sc("row9000", "(2,9000) over dim 1: > 8 elements per thread, so the contiguous path's 8-load groups run "
+    reduce_shape("row100", "(37,100) over dim 1: rows shorter than one block (block 128)", (37, 100), (1,)),
+    reduce_shape("row1900", "(3,1900) over dim 1: rows longer than one block (block 1024)", (3, 1900), (1,)),
+    reduce_shape("row4000", "(2,4000) over dim 1: ~4 elements per thread", (2, 4000), (1,)),
+    reduce_shape("row9000", "(2,9000) over dim 1: > 8 elements per thread, so the contiguous path's 8-load groups run "
         "(values and indices folded from all 8 loads)", (2, 9000), (1,)),
-    _sc("dim0", "(65,37) over dim 0: strided rows (the permutation moves dim 0 last)", (65, 37), (0,)),
-    _sc("transposed", "(33,47) t() view over dim 1", (33, 47), (1,), "transposed"),
-    _sc("narrowed", "(5,6,7) narrowed view (start offset) over dim 1", (5, 6, 7), (1,), "narrowed"),
-    _sc("multi", "(4,6,5) over dims (2,0), in that order: kept dim 1 first", (4, 6, 5), (2, 0)),
-    _sc("multi-perm", "(5,6,7) permuted view over dims (0,2)", (5, 6, 7), (0, 2), "perm"),
-    _sc("empty", "(3,0) over dim 1: sum writes 0, min/max/arg* are refused (EmptyTensor)", (3, 0), (1,)),
+    reduce_shape("dim0", "(65,37) over dim 0: strided rows (the permutation moves dim 0 last)", (65, 37), (0,)),
+    reduce_shape("transposed", "(33,47) t() view over dim 1", (33, 47), (1,), "transposed"),
+    reduce_shape("narrowed", "(5,6,7) narrowed view (start offset) over dim 1", (5, 6, 7), (1,), "narrowed"),
+    reduce_shape("multi", "(4,6,5) over dims (2,0), in that order: kept dim 1 first", (4, 6, 5), (2, 0)),
+    reduce_shape("multi-perm", "(5,6,7) permuted view over dims (0,2)", (5, 6, 7), (0, 2), "perm"),
+    reduce_shape("empty", "(3,0) over dim 1: sum writes 0, min/max/arg* are refused (EmptyTensor)", (3, 0), (1,)),
 ]}
 ARG_SHAPES = {k: v for k, v in SHAPES.items() if len(v.geo["dims"]) == 1}
 

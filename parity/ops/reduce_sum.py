@@ -33,27 +33,24 @@ import numpy as np
 from ..dtypes import dtype
 from ..layouts import view
 from ..numerics import round_float, to_f64
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from .base import Arg, Launch, Op, StructuredSpec
+from .reduce import reduce_shape
 from .structured import StructuredBuilt, for_num_elems, make_input, mask_judge, same_value
 
 DTYPES = ("f32", "f64", "f16", "bf16", "u32")
 ABI = ("numel", "num_dims", "num_sum_dims:size_t", "info", "inp", "out")
 
 
-def _sc(name, doc, shape, dims, kind="contig"):
-    return ShapeClass(name, doc, {"shape": shape, "dims": dims, "view": kind})
-
-
 SHAPES = {s.name: s for s in [
-    _sc("row100", "(37,100) over dim 1: 37 outputs, 100 atomics each, within 4 blocks", (37, 100), (1,)),
-    _sc("dim0", "(65,37) over dim 0: outputs interleaved (consecutive threads hit different outputs)", (65, 37), (0,)),
-    _sc("all", "(3,700) over dims (1,0) given out of order: one output, 2100 atomics from 3 blocks", (3, 700), (1, 0)),
-    _sc("multi", "(4,6,5) over dims (2,0): the host sorts them, kept dim 1 in the middle", (4, 6, 5), (2, 0)),
-    _sc("transposed", "(33,47) t() view over dim 1: the strided path", (33, 47), (1,), "transposed"),
-    _sc("narrowed", "(5,6,7) narrowed view (start offset) over dim 1", (5, 6, 7), (1,), "narrowed"),
-    _sc("perm", "(5,6,7) permuted view over dims (0,2)", (5, 6, 7), (0, 2), "perm"),
-    _sc("big", "(3,5000) over dim 1: 15 blocks add into 3 outputs", (3, 5000), (1,)),
-    _sc("empty", "(3,0) over dim 1: nothing to add, the zeroed output stays 0", (3, 0), (1,)),
+    reduce_shape("row100", "(37,100) over dim 1: 37 outputs, 100 atomics each, within 4 blocks", (37, 100), (1,)),
+    reduce_shape("dim0", "(65,37) over dim 0: outputs interleaved (consecutive threads hit different outputs)", (65, 37), (0,)),
+    reduce_shape("all", "(3,700) over dims (1,0) given out of order: one output, 2100 atomics from 3 blocks", (3, 700), (1, 0)),
+    reduce_shape("multi", "(4,6,5) over dims (2,0): the host sorts them, kept dim 1 in the middle", (4, 6, 5), (2, 0)),
+    reduce_shape("transposed", "(33,47) t() view over dim 1: the strided path", (33, 47), (1,), "transposed"),
+    reduce_shape("narrowed", "(5,6,7) narrowed view (start offset) over dim 1", (5, 6, 7), (1,), "narrowed"),
+    reduce_shape("perm", "(5,6,7) permuted view over dims (0,2)", (5, 6, 7), (0, 2), "perm"),
+    reduce_shape("big", "(3,5000) over dim 1: 15 blocks add into 3 outputs", (3, 5000), (1,)),
+    reduce_shape("empty", "(3,0) over dim 1: nothing to add, the zeroed output stays 0", (3, 0), (1,)),
 ]}
 
 
