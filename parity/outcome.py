@@ -191,13 +191,15 @@ def _stopped(meta: dict, rows: int) -> str:
     return ""
 
 
-def explain(o: Outcome) -> list[str]:
-    """The lines every long report gives under the headline: what ran, what that proves, what did not run."""
+def explain(o: Outcome, not_run: bool = True) -> list[str]:
+    """The lines every long report gives under the headline: what ran, what that proves, and (not_run:
+    for a report without a level table) the levels that did not run."""
     lines = [f"Verified here — {p}" for p in o.proves]
     if o.status in ("compiled", "reference-only", "nothing") or (o.status == "stopped" and not o.kernels_executed):
         lines.append("Not verified — the suite's kernels did not run here: "
                      + (WHAT_EXECUTES_IT if o.kernels_compiled else WHAT_RUNS_IT) + ".")
-    lines += [f"Not run — {n}" for n in o.not_run]
+    if not_run:
+        lines += [f"Not run — {n}" for n in o.not_run]
     return o.notes + lines
 
 

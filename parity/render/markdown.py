@@ -40,7 +40,7 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     meta, counts = res.meta, res.counts()
     o = outcome.of(res)
     lines = [f"## {o.title}", ""]
-    said = [line for line in outcome.explain(o) if not line.startswith("Not run")]   # the level table has those
+    said = outcome.explain(o, not_run=False)          # the level table below lists those
     if said:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):

@@ -145,6 +145,5 @@ def headline(outcome: Outcome, console: Console, brief: bool = False) -> None:
                   soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
     if not brief and outcome.status in ("compiled", "reference-only", "nothing"):
         from ..outcome import explain
-        for line in explain(outcome):
-            if not line.startswith("Not run"):
-                console.print(f"  {escape(line)}", highlight=False)
+        for line in explain(outcome, not_run=False):     # show() listed the levels
+            console.print(f"  {escape(line)}", highlight=False)
