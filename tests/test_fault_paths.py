@@ -208,7 +208,8 @@ def test_every_fault_option_reaches_run_cases(tmp_path, monkeypatch, flag):
 def test_inplace_fault_suite_launches_each_faulting_path_once_on_gpu(tmp_path):
     """The bundled suite without its in-place path (tests/fixtures/ports/make_inplace_fault.py):
     per kernel, its first in-place case crashes and the others are not run; every other case
-    passes; --every-fault crashes on every in-place case. Prints both wall times (issue #30)."""
+    passes; --every-fault crashes on every in-place case (shown on three ops' f32 and bf16 cases:
+    each fault costs a GPU recovery, and all 672 of them took minutes). Prints both wall times."""
     import importlib.util
     import time
     from pathlib import Path
@@ -221,13 +222,14 @@ def test_inplace_fault_suite_launches_each_faulting_path_once_on_gpu(tmp_path):
     dest = mod.make(tmp_path / "suite")
     cs = load_sweep("pr", Filters(ops=["unary.*", "copy.ucopy", "affine"],
                                   layouts=["inplace", "inplace-strided", "contiguous", "transposed"]))
+    every_cs = [c for c in cs if c.op in ("unary.exp", "copy.ucopy", "affine") and c.dtype in ("f32", "bf16")]
     walls, runs = {}, {}
     for every in (False, True):
         level = make("hip-on-nvidia", dest, None, case_timeout=60)
         assert level.availability.available, level.availability.reason
         t0 = time.perf_counter()
         try:
-            runs[every] = run_cases(cs, level.executor, every_fault=every)
+            runs[every] = run_cases(every_cs if every else cs, level.executor, every_fault=every)
         finally:
             level.executor.close()
         walls[every] = time.perf_counter() - t0
@@ -242,6 +244,7 @@ def test_inplace_fault_suite_launches_each_faulting_path_once_on_gpu(tmp_path):
         else:
             first[key] = c.id
             assert r["verdict"] == "crash", (c.id, r["verdict"], r["message"][:200])
-    assert [r["verdict"] for r in runs[True]] == ["crash" if i else "pass" for i in inplace]
+    assert any(c.layout.startswith("inplace") for c in every_cs)
+    assert [r["verdict"] for r in runs[True]] == ["crash" if c.layout.startswith("inplace") else "pass" for c in every_cs]
     print(f"inplace-fault suite: {len(cs)} cases, {sum(inplace)} in place, {len(first)} faulting paths: "
-          f"{walls[False]:.1f} s (each path launched once), {walls[True]:.1f} s (--every-fault)")
+          f"{walls[False]:.1f} s (each path launched once); --every-fault on {len(every_cs)} of them: {walls[True]:.1f} s")

@@ -156,29 +156,15 @@ def test_cuda_level_runs_a_cuda_suite():
         level.executor.close()
 
 
-def test_a_crash_costs_at_most_a_quarter_second():
-    """Issue #20's bar: a faulting launch costs <= 0.25 s of wall time (3.5 s when every fault
-    waited for a fresh worker). Faults between runs of good launches, as in a sweep over a port
-    whose in-place path faults; the parity side (taking over from a spare) must stay small."""
-    import statistics
-    import time
+def test_faults_between_good_launches_each_cost_one_case():
+    """A sweep over a port whose in-place path faults: every fault is a `crash` and the good launch
+    right after it is `ok` (a spare worker takes over). What a fault costs in seconds is measured by
+    bench/fault_cost.py against its bar, not asserted here: a loaded machine moves it."""
     ex = IsolatedExecutor(HipOnNvidiaExecutor, timeout_s=10.0, suite_dir=FAULTS)
     try:
-        assert ex.run(_simple("copy_ok")).status == "ok"
-        time.sleep(2.0)                                    # the first spare warms up
-        fault, after = [], []
-        for _ in range(20):
-            t0 = time.perf_counter()
-            assert ex.run(_simple("crash_illegal")).status == "crash"
-            t1 = time.perf_counter()
-            assert ex.run(_simple("copy_ok")).status == "ok"
-            after.append(time.perf_counter() - t1)
-            fault.append(t1 - t0)
-            for _ in range(20):
-                assert ex.run(_simple("copy_ok")).status == "ok"
-        med = statistics.median
-        print(f"fault {med(fault):.3f} s (GPU recovery), next launch {med(after):.4f} s (spare takes over); "
-              f"spares kept: {ex._want_spares}")
-        assert med(fault) + med(after) <= 0.25
+        statuses = []
+        for _ in range(5):
+            statuses += [ex.run(_simple("crash_illegal")).status, ex.run(_simple("copy_ok")).status]
+        assert statuses == ["crash", "ok"] * 5
     finally:
         ex.close()
