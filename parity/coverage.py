@@ -7,6 +7,7 @@ a note, not a mismatch; a missing parameter, or a `float` where an `f16` goes, i
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass
 
 from .suite import Suite
@@ -99,16 +100,63 @@ def summary(rows: list[CoverageRow]) -> dict[str, int]:
     return out
 
 
-def drift(suite: Suite, expected: dict | None = None) -> list[CoverageRow]:
-    """Keeping up with Candle (#31): each kernel a CUDA suite defines that no catalog op expects, with
-    its file and the closest catalog kernel and family: the to-do list of a catalog behind upstream."""
+UPSTREAM_LOCK = "candle-upstream.json"     # in parity/data: Candle's kernels when the catalog last caught up
+
+
+def upstream_snapshot(suite: Suite, source: str) -> dict:
+    """What an upstream CUDA suite defines, kernel by kernel (file relative to its folder, line,
+    normalised parameter list): the record `drift` compares a later upstream against."""
+    root = suite.root.resolve()
+
+    def rel(f) -> str:
+        f = f.resolve()
+        return str(f.relative_to(root)) if f.is_relative_to(root) else str(f)
+    return {"source": source, "kernels": {n: {"file": rel(k.file), "line": k.line, "params": k.params}
+                                          for n, k in sorted(suite.kernels.items()) if k.file is not None}}
+
+
+def snapshot_text(snap: dict) -> str:
+    """The snapshot as JSON with one kernel a line (a reviewable diff when upstream moves)."""
+    lines = [f"  {json.dumps(n)}: {json.dumps(k, separators=(', ', ': '))}" for n, k in snap["kernels"].items()]
+    return ('{"source": ' + json.dumps(snap["source"]) + ', "kernels": {\n' + ",\n".join(lines) + "\n}}\n")
+
+
+def drift(suite: Suite, expected: dict | None = None, lock: dict | None = None) -> list[CoverageRow]:
+    """Keeping up with Candle (#31): what changed upstream since the catalog last caught up, one row
+    per kernel with its file and line —
+    `new upstream` (defined, but no catalog op expects it: the closest catalog kernel and family),
+    `gone upstream` (in the snapshot `lock`, defined no more: where it was),
+    `parameters changed` (its parameter list is not the snapshot's, or not the catalog's ABI)."""
     if expected is None:
         from .ops import expected_kernels
         expected = expected_kernels()
     abi = {k: v for k, v in expected.items() if not v[0].spec.library}
+    defined = suite.kernels
     rows = []
-    for name in sorted(set(suite.kernels) - set(abi)):
+    for name in sorted(set(defined) - set(abi)):
         near = closest(name, sorted(abi), cutoff=0.6)
-        note = f"{near[0]} ({abi[near[0]][0].family})" if near else ""
-        rows.append(CoverageRow(name, "", "", "new upstream", note, suite.kernels[name].where()))
+        note = f"closest: {near[0]} ({abi[near[0]][0].family})" if near else ""
+        rows.append(CoverageRow(name, "", "", "new upstream", note, defined[name].where()))
+    known = (lock or {}).get("kernels", {})
+    for name in sorted(set(known) - set(defined)):
+        was = known[name]
+        op = abi[name][0].name if name in abi else ""
+        rows.append(CoverageRow(name, op, "", "gone upstream", f"was ({', '.join(was.get('params') or [])})",
+                                f"{was['file']}:{was['line']} (snapshot)"))
+    for name in sorted(set(defined) & (set(known) | set(abi))):
+        params = defined[name].params
+        if params is None:
+            continue
+        notes = []
+        was = known.get(name, {}).get("params")
+        if name in known and was != params:
+            notes.append(f"was ({', '.join(was or [])}), now ({', '.join(params)})")
+        if name in abi:
+            op, key = abi[name]
+            ok, note = compare_signature(op.signature(key), params)
+            if not ok:
+                notes.append(f"catalog's {op.name}: {note}")
+        if notes:
+            rows.append(CoverageRow(name, abi[name][0].name if name in abi else "", "", "parameters changed",
+                                    "; ".join(notes), defined[name].where()))
     return rows
