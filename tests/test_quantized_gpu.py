@@ -4,6 +4,8 @@ quantize_q8_1 bit-exact, dmmv, mmvq (batch 1..8) and mmq within the tolerance
 parity/ops/quantized/matvec.py derives. Needs a CUDA GPU (CuPy), nvcc or NVRTC, and
 PARITY_CANDLE_KERNELS=/path/to/candle/candle-kernels/src (as tests/test_matmul_conv_gpu.py)."""
 
+from collections import Counter
+
 import pytest
 
 from parity.cases import load_sweep
@@ -19,6 +21,7 @@ def test_quant_sweep_passes_on_candles_cuda_kernels(candle_level):
     cases = load_sweep("quant")
     assert {(c.op, c.dtype) for c in cases} == QUANTIZED     # every kernel of the family (no count to go stale)
     rows = run_cases(cases, candle_level.executor, candle_level.availability.device)
+    print(f"quant sweep, cuda (Candle's kernels): {len(rows)} cases: {dict(Counter(r['verdict'] for r in rows))}")
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
     assert not bad, f"{len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])
 
@@ -37,6 +40,7 @@ def test_quant_sweep_passes_on_the_bundled_suite(name):
         rows = run_cases(cases, lv.executor, lv.availability.device)
     finally:
         lv.executor.close()
+    print(f"quant sweep, {name}: {len(rows)} cases: {dict(Counter(r['verdict'] for r in rows))}")
     assert len(rows) == len(cases) and {(c.op, c.dtype) for c in cases} == QUANTIZED
     bad = [f"{r['case_id']}: {r['verdict']} {r.get('message', '')[:200]}" for r in rows if r["verdict"] != "pass"]
     assert not bad, f"{name}: {len(bad)}/{len(rows)} not passing:\n" + "\n".join(bad[:40])
