@@ -9,12 +9,12 @@ except ImportError:  # Python 3.10
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import chains, resources
+from . import chains, profiles, resources
 from .compile_cache import special_file
 from .dtypes import ALIASES, DTYPES
 from .layouts import LAYOUT_CLASSES
-from .ops import CATALOG, select
 from .ops.base import Op
+from .profiles import Profile
 from .shard import apply_shard
 from .suggest import unknown
 from .values import VALUE_CLASSES
@@ -59,7 +59,7 @@ class Case:
                 return chains.chains()[self.op]
             except KeyError:
                 raise KeyError(f"no chain {self.op!r}; bundled: {', '.join(chains.chains())}") from None
-        return CATALOG[self.op]
+        return profiles.lookup_op(self.op)
 
     @property
     def kernels(self) -> set[str]:
@@ -84,18 +84,21 @@ def _parse_params(case_id: str, text: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def select_ops(patterns: list[str] | None) -> list[Op]:
-    """Catalog ops and chains matching any glob pattern; chains only for patterns that start with
-    `chain` (so `*` stays the catalog). KeyError for a pattern that matches nothing."""
+def select_ops(patterns: list[str] | None, profile: Profile | None = None) -> list[Op]:
+    """Catalog ops (of the profile: Candle's by default) and chains matching any glob pattern; chains
+    (Candle's) only for patterns that start with `chain` (so `*` stays the catalog). KeyError for a
+    pattern that matches nothing."""
+    prof = profile or profiles.default()
     if not patterns:
-        return select(None)
+        return prof.select(None)
     out: dict[str, Op] = {}
     for pat in patterns:
-        hits = chains.select([pat]) if pat.startswith("chain") else []
-        if not hits and pat.startswith(chains.CHAIN_PREFIX):
+        candle = prof.name == "candle"
+        hits = chains.select([pat]) if candle and pat.startswith("chain") else []
+        if candle and not hits and pat.startswith(chains.CHAIN_PREFIX):
             raise KeyError(unknown("chain", pat, chains.chains(), "see `parity list`"))
         if not hits:
-            hits = select([pat])
+            hits = prof.select([pat])
         out.update((o.name, o) for o in hits)
     return list(out.values())
 
@@ -120,13 +123,9 @@ def _opt_in(layout: str) -> bool:
     return layout in LAYOUT_CLASSES and LAYOUT_CLASSES[layout].opt_in
 
 
-def shape_class_names() -> dict[str, str]:
+def shape_class_names(profile: Profile | None = None) -> dict[str, str]:
     """Every structured shape class name -> its doc (the layout slot of structured case IDs)."""
-    out: dict[str, str] = {}
-    for op in CATALOG.values():
-        for name, sc in op.spec.shapes.items():
-            out.setdefault(name, sc.doc)
-    return out
+    return (profile or profiles.default()).shape_classes()
 
 
 @dataclass
@@ -135,26 +134,30 @@ class Filters:
     dtypes: list[str] | None = None
     layouts: list[str] | None = None
     values: list[str] | None = None
+    profile: Profile | None = None       # whose catalog the op patterns and layouts name (None: Candle's)
 
     def validate(self) -> None:
         """Raise ValueError naming the bad filter value and the closest known ones."""
         if self.ops:
-            select_ops(self.ops)
+            select_ops(self.ops, self.profile)
         for d in self.dtypes or []:
             if ALIASES.get(d, d) not in DTYPES:
                 raise ValueError(unknown("dtype", d, [*DTYPES, *ALIASES]))
         if self.dtypes:
             self.dtypes = [ALIASES.get(d, d) for d in self.dtypes]
         for lay in self.layouts or []:
-            if lay not in known_layouts():
-                raise ValueError(unknown("layout", lay, known_layouts(), "see parity/layouts.py"))
+            if lay not in known_layouts(self.profile):
+                raise ValueError(unknown("layout", lay, known_layouts(self.profile), "see parity/layouts.py"))
         for v in self.values or []:
             if v not in VALUE_CLASSES:
                 raise ValueError(unknown("value class", v, VALUE_CLASSES))
 
 
-def known_layouts() -> list[str]:
-    """Every name a case's layout slot may hold: layout classes, structured shape classes, a chain's."""
+def known_layouts(profile: Profile | None = None) -> list[str]:
+    """Every name a case's layout slot may hold: layout classes, structured shape classes, a chain's
+    (another profile: its ops' shape classes)."""
+    if profile is not None and profile.name != "candle":
+        return list(profile.shape_classes())
     return [*LAYOUT_CLASSES, *(n for n in shape_class_names() if n not in LAYOUT_CLASSES), chains.LAYOUT]
 
 
@@ -186,15 +189,21 @@ GROUP_KEYS = {"ops": "op glob patterns", "dtypes": "dtypes", "layouts": "layout 
               "values": "value classes", "seeds": "a list of seeds", "exclude": "case-ID glob patterns"}
 
 
-def read_sweep(path: Path) -> dict:
+def read_sweep(path: Path, profile: Profile | None = None) -> dict:
     """The sweep file's TOML, validated against the format: ValueError with one line naming the
-    file, the group and the key for an unknown key, a wrong type, an empty list or an unknown name."""
+    file, the group and the key for an unknown key, a wrong type, an empty list or an unknown name
+    (op patterns and layouts: of the profile's catalog, Candle's by default)."""
     try:
         spec = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: cannot read the sweep file: {e.strerror if isinstance(e, OSError) else e}") from None
+    return check_sweep(spec, str(path), profile)
+
+
+def check_sweep(spec: dict, path: str, profile: Profile | None = None) -> dict:
+    """A parsed sweep validated against the format (read_sweep), `path` naming it in messages."""
     _check_keys(spec, SWEEP_KEYS, f"{path}")
     if "description" in spec and not isinstance(spec["description"], str):
         raise ValueError(f"{path}: description: must be a string")
@@ -212,7 +221,7 @@ def read_sweep(path: Path) -> dict:
                 _check_names(g[key], f"{where}: {key}")
         if "seeds" in g:
             _check_seeds(g["seeds"], f"{where}: seeds")
-        _check_known(g, where)
+        _check_known(g, where, profile)
     return spec
 
 
@@ -242,38 +251,57 @@ def _check_seeds(value, where: str) -> None:
         raise ValueError(f"{where}: empty list (leave the key out for seed 0)")
 
 
-def _check_known(group: dict, where: str) -> None:
+def _check_known(group: dict, where: str, profile: Profile | None = None) -> None:
     """Every name a group gives exists: op patterns match, dtypes, layouts and value classes are known."""
     for pat in group.get("ops", []):
         try:
-            select_ops([pat])
+            select_ops([pat], profile)
         except KeyError as e:
             raise ValueError(f"{where}: ops: {e.args[0]}") from None
     for d in group.get("dtypes", []):
         if not all(ALIASES.get(part, part) in DTYPES for part in d.split("-")):
             raise ValueError(f"{where}: dtypes: {unknown('dtype', d, [*DTYPES, *ALIASES])}")
     for lay in group.get("layouts", []):
-        if lay not in known_layouts():
-            raise ValueError(f"{where}: layouts: {unknown('layout', lay, known_layouts(), 'see parity/layouts.py')}")
+        if lay not in known_layouts(profile):
+            raise ValueError(f"{where}: layouts: {unknown('layout', lay, known_layouts(profile), 'see parity/layouts.py')}")
     for v in group.get("values", []):
         if v not in VALUE_CLASSES:
             raise ValueError(f"{where}: values: {unknown('value class', v, VALUE_CLASSES)}")
 
 
+def profile_sweep(name_or_path: str, profile: Profile) -> tuple[dict, str]:
+    """(parsed sweep, its name in messages) for a profile other than Candle's: a sweep file (a path), or
+    one of the profile's bundled sweeps by name."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.is_file():
+        path = sweep_path(name_or_path)
+        return read_sweep(path, profile), str(path)
+    if name_or_path not in profile.sweeps:
+        raise FileNotFoundError(f"no sweep {name_or_path!r} for profile {profile.name}; its sweeps: "
+                                f"{', '.join(profile.sweep_names())} (or a path to a sweep file)")
+    where = f"profile {profile.name}: sweep {name_or_path}"
+    return check_sweep(profile.sweeps[name_or_path], where, profile), where
+
+
 def load_sweep(name_or_path: str, filters: Filters | None = None,
-               shard: tuple[int, int] | None = None) -> list[Case]:
+               shard: tuple[int, int] | None = None, profile: Profile | None = None) -> list[Case]:
     """All cases of a sweep file, narrowed by the CLI filters, in a stable order; only shard
-    (K, N)'s cases when given (`--shard K/N`)."""
-    path = sweep_path(name_or_path)
-    spec = read_sweep(path)
+    (K, N)'s cases when given (`--shard K/N`). profile: whose catalog (Candle's by default; another
+    profile's bundled sweeps by name, or a sweep file naming its ops)."""
     filters = filters or Filters()
+    profile = profile or filters.profile
+    if profile is not None and profile.name != "candle":
+        spec, _ = profile_sweep(name_or_path, profile)
+    else:
+        spec = read_sweep(sweep_path(name_or_path))
+    filters.profile = profile
     filters.validate()
     seeds = spec.get("seeds", [0])
     cases: dict[str, Case] = {}
     for group in spec["group"]:
-        ops = select_ops(group.get("ops", ["*"]))
+        ops = select_ops(group.get("ops", ["*"]), profile)
         if filters.ops:
-            allowed = {o.name for o in select_ops(filters.ops)}
+            allowed = {o.name for o in select_ops(filters.ops, profile)}
             ops = [o for o in ops if o.name in allowed]
         for op in ops:
             dts = _intersect(_dtype_keys(group.get("dtypes")), filters.dtypes)

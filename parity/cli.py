@@ -70,14 +70,20 @@ def main() -> None:
     """
 
 
+PROFILE_HELP = ("The ABI profile: candle, rocm-rs, or a parity-kernels.toml declaring a port's own kernels "
+                "(docs/profiles.md) [default: --hip-src DIR/parity-kernels.toml when there, else the profile whose "
+                "kernel names the suite defines, else candle].")
+
+
 @main.command("list")
 @click.option("--ops", help="Glob patterns, comma separated: 'unary.*,cast'.")
+@click.option("--profile", "profile_opt", metavar="NAME|FILE", help=PROFILE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_cmd(ops: str | None, as_json: bool) -> None:
-    """The op catalog: op, dtypes, kernel names, tolerance and CUDA semantics."""
-    from .ops import select
+def list_cmd(ops: str | None, as_json: bool, profile_opt: str | None = None) -> None:
+    """The op catalog: op, dtypes, kernel names, tolerance and semantics (of a profile: Candle's by default)."""
+    profile, _ = _profile(profile_opt, None)
     try:
-        chosen = select(_csv(ops))
+        chosen = profile.select(_csv(ops))
     except KeyError as e:
         raise SetupError(str(e.args[0]))
     if as_json:
@@ -95,12 +101,15 @@ def list_cmd(ops: str | None, as_json: bool) -> None:
     console = Console()
     cols = (Col("op", name=True), Col("kernels"), Col("tolerance", drop=2), Col("semantics", drop=1, prose=True))
     console.print(fit_table(console, cols, rows, show_lines=False))
-    click.echo(f"{len(chosen)} ops, {sum(len(o.dtypes) for o in chosen)} kernels")
+    kernels = len({o.kernel_name(k) for o in chosen for k in o.dtypes})
+    click.echo(f"{len(chosen)} ops, {kernels} kernels" + ("" if profile.name == "candle" else f" (profile {profile.name})"))
 
 
 def port_options(f):
-    """--port FILE and the --port-* options: a port's build line (parity.port), for run, coverage, compile."""
+    """--port FILE and the --port-* options: a port's build line (parity.port), and --profile (its kernel
+    conventions, parity.profiles), for run, coverage, compile."""
     opts = [
+        click.option("--profile", "profile_opt", metavar="NAME|FILE", help=PROFILE_HELP),
         click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
                      help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
                           "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there]."),
@@ -220,7 +229,7 @@ def _save_traceback(folder: Path, text: str) -> Path | None:
 
 
 def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_timeout: float, gpus,
-            require, port=None) -> list:
+            require, port=None, profile: str | None = None) -> list:
     """The selected levels, built. Named levels that are unavailable are setup errors (exit 2), as
     --require's are; `auto` keeps the unavailable ones as rows of the report."""
     from .levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
@@ -233,7 +242,7 @@ def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_t
         names = expand_waves(names, parse_waves(wave))
     except ValueError as e:
         raise SetupError(str(e))
-    lvls = [make(n, hip_src, cuda_src, case_timeout, gpus=gpus, port=port) for n in names]
+    lvls = [make(n, hip_src, cuda_src, case_timeout, gpus=gpus, port=port, profile=profile) for n in names]
     named = [] if levels == "auto" else [(l, "named in --levels") for l in lvls]
     for r in _csv(require) or []:
         lv = next((l for l in lvls if l.name == r or l.name.split("/")[0] == r), None)
@@ -268,6 +277,24 @@ def _port(hip_src: Path | None, port_file, sources, includes, forced, defines):
     return port
 
 
+def _profile(option: str | None, hip_src: Path | None, port=None):
+    """(profile, how it was chosen) of a command: --profile, else DIR/parity-kernels.toml, else the
+    built-in profile the suite's kernel names belong to (parity.profiles.resolve); exit 2 with one line
+    for an unknown name or a declaration with an error."""
+    from . import profiles
+
+    def names():
+        from .port import discover_port
+        from .suite import discover
+        return list((discover_port(port) if port is not None else discover(hip_src)).kernels)
+    try:
+        return profiles.resolve(option, hip_src, names if hip_src is not None and Path(hip_src).is_dir() else None)
+    except KeyError as e:
+        raise SetupError(str(e.args[0]) if e.args else str(e))
+    except ValueError as e:
+        raise SetupError(str(e))
+
+
 def _check_something_verifies(lvls: list, levels: str, hip_src: Path) -> bool:
     """True when only reference levels were asked for by name. Exit 2 when no selected level runs or
     compiles the subject's kernels and the user did not ask for the reference alone."""
@@ -284,7 +311,8 @@ def _check_something_verifies(lvls: list, levels: str, hip_src: Path) -> bool:
                      + ". `--levels cpu` runs the reference's case machinery alone (no kernel of the suite).")
 
 
-RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard")
+RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
+           "profile_opt")
 RUN_FILE = "run.json"
 
 
@@ -309,7 +337,7 @@ def _resume_options(folder: Path, given: dict) -> dict:
         src = ctx.get_parameter_source(k)
         now = given.get(k)
         if src == ParameterSource.COMMANDLINE and _norm(now) != _norm(saved[k]):
-            flag = "--values" if k == "value_classes" else "--" + k.replace("_", "-")
+            flag = {"value_classes": "--values", "profile_opt": "--profile"}.get(k, "--" + k.replace("_", "-"))
             raise SetupError(f"--resume {folder} continues a run with {flag} {saved[k] or '(none)'}; "
                              f"this command says {flag} {now}: drop the option, or start a new run")
         out[k] = saved[k]
@@ -344,7 +372,7 @@ def _run_folder(out: Path, stem: str) -> Path:
 def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
          cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
          wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
-         port_define=()) -> None:
+         port_define=(), profile_opt: str | None = None) -> None:
     from .cases import Filters, load_sweep
     from .golden import summary as golden_summary
     from .levels import DEFAULT_HIP_SRC
@@ -355,30 +383,34 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             raise SetupError(f"--resume: run folder {resume} does not exist")
         o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
                                               value_classes=value_classes, levels=levels, wave=wave,
-                                              hip_src=hip_src, cuda_src=cuda_src, shard=None))
-        sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src = (
-            o[k] for k in RESUMED[:-1])
+                                              hip_src=hip_src, cuda_src=cuda_src, shard=None,
+                                              profile_opt=profile_opt))
+        sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
+            o[k] for k in RESUMED if k != "shard")
         if o.get("shard") and not opts.shard:
             from .shard import parse_shard
             opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
     console = Console(stderr=False, quiet=quiet)
-    filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes))
+    given_src = Path(hip_src) if hip_src else None
+    port = _port(given_src, port_file, port_source, port_include, port_force_include, port_define)
+    profile, how = _profile(profile_opt, given_src or (port.root if port is not None else None), port)
+    filters = Filters(_csv(ops), _csv(dtypes), _csv(layouts), _csv(value_classes), profile=profile)
     try:
-        cases = load_sweep(sweep, filters, shard=opts.shard)
+        cases = load_sweep(sweep, filters, shard=opts.shard, profile=profile)
     except (KeyError, ValueError, FileNotFoundError) as e:
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
-    port = _port(Path(hip_src) if hip_src else None, port_file, port_source, port_include, port_force_include,
-                 port_define)
-    hip_src = Path(hip_src) if hip_src else port.root if port is not None else DEFAULT_HIP_SRC
+    hip_src = given_src if given_src else port.root if port is not None else DEFAULT_HIP_SRC
     cuda_src = Path(cuda_src) if cuda_src else None
     for p in [hip_src] + ([cuda_src] if cuda_src else []):
         if not p.is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
     if port is not None:
         console.print(f"port: {port.describe()}", highlight=False, markup=False)
-    lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require, port)
+    if profile.name != "candle":
+        console.print(f"profile: {profile.name} ({how})", highlight=False, markup=False)
+    lvls = _levels(levels, wave, hip_src, cuda_src, case_timeout, opts.gpus, require, port, profile.name)
     reference_only = _check_something_verifies(lvls, levels, hip_src)
     if since:
         cases = _changed_cases(cases, since, [hip_src] + ([cuda_src] if cuda_src else []), quiet)
@@ -393,12 +425,16 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     _write_run_file(folder, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes,
                                  levels=levels, wave=wave, hip_src=str(hip_src),
                                  cuda_src=str(cuda_src) if cuda_src else None,
-                                 shard="/".join(map(str, opts.shard)) if opts.shard else None))
-    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v}, "hip_src": str(hip_src),
-            "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
+                                 shard="/".join(map(str, opts.shard)) if opts.shard else None,
+                                 profile_opt=profile_opt if profile_opt or profile.name == "candle"
+                                 else profile.name if profile.source == "built-in" else profile.source))
+    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
+            "hip_src": str(hip_src), "cuda_src": str(cuda_src) if cuda_src else None, "environment": environment(),
             "levels": [_level_meta(l) for l in lvls], "levels_requested": levels,
-            "reference_only_requested": reference_only, "golden": golden_summary(),
+            "reference_only_requested": reference_only, "profile": {**profile.meta(), "how": how},
             "planned_rows": len(cases) * len(runnable)}
+    if profile.name == "candle":                 # measured CUDA outputs of Candle's kernels
+        meta["golden"] = golden_summary()
     if port is not None:
         meta["port"] = port.as_dict()
     static = next((l for l in runnable if l.name == "amd-static"), None)

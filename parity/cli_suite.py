@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .cli import SetupError, _csv, _port, main, port_options
+from .cli import SetupError, _csv, _port, _profile, main, port_options
 from .termtable import Col, fit_table
 
 
@@ -30,26 +30,27 @@ def _suite_dir(path: Path | None, default: Path) -> Path:
                                             "defines that the catalog lacks, with the closest catalog kernel; exit 1 "
                                             "when there is one (the catalog is behind upstream).")
 def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, port_source, port_include,
-                 port_force_include, port_define) -> None:
+                 port_force_include, port_define, profile_opt=None) -> None:
     """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
 
     A missing kernel comes with the closest name the suite does define (a suite with `utan_f32`
-    but no `utanh_f32` is told so). Exit 1 when anything is missing or mismatched.
+    but no `utanh_f32` is told so). Exit 1 when anything is missing or mismatched. The catalog is
+    the ABI profile's (--profile; by default the one the suite's kernel names belong to).
     """
     from .coverage import coverage, summary
     if drift:
-        _drift(cuda_src, as_json)
+        _drift(cuda_src, as_json, profile_opt)
     from .levels import DEFAULT_HIP_SRC
-    from .ops import expected_kernels, select
     from .port import discover_port
     from .suite import discover
-    try:
-        wanted = {o.name for o in select(_csv(ops))} if ops else None
-    except KeyError as e:
-        raise SetupError(str(e.args[0]))
-    expected = {k: v for k, v in expected_kernels().items() if wanted is None or v[0].name in wanted}
     folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
     port = _port(hip_src, port_file, port_source, port_include, port_force_include, port_define)
+    profile, how = _profile(profile_opt, Path(hip_src) if hip_src else port.root if port is not None else None, port)
+    try:
+        wanted = {o.name for o in profile.select(_csv(ops))} if ops else None
+    except KeyError as e:
+        raise SetupError(str(e.args[0]))
+    expected = {k: v for k, v in profile.expected_kernels().items() if wanted is None or v[0].name in wanted}
     suites = [("hip", folder)]
     if cuda_src:
         suites.append(("cuda", _suite_dir(cuda_src, Path())))
@@ -62,12 +63,14 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, po
             rows = [r for r in rows if r.status != "extra"]
         s = summary(rows)
         bad |= bool(s.get("missing") or s.get("signature-mismatch"))
-        out[label] = {"suite": str(folder), "summary": s, "rows": [r.as_dict() for r in rows]}
+        out[label] = {"suite": str(folder), "profile": profile.name, "summary": s,
+                      "rows": [r.as_dict() for r in rows]}
         if as_json:
             continue
         shown = [r for r in rows if show_all or r.status != "present"]
         # the header is a line of its own: as a table title rich would wrap it to the table's width
-        console.print(f"[bold]{label} suite[/] {folder}: " + ", ".join(f"{n} {k}" for k, n in s.items()),
+        named = "" if profile.name == "candle" and not profile_opt else f" (profile {profile.name}: {how})"
+        console.print(f"[bold]{label} suite[/] {folder}{named}: " + ", ".join(f"{n} {k}" for k, n in s.items()),
                       soft_wrap=True, highlight=False)
         if not shown:
             continue
@@ -92,7 +95,7 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, po
 @click.option("--since", metavar="REF", help="Only the sources changed since this git ref (or including a changed "
                                              "header): the pre-commit check on a machine without a GPU.")
 def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_source, port_include,
-                port_force_include, port_define) -> None:
+                port_force_include, port_define, profile_opt=None) -> None:
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
@@ -106,6 +109,8 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     if not hipcc():
         raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
     port = _port(hip_src, port_file, port_source, port_include, port_force_include, port_define)
+    if profile_opt:                                  # checked (a bad name or declaration: exit 2); the compile
+        _profile(profile_opt, folder, port)          # itself is the same for every profile
     suite = discover_port(port) if port is not None else discover(folder)
     if since:
         from .since import SinceError, sources_changed
@@ -162,14 +167,15 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
         return analyze(suite, targets, on_compiled=compiled, **line)
 
 
-def _drift(cuda_src: Path | None, as_json: bool) -> None:
+def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None) -> None:
     """`coverage --drift`: the kernels a CUDA suite defines that no catalog op expects (#31)."""
     from .coverage import drift
     from .suite import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     folder = _suite_dir(cuda_src, Path())
-    rows = drift(discover(folder))
+    profile, _ = _profile(profile_opt, None)
+    rows = drift(discover(folder), profile.expected_kernels())
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
     else:

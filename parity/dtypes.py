@@ -1,4 +1,4 @@
-"""The dtypes of Candle's kernel ABI, their NumPy storage and their kernel-name spellings."""
+"""The dtypes of the kernel ABIs (Candle's and the other profiles'), their NumPy storage and their kernel-name spellings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,6 +43,11 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
     DType("i16", np.dtype(np.int16), "int", 16),
     DType("i32", np.dtype(np.int32), "int", 32),
     DType("i64", np.dtype(np.int64), "int", 64),
+    # integer widths no Candle kernel has, which other ABI profiles' kernels take (rocm-rs: char,
+    # ushort, unsigned long long; parity.profiles)
+    DType("i8", np.dtype(np.int8), "int", 8),
+    DType("u16", np.dtype(np.uint16), "uint", 16),
+    DType("u64", np.dtype(np.uint64), "uint", 64),
     _float("f16", np.float16, 16, 10, -14, 65504.0),
     _float("bf16", ml_dtypes.bfloat16, 16, 7, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
     _float("f32", np.float32, 32, 23, -126, float(np.finfo(np.float32).max)),

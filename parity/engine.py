@@ -91,7 +91,7 @@ def prepare_case(case: Case) -> Prepared:
     t0 = time.perf_counter()
     spec = case.op_spec.spec
     b, launch, expected = spec.prepare(case)
-    moved = bytes_moved_built(b) if spec.elementwise else None
+    moved = bytes_moved_built(b) if spec.elementwise else spec.bytes_moved(b) if launch is not None else None
     return Prepared(case, b, launch, expected, moved, time.perf_counter() - t0)
 
 
@@ -258,7 +258,10 @@ def prepare_jobs() -> int:
 
 def _poolable(case: Case) -> bool:
     from .layouts import LAYOUT_CLASSES
+    from .profiles import is_builtin_op
     cls = LAYOUT_CLASSES.get(case.layout)
+    if not is_builtin_op(case.op):               # a declared profile's op: its references live in the port's
+        return False                             # files, loaded in this process (not in a forked preparer)
     return cls is None or not cls.opt_in         # huge/bench layouts: never pickled (shape classes are small)
 
 

@@ -163,17 +163,20 @@ class GpuPool(Executor):
 
 
 def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
-         isolate: bool = True, gpus: str | int | None = None, port: Port | None = None) -> Level:
+         isolate: bool = True, gpus: str | int | None = None, port: Port | None = None,
+         profile: str | None = None) -> Level:
     """Build one level's executor; import or setup failures become `unavailable` with the reason.
     port: the HIP suite is a port described by its build line (parity.port: a shim port's .cu files,
     include order, force-included headers, defines), for hip-on-nvidia, amd-static and amd alike.
+    profile: the ABI profile of the run (parity.profiles; None: Candle's): the kernels the cpu level
+    interprets and the parameter lists amd-static checks declarations against.
 
     GPU levels run in a worker process (isolate=True) so a faulting or hanging kernel costs one
     case (`crash`, `timeout`), not the run."""
     ported = {"port": port} if port is not None else {}
     try:
         if name == "cpu":
-            cpu = CpuExecutor()
+            cpu = CpuExecutor(profile)
             return Level(name, cpu.availability(), cpu)
         if name == "hip-on-nvidia":
             from .executors.hip_nvidia import HipOnNvidiaExecutor as cls
@@ -186,7 +189,7 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd-static":               # compiles only: no worker process to isolate
             from .executors.amd_compile import AmdStaticExecutor
-            ex = AmdStaticExecutor(hip_src, port=port)
+            ex = AmdStaticExecutor(hip_src, port=port, profile=profile)
             av = ex.availability()
             return Level(name, av, ex if av.available else None, ex if av.available else None)
         elif name == "cupy":

@@ -217,10 +217,15 @@ def merge_notes(meta: dict) -> list[str]:
 
 
 def suites_line(meta: dict) -> str:
-    """The suites the levels that ran read: the HIP levels the HIP suite (or port), `cuda` the CUDA suite."""
+    """The suites the levels that ran read: the HIP levels the HIP suite (or port), `cuda` the CUDA suite;
+    led by the run's ABI profile when results.json names one."""
     ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
     hip = any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or not ran
     out = [f"HIP suite `{meta.get('hip_src', '')}`"] if hip and meta.get("hip_src") else []
     if "cuda" in ran and meta.get("cuda_src"):
         out.append(f"CUDA suite `{meta['cuda_src']}`")
-    return " · ".join(out) or "no suite ran (reference levels only)"
+    line = " · ".join(out) or "no suite ran (reference levels only)"
+    prof = meta.get("profile")
+    if isinstance(prof, dict) and prof.get("name"):     # the ABI profile (parity.profiles): whose kernel conventions
+        line = f"ABI profile `{prof['name']}` · {line}"
+    return line

@@ -355,6 +355,8 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""]
                         + ([[str(f) for f in force_includes]] if force_includes else []), sort_keys=True).encode())
+    h.update(b"\0as given: " + str(source).encode())   # the decls record the file as this call spells it
+                                                          # (relative or absolute): one entry per spelling
     entry = cache_dir() / "scan" / f"{h.hexdigest()}.json"
     try:
         data = json.loads(entry.read_text())

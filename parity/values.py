@@ -12,6 +12,8 @@ VALUE_CLASSES = {
                "integers: 0, 1, extremes, 2^31, 2^32 - 1, ... (integer divisors include 0)",
     "out-of-range": "values outside the destination's range (casts): 300 for u8, 65520 for f16, 464 for fp8, ...",
     "ties": "five distinct values only, so ties are everywhere (reductions, argmin/argmax, sort)",
+    "wide": "integers beyond 2^24 with low bits set (float32 cannot hold them: a kernel passing them through "
+            "float rounds them), floats of magnitude 2^24..2^40 with fractions; 8/16-bit integers: their full range",
 }
 
 _FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5]
@@ -39,6 +41,8 @@ def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
     """n values of dtype dt for a value class, drawn from rng."""
     if value_class not in VALUE_CLASSES:
         raise KeyError(f"unknown value class {value_class!r}; known: {', '.join(VALUE_CLASSES)}")
+    if value_class == "wide":
+        return _wide(dt, n, rng, domain)
     base = _normal(dt, n, rng, domain)
     if value_class == "normal" or n == 0:
         return base
@@ -54,6 +58,25 @@ def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
     if not dt.is_float:
         _restrict(base, dt, domain, special=True)
     return base
+
+
+def _wide(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> np.ndarray:
+    """The `wide` class: magnitudes float32 cannot hold exactly (see VALUE_CLASSES)."""
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    if dt.is_float:
+        top = min(2.0 ** 40, dt.max_finite / 4)
+        mag = np.exp(rng.uniform(np.log(min(2.0 ** 24, top / 2)), np.log(top), n)) + rng.random(n)
+        return round_float(sign * mag if domain != "positive" else mag, dt)
+    if dt.bits < 32:
+        return _normal(dt, n, rng, domain)
+    info = np.iinfo(dt.np)
+    hi = min(int(info.max), 2 ** 62)
+    v = rng.integers(2 ** 24, hi, n, dtype=np.int64, endpoint=True) | 1       # odd: float32 rounds it
+    if dt.kind == "int" and domain != "positive":
+        v = np.where(sign < 0, -v, v)
+    v = v.astype(dt.np)
+    _restrict(v, dt, domain)
+    return v
 
 
 def _restrict(v: np.ndarray, dt: DType, domain: str | None, special: bool = False) -> None:
@@ -81,8 +104,7 @@ def _normal(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> 
     lo, hi = int(info.min), int(info.max)
     if domain == "small":                           # products that stay exact and readable
         lo, hi = max(lo, -100), min(hi, 100)
-    v = rng.integers(lo, hi, n, dtype=np.int64, endpoint=True) if dt.bits < 64 else \
-        rng.integers(lo, hi, n, dtype=np.int64, endpoint=True)
+    v = rng.integers(lo, hi, n, dtype=np.uint64 if dt.np == np.uint64 else np.int64, endpoint=True)
     v = v.astype(dt.np)
     _restrict(v, dt, domain)
     return v

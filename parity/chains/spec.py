@@ -274,6 +274,9 @@ class ChainSpec:
     def suite_kernels(self, key: str) -> tuple[str, ...]:
         return ()
 
+    def bytes_moved(self, built) -> None:
+        return None                          # a chain is not timed as one launch
+
     def prepare(self, case) -> tuple[ChainBuilt, Launch, np.ndarray]:
         return prepare(self.chain, case)
 

@@ -19,7 +19,6 @@ from ..amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_note
 from ..compile_cache import CompileResult
 from ..coverage import compare_signature
 from ..host.routines import suite_kernels
-from ..ops import expected_kernels
 from ..ops.base import ExecResult
 from ..port import Port, subject_suite
 from ..suite import Suite, kernels_from_binary
@@ -37,14 +36,16 @@ _RANK = ("compile-error", "signature-mismatch", "missing", "compiled")
 class AmdStaticExecutor(Executor):
     level = "amd-static"
 
-    def __init__(self, suite_dir: Path, targets: Iterable[str] = RUN_TARGETS, port: Port | None = None) -> None:
+    def __init__(self, suite_dir: Path, targets: Iterable[str] = RUN_TARGETS, port: Port | None = None,
+                 profile: str | None = None) -> None:
         self.suite_dir, self.targets = Path(suite_dir), tuple(targets)
         self.port = port                                 # a shim port: its build line on every compile
         self._suite: Suite | None = None
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
         self._symbols: dict[Path, set[str]] = {}
         self._verdicts: dict[str, ExecResult] = {}
-        self._expected = expected_kernels()
+        from .. import profiles
+        self._expected = profiles.get(profile).expected_kernels()    # declared parameter lists to check
 
     def availability(self) -> Availability:
         if not hipcc():

@@ -11,24 +11,29 @@ import numpy as np
 
 from ..host.blas import EmulatedBlas
 from ..host.routines import run_library
-from ..ops import expected_kernels
 from ..ops.base import ChainLaunch, ExecResult, Launch, Op
 from ..ops.matmul import GemmConfig, gemm_strided_batched
 from .base import Availability, Executor
 
 
+def _kernel_table(profile: str | None) -> dict:
+    from .. import profiles
+    return profiles.get(profile).expected_kernels()
+
+
 class CpuExecutor(Executor):
     level = "cpu"
 
-    def __init__(self) -> None:
-        self._kernels = expected_kernels()
+    def __init__(self, profile: str | None = None) -> None:
+        self.profile = profile                  # the ABI profile whose kernels it interprets (None: Candle's)
+        self._kernels = _kernel_table(profile)
 
     def __getstate__(self) -> dict:             # the kernel table holds closures: rebuilt, not pickled
         return {k: v for k, v in self.__dict__.items() if k != "_kernels"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._kernels = expected_kernels()
+        self._kernels = _kernel_table(self.__dict__.get("profile"))
 
     def availability(self) -> Availability:
         return Availability(True, device="NumPy ABI emulation")
@@ -100,6 +105,21 @@ class CpuExecutor(Executor):
     def scatter_order(self, n: int) -> np.ndarray:
         """The order in which a thread visits j (ia/s/sa loop j serially: last writer wins)."""
         return np.arange(n)
+
+    # --- hooks of the profiles' described kernels (parity.profiles.kernels.emulate) ------------
+    def role_strides(self, op: Op, key: str, operand: str, strides_of: dict[str, np.ndarray]) -> np.ndarray:
+        """The strides a kernel reads operand `operand` with (the array the launch passes for it)."""
+        return strides_of[operand]
+
+    def role_compute(self, op: Op, key: str, inputs: dict[str, np.ndarray], sizes: dict, scalars: dict) -> dict:
+        """The outputs of a described kernel: its reference (parity.profiles.kernels.run_reference)."""
+        from ..profiles.kernels import run_reference
+        return run_reference(op, key, inputs, sizes, scalars)
+
+    def role_store(self, op: Op, key: str, name: str, buf: np.ndarray, positions: np.ndarray,
+                   values: np.ndarray) -> None:
+        """Write an output's values (row-major logical order) at its buffer positions."""
+        buf[positions] = values
 
     # --- hooks of the quantized family (GGUF dequantize, dmmv, mmvq) ------------------------
     def quant_scale(self, blocks: np.ndarray, at: int) -> np.ndarray:

@@ -138,6 +138,9 @@ class Spec(Protocol):
     def verdict(self, built, expected: np.ndarray | None, res) -> tuple[dict, np.ndarray | None]:
         """Verdict fields (verdict, message, max_ulp, n_bad, worst) and the output read back."""
 
+    def bytes_moved(self, built) -> int | None:
+        """Timing's bytes model of a non-elementwise case (None: the case is not timed)."""
+
     def emulate(self, executor, launch: Launch, bufs: dict[str, np.ndarray], op: "Op", key: str) -> Any:
         """The CPU level: interpret the launch like the kernel, writing into `bufs`; calls the
         executor's hooks so broken subjects can override one behaviour. May return the
@@ -175,6 +178,8 @@ class StructuredSpec:
                                              # launches (loaded before it runs, under the compile limit)
     exact: Callable[..., np.ndarray] | None = None   # float64 truth without CUDA's intermediate
                                              # roundings (softmax, norms): names a port nearer it than CUDA
+    bytes_moved: Callable[..., int | None] = lambda built: None   # timing's bytes model of a case
+                                             # (None: not timed; the elementwise spec has its own)
     elementwise = False
 
     def layouts(self) -> list[str]:

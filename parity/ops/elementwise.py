@@ -144,6 +144,9 @@ class ElementwiseSpec:
     def suite_kernels(self, key: str) -> tuple[str, ...]:
         return ()
 
+    def bytes_moved(self, b: Built) -> None:
+        return None                          # elementwise: timing.bytes_moved_built
+
     def prepare(self, case) -> tuple[Built, Launch, np.ndarray]:
         b = build(case)
         launch = pack(b.op, case.dtype, b.operands, b.params, inplace=b.inplace, out_layout=b.out_layout)

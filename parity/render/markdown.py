@@ -47,6 +47,10 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
         lines += [f"Sweep `{meta['sweep']}` · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
     if meta.get("port"):                         # a port given by its build line (parity.port)
         lines += [f"Port (its build line, on every HIP level): `{meta['port']['description']}`", ""]
+    prof = meta.get("profile")
+    if isinstance(prof, dict) and prof.get("name") and prof["name"] != "candle":
+        lines += [f"ABI profile **{prof['name']}**: {prof.get('title', '')} ({prof.get('how', '')})", ""]
+        lines += [f"- {_md(n) if len(n) < 80 else n}" for n in prof.get("notes", [])] + ([""] if prof.get("notes") else [])
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])

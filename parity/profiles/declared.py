@@ -1,0 +1,560 @@
+"""A port's own kernels, declared in `parity-kernels.toml` next to its sources.
+
+    name = "vecops"                        # the profile: reports, case IDs (vecops.blas.axpy/f32/...)
+    title = "vecops, a CUDA-to-HIP port"   # optional
+    references = "refs.py"                 # optional: a Python module of reference functions (next to this file)
+
+    [types]                                # optional: how kernel names spell each dtype (default: f32, f64, ...)
+    f32 = "float"
+
+    [launch]                               # optional defaults for every kernel
+    block = 256                            # or [16, 16]; numbers or expressions over the sizes
+    grid = "ceil(n / 256)"                 # or ["ceil(n / 16)", "ceil(m / 16)"]
+
+    [[kernel]]
+    op = "blas.axpy"                       # family.op
+    name = "axpy_{T}"                      # kernel-name pattern ({T}: the dtype's spelling)
+    dtypes = ["f32", "f64"]
+    params = ["x: in", "y: in", "out: out", "alpha: scalar T", "n: len u32"]
+    reference = "alpha * x + y"            # a NumPy expression, or refs.<function>
+    tolerance = { ulp = 1 }                # "exact" | { ulp = N } | { ulp = { f32 = 2, f64 = 1 } } | "sum" |
+                                           # { sum = "cols" }: an accumulation of that many terms in T, any order
+    scalars = [{ alpha = 2.5 }]            # one case parameter set each
+    values = ["normal", "special"]         # value classes (parity.values)
+    domain = { x = "positive" }            # per-operand input domain
+    semantics = "out[i] = alpha * x[i] + y[i]"
+    divergences = []
+    kind = "map"                           # map (default) | reduce | custom (with [kernel.shapes])
+    refuse = [["n == 0", "the host returns before launching"]]
+
+A parameter is `NAME: ROLE [TYPE] [of OPERAND] [= VALUE]` (parity.profiles.kernels: the roles):
+`x: in`, `idx: in u32`, `out: out`, `acc: out = zero` (what the host writes first: zero, first:<input>,
+iota, value:<number>), `data: inout`, `tmp: temp`, `n: len u32 [of x]`, `x_dims: dims u32 of x`,
+`x_strides: strides u64 of x`, `x_rank: ndim u32 of x`, `alpha: scalar T`, `m: size u32 [= EXPR]`.
+
+A `custom` kernel gives its shape classes and its operands' shapes over their sizes:
+
+    operand_shapes = { a = ["rows", "cols"], out = ["rows"] }
+    [kernel.shapes]
+    small = { rows = 4, cols = 3 }
+    tails = { rows = 33, cols = 300, doc = "partial blocks", views = { a = "transposed" } }
+
+References see float operands as float64 (rounded once to the output dtype afterwards) and integer
+operands in their own dtype (C's wrapping arithmetic; `/` and `%` truncate as in C). A function of
+the references module is called with the arguments its signature names: operands, scalars, sizes,
+and `dtype` (the case's dtype, e.g. "f32"); it returns the output (one `out`) or a dict by name.
+
+Every error is one line naming the file, the line and the field (`DeclarationError`). The
+references module is Python code of the port: parity imports it, as it would run the port's tests.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import re
+import sys
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+import numpy as np
+
+from ..dtypes import ALIASES, DTYPES, dtype
+from ..layouts import view
+from ..numerics import scalar_to_dtype
+from ..suggest import unknown
+from ..tolerance import Tolerance
+from ..values import VALUE_CLASSES
+from .base import Profile, default_sweeps
+from .kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv, custom_shape,
+                      evaluate, kernel_op, size_expr)
+
+TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a .py file next to this one",
+            "types": "a table dtype -> spelling", "launch": "a table: block, grid, shared", "kernel": "[[kernel]] tables",
+            "description": "text"}
+KERNEL_KEYS = {"op": "family.op", "name": "the kernel-name pattern", "dtypes": "dtype names", "params": "parameters",
+               "reference": "an expression or refs.<function>", "tolerance": "exact, sum, or { ulp = N }",
+               "scalars": "a list of tables", "values": "value classes", "domain": "operand -> domain",
+               "semantics": "text", "divergences": "a list of strings", "kind": "map, reduce or custom",
+               "shapes": "shape classes (custom)", "operand_shapes": "operand -> sizes (custom)",
+               "block": "the block", "grid": "the grid", "shared": "bytes of shared memory", "refuse": "host refusals"}
+DOMAINS = ("positive", "nonzero", "divisor", "unit", "small", "mask")
+PARAM_RE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*:\s*(?P<role>[A-Za-z_]+)(?P<rest>[^=]*?)\s*(?:=\s*(?P<value>.+?))?\s*$")
+_SPECIAL_ARGS = ("dtype", "sizes", "scalars")
+
+
+class _Where:
+    """Line numbers of a declaration's fields, found in its text (tomllib keeps none)."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.lines = path, text.splitlines()
+        self.kernels = [i for i, ln in enumerate(self.lines) if re.match(r"^\s*\[\[\s*kernel\s*\]\]", ln)]
+
+    def line(self, field: str | None = None, kernel: int | None = None, sub: str = "") -> int:
+        lo, hi = 0, len(self.lines)
+        if kernel is not None and kernel < len(self.kernels):
+            lo = self.kernels[kernel]
+            hi = self.kernels[kernel + 1] if kernel + 1 < len(self.kernels) else len(self.lines)
+        elif self.kernels:
+            hi = self.kernels[0]                  # a top-level key: before the first [[kernel]]
+        if field:
+            head = field.split(".")[0]
+            for i in range(lo, hi):
+                if re.match(rf"^\s*{re.escape(head)}\s*=", self.lines[i]) or \
+                        re.match(rf"^\s*\[\s*(kernel\.)?{re.escape(head)}\s*\]", self.lines[i]):
+                    for j in range(i, hi) if sub else ():     # an entry of that table: its own line
+                        if re.match(rf"^\s*{re.escape(sub)}\s*=", self.lines[j]) or \
+                                re.search(rf"[{{,]\s*{re.escape(sub)}\s*=", self.lines[j]):
+                            return j + 1
+                    return i + 1
+        return lo + 1
+
+    def error(self, msg: str, field: str | None = None, kernel: int | None = None, label: str = "",
+              sub: str = "") -> DeclarationError:
+        where = f"{self.path}:{self.line(field, kernel, sub)}: "
+        who = f"kernel {label}: " if label else (f"kernel #{kernel + 1}: " if kernel is not None else "")
+        return DeclarationError(f"{where}{who}{field + ': ' if field else ''}{msg}")
+
+
+def _strings(value, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"must be a list of {what} (strings)")
+    return value
+
+
+def parse_param(text: str) -> Param:
+    """`NAME: ROLE [TYPE] [of OPERAND] [= VALUE]` -> Param (ValueError with what is wrong)."""
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a string 'name: role [type]'")
+    m = PARAM_RE.match(text)
+    if not m:
+        raise ValueError(f"{text!r}: expected 'name: role [type] [of operand] [= value]'")
+    name, role, value = m["name"], m["role"], m["value"]
+    if role not in ROLES:
+        raise ValueError(unknown("role", role, ROLES) + f" (in {text!r})")
+    words = m["rest"].split()
+    of = ""
+    if "of" in words:
+        k = words.index("of")
+        if k + 1 >= len(words):
+            raise ValueError(f"{text!r}: 'of' needs an operand name")
+        of = words[k + 1]
+        words = words[:k] + words[k + 2:]
+    if len(words) > 1:
+        raise ValueError(f"{text!r}: one type after the role, not {' '.join(words)!r}")
+    typ = words[0] if words else ""
+    if typ:
+        known = ["T", *INT_TYPES, *DTYPES]
+        if ALIASES.get(typ, typ) not in known:
+            raise ValueError(unknown("type", typ, known) + f" (in {text!r})")
+        typ = ALIASES.get(typ, typ)
+    if role in ("in", "out", "inout", "temp"):
+        if value and role != "out":
+            raise ValueError(f"{text!r}: only an out takes '= init'")
+        init = (value or "sentinel").strip()
+        if init.split(":")[0] not in INIT_RULES:
+            raise ValueError(f"{text!r}: unknown init {init!r} (sentinel, zero, first:<input>, iota, value:<number>)")
+        return Param(name, role, "ptr", elem=typ or "T", init=init)
+    if role in ("dims", "strides"):
+        if not of:
+            raise ValueError(f"{text!r}: a {role} array says whose: '{name}: {role} u32 of x'")
+        return Param(name, role, "ptr", elem=typ or "u32", of=of)
+    if role == "scalar":
+        return Param(name, role, typ or "T")
+    ctype = typ or "u32"
+    if ctype not in INT_TYPES:
+        raise ValueError(f"{text!r}: a {role} is an integer ({', '.join(INT_TYPES)}), not {ctype}")
+    if role == "ndim" and not of:
+        raise ValueError(f"{text!r}: a rank says whose: '{name}: ndim u32 of x'")
+    return Param(name, role, ctype, of=of, expr=(value or "").strip())
+
+
+# ------------------------------------------------------------------------------ references
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call, ast.Name,
+            ast.Load, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
+            ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+HELPERS = {name: getattr(np, name) for name in (
+    "abs", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tanh", "minimum", "maximum", "fmax", "fmin",
+    "where", "sum", "prod", "cumsum", "sort", "argsort", "arange", "clip", "floor", "ceil", "round", "isnan",
+    "zeros_like", "ones_like", "full", "concatenate", "transpose", "dot", "matmul", "max", "min", "mean")}
+
+
+class _CDiv(ast.NodeTransformer):
+    """`a / b` and `a % b` as C computes them on integers (truncating)."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.Div, ast.Mod)):
+            fn = "_cdiv" if isinstance(node.op, ast.Div) else "_cmod"
+            return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()), [node.left, node.right], []), node)
+        return node
+
+
+def _cmod(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        return np.fmod(a, b)
+    return a - b * cdiv(a, b)
+
+
+def typed_scalars(scalars: dict, ctypes: dict[str, str], key: str) -> dict:
+    """Each scalar as the host passes it: a T (or its declared type) by value, rounded or truncated."""
+    out = {}
+    for n, v in scalars.items():
+        t = key if ctypes.get(n, "T") == "T" else ctypes[n]
+        if t in INT_TYPES:
+            out[n] = int(v)
+        else:
+            x = scalar_to_dtype(float(v), dtype(t))[0]
+            out[n] = float(x) if dtype(t).is_float else x
+    return out
+
+
+def expression_reference(text: str, ctypes: dict[str, str] | None = None):
+    """A reference from a NumPy expression (names: operands, scalars, sizes, `np`, HELPERS); ValueError
+    for syntax or a construct that is not allowed."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"{text!r} is not an expression: {e.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ValueError(f"{type(node).__name__} is not allowed in a reference expression")
+        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or not isinstance(node.value, ast.Name)
+                                                or node.value.id != "np"):
+            raise ValueError(f"only np.<function> attributes are allowed, not .{node.attr}")
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise ValueError(f"name {node.id!r} is not allowed")
+    free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(HELPERS) - {"np"}
+    code_float = compile(tree, "<reference>", "eval")
+    code_int = compile(ast.fix_missing_locations(_CDiv().visit(ast.parse(text.strip(), mode="eval"))),
+                       "<reference>", "eval")
+
+    def ref(ins, sizes, scalars, key):
+        env = {"np": np, **HELPERS, "_cdiv": cdiv, "_cmod": _cmod, **sizes,
+               **typed_scalars(scalars, ctypes or {}, key), **ins}
+        missing = free - set(env)
+        if missing:
+            raise NameError(f"reference {text!r}: unknown name {sorted(missing)[0]!r}")
+        code = code_float if dtype(key).is_float else code_int
+        return eval(code, {"__builtins__": {}}, env)
+    ref.free_names = free
+    return ref
+
+
+def function_reference(fn, ctypes: dict[str, str] | None = None):
+    """A reference from a function of the references module: called with the arguments it names."""
+    names = list(inspect.signature(fn).parameters)
+
+    def ref(ins, sizes, scalars, key):
+        typed = typed_scalars(scalars, ctypes or {}, key)
+        env = {**sizes, **typed, **ins, "dtype": key, "sizes": sizes, "scalars": typed}
+        return fn(**{n: env[n] for n in names if n in env})
+    ref.free_names = set(names) - set(_SPECIAL_ARGS)
+    return ref
+
+
+def _load_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"parity_declared_{re.sub(r'[^A-Za-z0-9_]', '_', name)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------------------------------ loading
+def load_declaration(path: Path) -> Profile:
+    """The profile a parity-kernels.toml declares; DeclarationError `file:line: field: what` otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DeclarationError(f"{path}: cannot read the declaration: {getattr(e, 'strerror', None) or e}") from None
+    where = _Where(path, text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise DeclarationError(f"{path}:{m.group(1) if m else 1}: {msg}") from None
+    for key in data:
+        if key not in TOP_KEYS:
+            raise where.error(unknown("key", key, TOP_KEYS), key)
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name or ""):
+        raise where.error("the profile needs a name: letters, digits, - and _ (it prefixes every case ID)", "name")
+    from . import BUILTIN
+    if name in BUILTIN:
+        raise where.error(f"{name!r} is a built-in profile; choose another name", "name")
+    types = data.get("types", {})
+    if not isinstance(types, dict) or not all(isinstance(v, str) for v in types.values()):
+        raise where.error("must be a table of dtype = \"spelling\"", "types")
+    for k in types:
+        if ALIASES.get(k, k) not in DTYPES:
+            raise where.error(unknown("dtype", k, DTYPES), "types")
+    types = {ALIASES.get(k, k): v for k, v in types.items()}
+    launch = data.get("launch", {})
+    if not isinstance(launch, dict):
+        raise where.error("must be a table (block, grid, shared)", "launch")
+    for k in launch:
+        if k not in ("block", "grid", "shared"):
+            raise where.error(unknown("key", k, ("block", "grid", "shared")), "launch")
+    refs = None
+    if "references" in data:
+        rp = data["references"]
+        if not isinstance(rp, str) or not rp.endswith(".py"):
+            raise where.error("must be a .py file next to the declaration", "references")
+        target = (path.parent / rp).resolve()
+        if not target.is_relative_to(path.parent.resolve()):
+            raise where.error(f"{rp} is outside the declaration's folder", "references")
+        if not target.is_file():
+            raise where.error(f"{rp} does not exist", "references")
+        try:
+            refs = _load_module(target, name)
+        except Exception as e:
+            raise where.error(f"{rp} does not import: {type(e).__name__}: {e}", "references") from None
+    kernels = data.get("kernel")
+    if not isinstance(kernels, list) or not kernels or not all(isinstance(k, dict) for k in kernels):
+        raise where.error("a declaration needs one or more [[kernel]] tables", "kernel")
+    ops = {}
+    for i, k in enumerate(kernels):
+        op = _kernel(k, i, name, types, launch, refs, where)
+        if op.name in ops:
+            raise where.error(f"op {op.name[len(name) + 1:]!r} is declared twice", "op", i)
+        ops[op.name] = op
+    seen: dict[str, str] = {}
+    for op in ops.values():
+        for key in op.dtypes:
+            kn = op.kernel_name(key)
+            if kn in seen and seen[kn] != op.name:
+                i = list(ops).index(op.name)
+                raise where.error(f"kernel {kn} is also op {seen[kn][len(name) + 1:]}'s", "name", i)
+            seen[kn] = op.name
+    return Profile(name=name, title=str(data.get("title") or f"{name}: kernels declared in {path.name}"), ops=ops,
+                   prefix=f"{name}.", source=str(path), sweeps=default_sweeps())
+
+
+def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, where: _Where):
+    label = k.get("op") if isinstance(k.get("op"), str) else ""
+
+    def err(msg, field, sub=""):
+        return where.error(msg, field, i, label, sub)
+    for key in k:
+        if key not in KERNEL_KEYS:
+            raise err(unknown("key", key, KERNEL_KEYS), key)
+    for key in ("op", "name", "dtypes", "params", "reference"):
+        if key not in k:
+            raise err("missing (every kernel has op, name, dtypes, params, reference)", key)
+    op = k["op"]
+    if not isinstance(op, str) or not re.fullmatch(r"[A-Za-z_][\w-]*\.[A-Za-z_][\w.-]*", op):
+        raise err(f"{op!r}: must be 'family.op'", "op")
+    pattern = k["name"]
+    if not isinstance(pattern, str) or not re.fullmatch(r"[A-Za-z_]\w*(\{T\}\w*)*", pattern):
+        raise err(f"{pattern!r}: a C identifier, with {{T}} where the dtype goes", "name")
+    try:
+        dts = [ALIASES.get(d, d) for d in _strings(k["dtypes"], "dtypes")]
+    except ValueError as e:
+        raise err(str(e), "dtypes")
+    for d in dts:
+        if d not in DTYPES:
+            raise err(unknown("dtype", d, DTYPES), "dtypes")
+    params = []
+    if not isinstance(k["params"], list) or not k["params"]:
+        raise err("must be a list of 'name: role [type]' strings", "params")
+    for j, p in enumerate(k["params"]):
+        try:
+            params.append(parse_param(p))
+        except ValueError as e:
+            raise err(f"#{j + 1}: {e}", "params")
+    kind = k.get("kind", "reduce" if any(p.role == "out" and p.init != "sentinel" for p in params)
+                 and not k.get("shapes") else "custom" if k.get("shapes") else "map")
+    if kind not in ("map", "reduce", "custom"):
+        raise err(f"{kind!r}: map, reduce or custom", "kind")
+    operands = {p.name for p in params if p.operand}
+    # tolerance
+    tol_spec, tolerance, sum_terms = k.get("tolerance", "exact"), Tolerance(ulp=0), None
+    if tol_spec == "sum" or (isinstance(tol_spec, dict) and set(tol_spec) == {"sum"}):
+        sum_terms = "" if tol_spec == "sum" else tol_spec["sum"]
+        if not isinstance(sum_terms, str):
+            raise err("{ sum = \"size expression\" }: how many terms each output adds up", "tolerance")
+        if sum_terms:
+            try:
+                size_expr(sum_terms)
+            except (SyntaxError, ValueError) as x:
+                raise err(f"sum = {sum_terms!r}: {getattr(x, 'msg', None) or x}", "tolerance")
+    elif tol_spec == "exact":
+        pass
+    elif isinstance(tol_spec, dict) and set(tol_spec) <= {"ulp", "atol"}:
+        ulp, atol = tol_spec.get("ulp", 0), tol_spec.get("atol", 0.0)
+        if not (isinstance(ulp, int) or isinstance(ulp, dict)) or not isinstance(atol, (int, float, dict)):
+            raise err("{ ulp = N } (N an integer, or a table dtype -> N), atol a number", "tolerance")
+        tolerance = Tolerance(ulp=ulp, atol=atol)
+    else:
+        raise err(f"{tol_spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }} or {{ ulp = N }}", "tolerance")
+    # values, scalars, domain
+    try:
+        values = _strings(k.get("values", ["normal", "special"]), "value classes")
+    except ValueError as e:
+        raise err(str(e), "values")
+    for v in values:
+        if v not in VALUE_CLASSES:
+            raise err(unknown("value class", v, VALUE_CLASSES), "values")
+    scalar_names = [p.name for p in params if p.role == "scalar"]
+    sets = k.get("scalars", [{}] if not scalar_names else None)
+    if sets is None:
+        raise err(f"the kernel takes scalars ({', '.join(scalar_names)}): give their values, "
+                  "scalars = [{ " + " = 1.5, ".join(scalar_names) + " = 1.5 }]", "scalars")
+    if not isinstance(sets, list) or not all(isinstance(s, dict) for s in sets) or not sets:
+        raise err("must be a list of tables, one per case parameter set", "scalars")
+    for s in sets:
+        if set(s) != set(scalar_names) or not all(isinstance(v, (int, float)) for v in s.values()):
+            raise err(f"every table gives a number for each scalar ({', '.join(scalar_names) or 'none'}), "
+                      f"not {sorted(s)}", "scalars")
+    domain = k.get("domain", {})
+    if not isinstance(domain, dict):
+        raise err("must be a table operand = domain", "domain")
+    for n, d in domain.items():
+        if n not in operands:
+            raise err(unknown("operand", n, operands), "domain")
+        if d not in DOMAINS:
+            raise err(unknown("domain", d, DOMAINS), "domain")
+    # launch
+    block = k.get("block", launch.get("block", 256))
+    grid = k.get("grid", launch.get("grid"))
+    shared = k.get("shared", launch.get("shared", 0))
+    block = tuple(block) if isinstance(block, list) else (block,)
+    if grid is None:
+        grid = (f"ceil(n / {block[0]})",) if isinstance(block[0], int) else ("ceil(n / block)",)
+    grid = tuple(grid) if isinstance(grid, list) else (grid,)
+    for field, exprs in (("block", block), ("grid", grid), ("shared", (shared,))):
+        if not 1 <= len(exprs) <= 3:
+            raise err("one to three dimensions", field)
+        for e in exprs:
+            if isinstance(e, bool) or not isinstance(e, (int, str)):
+                raise err(f"{e!r}: a number or an expression over the sizes", field)
+            if isinstance(e, str):
+                try:
+                    size_expr(e)
+                except (SyntaxError, ValueError) as x:
+                    raise err(f"{e!r}: {getattr(x, 'msg', None) or x}", field)
+    refuse = k.get("refuse", [])
+    if not isinstance(refuse, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
+                                               for r in refuse):
+        raise err("a list of [condition, what the host says] pairs", "refuse")
+    # shapes (custom)
+    shapes, operand_shapes = None, {}
+    if kind == "custom":
+        if "shapes" not in k:
+            raise err("a custom kernel needs [kernel.shapes]: name = { size = N, ... }", "shapes")
+        os_ = k.get("operand_shapes", {})
+        if not isinstance(os_, dict) or not all(isinstance(v, list) for v in os_.values()):
+            raise err("must be a table operand = [size expressions]", "operand_shapes")
+        for n, exprs in os_.items():
+            if n not in operands:
+                raise err(unknown("operand", n, operands), "operand_shapes")
+            for e in exprs:
+                try:
+                    size_expr(str(e))
+                except (SyntaxError, ValueError) as x:
+                    raise err(f"{n}: {e!r}: {getattr(x, 'msg', None) or x}", "operand_shapes")
+        operand_shapes = {n: tuple(str(e) for e in v) for n, v in os_.items()}
+        for p in params:
+            if p.operand and p.name not in operand_shapes and p.role != "temp":
+                raise err(f"operand {p.name!r} has no shape: operand_shapes = {{ {p.name} = [\"n\"] }}",
+                          "operand_shapes")
+            if p.role == "temp" and p.name not in operand_shapes:
+                raise err(f"scratch {p.name!r} needs a size: operand_shapes = {{ {p.name} = [\"n\"] }}",
+                          "operand_shapes")
+        if not isinstance(k["shapes"], dict) or not k["shapes"]:
+            raise err("a table of shape classes: name = { size = N, ... }", "shapes")
+        shapes = {}
+        for sname, spec in k["shapes"].items():
+            if not isinstance(spec, dict):
+                raise err(f"{sname}: a table of sizes", "shapes", sname)
+            sizes = {s: v for s, v in spec.items() if s not in ("doc", "views")}
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()):
+                raise err(f"{sname}: every size is a non-negative integer", "shapes", sname)
+            views = spec.get("views", {})
+            if not isinstance(views, dict) or any(n not in operands for n in views):
+                raise err(f"{sname}: views = {{ operand = \"transposed\" }} (operands: {', '.join(sorted(operands))})",
+                          "shapes", sname)
+            for n, kind_ in views.items():
+                try:
+                    view(kind_, (2, 3))
+                except KeyError:
+                    raise err(f"{sname}: unknown view {kind_!r} (contig, offset, transposed, narrowed, stepped, "
+                              "perm, bcast-lead, bcast-inner, scalar, unit)", "shapes", sname)
+            for n, exprs in operand_shapes.items():
+                try:
+                    [evaluate(e, sizes) for e in exprs]
+                except NameError as x:
+                    raise err(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
+            shapes[sname] = custom_shape(sname, str(spec.get("doc") or ", ".join(f"{a} = {b}" for a, b in sizes.items())),
+                                         sizes, views)
+    elif "shapes" in k or "operand_shapes" in k:
+        raise err(f"shape classes are for custom kernels (kind = \"custom\"); a {kind} kernel's are parity's",
+                  "shapes" if "shapes" in k else "operand_shapes")
+    # reference
+    ctypes = {p.name: p.ctype for p in params if p.role == "scalar"}
+    rtext = k["reference"]
+    if not isinstance(rtext, str) or not rtext.strip():
+        raise err("a NumPy expression, or refs.<function> of the references module", "reference")
+    if rtext.startswith("refs."):
+        if refs is None:
+            raise err(f"{rtext}: no references module (references = \"refs.py\" at the top)", "reference")
+        fn = getattr(refs, rtext[5:], None)
+        if not callable(fn):
+            raise err(f"{rtext}: the references module has no function {rtext[5:]!r}", "reference")
+        ref = function_reference(fn, ctypes)
+    else:
+        try:
+            ref = expression_reference(rtext, ctypes)
+        except ValueError as e:
+            raise err(str(e), "reference")
+    known = operands | set(scalar_names) | {p.name for p in params} | {"n"}
+    if shapes:
+        known |= {s for sc in shapes.values() for s in sc.geo["sizes"]}
+    unknown_names = sorted(ref.free_names - known)
+    if unknown_names:
+        raise err(f"{unknown_names[0]!r} is no operand, scalar or size of the kernel "
+                  f"(operands: {', '.join(sorted(operands))}; scalars: {', '.join(scalar_names) or 'none'})", "reference")
+    outs = [p.name for p in params if p.role in ("out", "inout")]
+    if len(outs) > 1 and not rtext.startswith("refs."):
+        raise err(f"{len(outs)} outputs ({', '.join(outs)}): a function of the references module returns "
+                  "a dict of them", "reference")
+    semantics = k.get("semantics", rtext if not rtext.startswith("refs.") else "")
+    divergences = k.get("divergences", [])
+    if not isinstance(semantics, str):
+        raise err("must be a string", "semantics")
+    try:
+        _strings(divergences, "lines") if divergences else None
+    except ValueError as e:
+        raise err(str(e), "divergences")
+    family = op.split(".")[0]
+    bound = None
+    if sum_terms is not None:
+        ins = [p.name for p in params if p.role in ("in", "inout")]
+        outs = [p.name for p in params if p.role in ("out", "inout")]
+
+        def bound(inputs, sizes, scalars, key, ref=ref, ins=ins, outs=outs, terms=sum_terms):
+            """The accumulation bound: magnitude = the reference on |inputs| (sum|x|, sum|x*y|, ...),
+            m = the terms each output adds (the size expression, else the largest input)."""
+            absolute = {n: np.abs(v) if np.asarray(v).dtype.kind == "f" else v for n, v in inputs.items()}
+            with np.errstate(all="ignore"):
+                mag = ref(absolute, sizes, scalars, key)
+            mags = mag if isinstance(mag, dict) else {outs[0]: mag}
+            m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
+            return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1)) for o in outs if o in mags}
+    try:
+        return kernel_op(name=f"{profile}.{op}", family=family, pattern=pattern, dtypes=tuple(dts),
+                         params=tuple(params), ref=ref, kind=kind, type_names=types,
+                         launch=LaunchRule(block, grid, str(shared)), shapes=shapes, operand_shapes=operand_shapes,
+                         tolerance=tolerance, bound=bound, refuse=tuple(tuple(r) for r in refuse),
+                         value_classes=tuple(values), param_sets=tuple(sets), domain=domain, semantics=semantics,
+                         divergences=tuple(divergences), profile=profile)
+    except DeclarationError as e:
+        raise err(str(e), "params")

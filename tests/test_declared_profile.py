@@ -1,0 +1,180 @@
+"""Issue #33: a port's own kernels declared in parity-kernels.toml (parity.profiles.declared).
+
+The worked example of docs/examples/declared-port (vecops: a CUDA library and its HIP port, four
+kernels) runs end to end on the cpu and amd-static levels here, on hip-on-nvidia and cuda on a GPU;
+every mistake in a declaration is one line naming the file, the line and the field."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from parity import profiles
+from parity.amd_static import hipcc
+from parity.cases import Case, Filters, load_sweep
+from parity.cli import main
+from parity.engine import prepare_case, run_cases
+from parity.executors.cpu import CpuExecutor
+from parity.profiles.declared import load_declaration, parse_param
+from parity.profiles.kernels import DeclarationError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "docs" / "examples" / "declared-port"
+DECL = EXAMPLE / "hip" / "parity-kernels.toml"
+needs_hipcc = pytest.mark.skipif(not hipcc(), reason="hipcc not installed (apt-get install hipcc libamdhip64-dev)")
+
+
+def test_example_declares_four_kernels_in_two_dtypes():
+    p = profiles.get(str(DECL))
+    assert p.name == "vecops" and p.source == str(DECL) and p.prefix == "vecops."
+    assert sorted(p.expected_kernels()) == sorted(f"{k}_{t}" for k in ("axpy", "scale_strided", "rowsum", "dot")
+                                                  for t in ("float", "double"))
+    assert {o.family for o in p.ops.values()} == {"blas", "reduce"}
+    assert profiles.lookup_op("vecops.blas.axpy") is p.ops["vecops.blas.axpy"]
+    assert profiles.get(EXAMPLE / "hip") is p                      # the folder holding the declaration
+    op = p.ops["vecops.blas.scale_strided"]
+    assert op.signature("f64") == ["ptr", "ptr", "ptr", "ptr", "u32", "f64", "u32"]
+    assert {"transposed", "narrowed", "bcast-rank", "rank0"} <= set(op.spec.shapes)    # strided: every view
+    assert set(p.ops["vecops.reduce.rowsum"].spec.shapes) == {"small", "tails", "one-row", "no-cols", "empty"}
+    assert p.ops["vecops.reduce.dot"].kind == "reduce"
+
+
+def test_example_cases_are_built_as_its_host_launches():
+    p = profiles.get(str(DECL))
+    pc = prepare_case(Case.parse("vecops.blas.scale_strided/f32/transposed/normal/s0@factor=3"))
+    assert pc.launch.buffers["dims"].dtype.name == "uint64" and list(pc.launch.buffers["dims"]) == [33, 47]
+    assert list(pc.launch.buffers["strides"]) == [1, 33]
+    pc = prepare_case(Case.parse("vecops.reduce.rowsum/f64/tails/normal/s0"))
+    assert pc.launch.grid == (2, 1, 1) and [a.value for a in pc.launch.args[2:]] == [300, 257]
+    pc = prepare_case(Case.parse("vecops.reduce.dot/f32/len257/normal/s0"))
+    assert pc.launch.buffers["result"][0] == 0 and pc.launch.grid == (2, 1, 1)
+    assert pc.built.refuse == ""
+    assert "no blocks" in prepare_case(Case.parse("vecops.reduce.rowsum/f32/empty/normal/s0")).built.refuse
+    cases = load_sweep("pr", profile=p)
+    rows = run_cases(cases, CpuExecutor(p.name), "cpu")
+    assert len(rows) == 248 and {r["verdict"] for r in rows} == {"pass"}
+
+
+@needs_hipcc
+def test_worked_example_end_to_end_on_cpu_and_amd_static(tmp_path):
+    """What docs/examples/declared-port/README.md says: the declaration next to --hip-src is picked up,
+    the port's kernels compile for AMD, the reports name the profile."""
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(EXAMPLE / "hip"), "--cuda-src", str(EXAMPLE / "cuda"),
+                                  "--levels", "cpu,amd-static", "--sweep", "pr", "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output                   # compiled: nothing executed here, exit 0
+    folder = next(tmp_path.iterdir())
+    res = json.loads((folder / "results.json").read_text())
+    meta = res["meta"]
+    assert meta["profile"]["name"] == "vecops" and meta["profile"]["how"].startswith("declared in")
+    assert "golden" not in meta                          # Candle's measured data says nothing about vecops
+    verdicts = {}
+    for row in res["results"]:
+        verdicts.setdefault(row["level"], set()).add(row["verdict"])
+    assert verdicts == {"cpu": {"pass"}, "amd-static": {"compiled"}}
+    assert sum(1 for row in res["results"] if row["level"] == "cpu") == 248
+    assert "ABI profile `vecops`" in (folder / "summary.md").read_text()
+    assert "vecops" in (folder / "index.html").read_text()
+    run_json = json.loads((folder / "run.json").read_text())
+    assert run_json["profile_opt"] == str(EXAMPLE / "hip" / "parity-kernels.toml")
+    cov = CliRunner().invoke(main, ["coverage", "--hip-src", str(EXAMPLE / "hip"), "--cuda-src", str(EXAMPLE / "cuda")])
+    assert cov.exit_code == 0 and cov.output.count(": 8 present") == 2, cov.output
+
+
+# ------------------------------------------------------------------------------ errors
+MUTATIONS = [
+    # (old text, new text, line, what the message says)
+    ('"alpha: scalar T"', '"alpha: scaler T"', 20, "kernel blas.axpy: params: #4: unknown role 'scaler'; did you mean 'scalar'?"),
+    ('reference = "alpha * x + y"', 'reference = "alpha * x + beta"', 21,
+     "kernel blas.axpy: reference: 'beta' is no operand, scalar or size of the kernel"),
+    ('dtypes = ["f32", "f64"]\nparams = ["x: in", "y: in"', 'dtypes = ["f32", "f46"]\nparams = ["x: in", "y: in"', 19,
+     "kernel blas.axpy: dtypes: unknown dtype 'f46'; did you mean 'f64'"),
+    ('tolerance = { ulp = 1 }', 'tolerance = { ulps = 1 }', 22, "kernel blas.axpy: tolerance:"),
+    ('scalars = [{ alpha = 2.5 }, { alpha = -0.75 }]', 'scalars = [{ alpah = 2.5 }]', 23,
+     "kernel blas.axpy: scalars: every table gives a number for each scalar (alpha)"),
+    ('"dims: dims u64 of x"', '"dims: dims u64 of z"', 30,
+     "kernel blas.scale_strided: params: parameter 'dims': dims of 'z', which is no operand (operands: out, x)"),
+    ('operand_shapes = { a = ["rows", "cols"], out = ["rows"] }', 'operand_shapes = { a = ["rows", "colz"], out = ["rows"] }',
+     46, "kernel reduce.rowsum: shapes: small: operand a's shape: unknown size 'colz'"),
+    ('reference = "refs.rowsum"', 'reference = "refs.row_sum"', 40,
+     "kernel reduce.rowsum: reference: refs.row_sum: the references module has no function 'row_sum'"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256"', 41, "kernel reduce.rowsum: grid:"),
+    ('tolerance = "sum"', 'tolerance = "summ"', 58, "kernel reduce.dot: tolerance: 'summ'"),
+    ('[[kernel]]\nop = "reduce.dot"', '[[kernel]]\nop = "reduce.dot"\nblocks = 128', 54,
+     "kernel reduce.dot: blocks: unknown key 'blocks'; did you mean 'block'?"),
+    ('name = "vecops"', 'name = "candle"', 4, "name: 'candle' is a built-in profile"),
+    ('references = "refs.py"', 'references = "../refs.py"', 6, "references: ../refs.py is outside the declaration's folder"),
+    ('[launch]', '[lanch]', 12, "unknown key 'lanch'; did you mean 'launch'?"),
+    ('f32 = "float"', 'f32 = "float"\nf32 = "single"', 10, "Cannot overwrite a value"),
+]
+
+
+@pytest.mark.parametrize("old,new,line,says", MUTATIONS, ids=[m[3][:40] for m in MUTATIONS])
+def test_declaration_errors_name_file_line_and_field(tmp_path, old, new, line, says):
+    shutil.copytree(EXAMPLE / "hip", tmp_path / "hip")
+    decl = tmp_path / "hip" / "parity-kernels.toml"
+    text = decl.read_text()
+    assert old in text, old
+    decl.write_text(text.replace(old, new, 1))
+    with pytest.raises((DeclarationError, ValueError)) as e:
+        profiles.load(decl)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{decl}:{line}: "), msg
+    assert says in msg, msg
+    # the command line: one line, exit 2
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(tmp_path / "hip")])
+    assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+
+
+def test_parameter_grammar():
+    p = parse_param("x_dims: dims u64 of x")
+    assert (p.role, p.elem, p.of) == ("dims", "u64", "x")
+    p = parse_param("acc: out = first:x")
+    assert (p.role, p.init) == ("out", "first:x")
+    p = parse_param("m: size i32 = rows * 2")
+    assert (p.ctype, p.expr) == ("i32", "rows * 2")
+    assert parse_param("alpha: scalar f32").ctype == "f32" and parse_param("ix: in u32").elem == "u32"
+    for bad, says in (("x in", "expected 'name: role"), ("x: dims u32", "says whose"), ("n: len f32", "an integer"),
+                      ("x: in = zero", "only an out"), ("o: out = zeros", "unknown init"),
+                      ("x: in float", "unknown type 'float'")):
+        with pytest.raises(ValueError, match=says):
+            parse_param(bad)
+
+
+def test_declared_cases_are_prepared_in_this_process():
+    """A declared profile's references live in the port's files: its cases are never sent to a
+    forked preparer (which may not have loaded the declaration)."""
+    from parity.engine import _poolable
+    profiles.get(str(DECL))
+    assert not _poolable(Case.parse("vecops.blas.axpy/f32/contiguous/normal/s0@alpha=2.5"))
+    assert _poolable(Case.parse("rocm-rs.elementwise.add/f32/contiguous/normal/s0"))
+    assert _poolable(Case.parse("unary.exp/f32/contiguous/normal/s0"))
+
+
+def test_filters_name_the_profiles_ops():
+    p = profiles.get(str(DECL))
+    cases = load_sweep("smoke", Filters(ops=["blas.*"], dtypes=["f64"]), profile=p)
+    assert cases and {c.op for c in cases} == {"vecops.blas.axpy", "vecops.blas.scale_strided"}
+    with pytest.raises(KeyError, match="unknown op 'blas.axpyy'; did you mean 'blas.axpy'"):
+        load_sweep("smoke", Filters(ops=["blas.axpyy"]), profile=p)
+    with pytest.raises(FileNotFoundError, match="its sweeps: huge, nightly, pr, smoke"):
+        load_sweep("quant", profile=p)
+
+
+# ------------------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+def test_worked_example_on_gpu(tmp_path):
+    """The port against its CUDA original and the reference: every case passes on hip-on-nvidia
+    (wave 32 and 64) and on cuda."""
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(EXAMPLE / "hip"), "--cuda-src", str(EXAMPLE / "cuda"),
+                                  "--levels", "hip-on-nvidia,cuda", "--wave", "32,64", "--sweep", "pr",
+                                  "--require", "hip-on-nvidia,cuda", "--out", str(tmp_path), "--time"])
+    assert r.exit_code == 0, r.output[-3000:]
+    res = json.loads((next(tmp_path.iterdir()) / "results.json").read_text())
+    levels = {row["level"] for row in res["results"]}
+    assert levels == {"hip-on-nvidia", "hip-on-nvidia/w32", "cuda"}
+    assert {row["verdict"] for row in res["results"]} == {"pass"}
+    assert sum(1 for row in res["results"] if row["level"] == "cuda") == 248
+    assert any(row.get("kernel_ms") for row in res["results"])      # timed like Candle's kernels
