@@ -26,10 +26,16 @@ def _suite_dir(path: Path | None, default: Path) -> Path:
 @click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
 @click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
-@click.option("--drift", is_flag=True, help="With --cuda-src (Candle's candle-kernels/src): list only the kernels it "
-                                            "defines that the catalog lacks, with the closest catalog kernel; exit 1 "
-                                            "when there is one (the catalog is behind upstream).")
-def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, port_source, port_include,
+@click.option("--drift", is_flag=True, help="With --cuda-src (Candle's candle-kernels/src): what changed upstream since "
+                                            "the catalog caught up — kernels new upstream, gone upstream, or with "
+                                            "changed parameters — one line each with file:line; exit 1 on any.")
+@click.option("--snapshot", "snapshot_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="With --drift: the record of upstream to compare against [default: the bundled "
+                   "parity/data/candle-upstream.json].")
+@click.option("--update-snapshot", is_flag=True, help="With --drift: after catching the catalog up, write --cuda-src's "
+                                                      "kernels as the new record (to --snapshot, else the bundled one).")
+def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file, update_snapshot, port_file,
+                 port_source, port_include,
                  port_force_include, port_define, profile_opt=None) -> None:
     """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
 
@@ -39,7 +45,9 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, port_file, po
     """
     from .coverage import coverage, summary
     if drift:
-        _drift(cuda_src, as_json, profile_opt)
+        _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot)
+    if snapshot_file or update_snapshot:
+        raise SetupError("--snapshot and --update-snapshot go with --drift")
     from .levels import DEFAULT_HIP_SRC
     from .port import discover_port
     from .suite import discover
@@ -167,22 +175,48 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
         return analyze(suite, targets, on_compiled=compiled, **line)
 
 
-def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None) -> None:
-    """`coverage --drift`: the kernels a CUDA suite defines that no catalog op expects (#31)."""
-    from .coverage import drift
+def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None, snapshot_file: Path | None = None,
+           update: bool = False) -> None:
+    """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
+    from .coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
+    from .resources import data_dir
     from .suite import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     folder = _suite_dir(cuda_src, Path())
     profile, _ = _profile(profile_opt, None)
-    rows = drift(discover(folder), profile.expected_kernels())
+    suite = discover(folder)
+    record = snapshot_file or (data_dir() / UPSTREAM_LOCK if profile.name == "candle" else None)
+    if update:
+        if record is None:
+            raise SetupError(f"profile {profile.name} has no bundled upstream record: name one with --snapshot FILE")
+        try:
+            record.write_text(snapshot_text(upstream_snapshot(suite, str(folder))))
+        except OSError as e:
+            raise SetupError(f"cannot write {record}: {e.strerror or e}")
+        click.echo(f"{record}: {len(suite.kernels)} kernels of {folder} recorded", err=True)
+    lock = None
+    if record is not None and not update:
+        try:
+            lock = json.loads(record.read_text())
+            if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
+                raise ValueError("no 'kernels' object")
+        except FileNotFoundError:
+            if snapshot_file:
+                raise SetupError(f"--snapshot {record} does not exist (write one with --update-snapshot)")
+        except (OSError, ValueError) as e:
+            raise SetupError(f"{record} is not an upstream record ({e})")
+    rows = drift(suite, profile.expected_kernels(), lock)
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
     else:
         for r in rows:
-            click.echo(f"{r.kernel}\t{_relative(r.where, folder)}\tclosest: {r.suggestion or '-'}")
-        click.echo(f"{len(rows)} kernel(s) of {folder} not in the catalog" + (": add them to parity/ops "
-                   "(docs/adding-an-op.md)" if rows else ": the catalog is current"), err=True)
+            click.echo(f"{r.status}\t{r.kernel}\t{_relative(r.where, folder)}\t{r.suggestion or '-'}")
+        counts = {st: sum(r.status == st for r in rows) for st in ("new upstream", "gone upstream", "parameters changed")}
+        since = f" since {lock.get('source', record)}" if lock else ""
+        click.echo(f"{folder}{since}: " + ", ".join(f"{n} {st}" for st, n in counts.items())
+                   + (": catch the catalog up (docs/candle-new-kernels.md, 'A new upstream kernel')" if rows
+                      else ": the catalog is current"), err=True)
     sys.exit(1 if rows else 0)
 
 

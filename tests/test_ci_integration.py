@@ -78,6 +78,33 @@ def test_example_workflow_runs_each_level_on_its_runner():
         assert job["steps"][0]["uses"].startswith("actions/checkout@")
 
 
+def test_drift_workflow_runs_the_drift_check_on_candle_main_weekly(tmp_path):
+    """docs/examples/candle-drift.yml: a scheduled job, Candle main's kernels checked out, and the
+    very command that goes red on an upstream change (its run line is run here on an upstream with
+    one kernel more than the record: exit 1)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    w = load(ROOT / "docs" / "examples" / "candle-drift.yml")
+    on = w.get("on", w.get(True))
+    assert on["schedule"][0]["cron"] and "workflow_dispatch" in on
+    steps = w["jobs"]["drift"]["steps"]
+    assert steps[0]["with"]["repository"] == "huggingface/candle"
+    (run,) = [s["run"] for s in steps if "--drift" in s.get("run", "")]
+    cmd = next(line for line in run.splitlines() if line.strip().startswith("parity coverage"))
+    argv = [a for a in shlex.split(cmd.split("|")[0]) if a != "2>&1"]
+    assert argv[:2] == ["parity", "coverage"] and "--drift" in argv
+    src = tmp_path / "candle" / "candle-kernels" / "src"
+    src.mkdir(parents=True)
+    (src / "x.cu").write_text('extern "C" __global__ void brand_new_f32(const float *x) {}\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "parity", *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 1, p.stderr
+    assert "new upstream\tbrand_new_f32\tx.cu:1" in p.stdout
+
+
 def test_pre_commit_hooks():
     hook, static = load(HOOKS)
     assert static["id"] == "parity-amd-static" and static["entry"] == "parity compile --since HEAD --summary"
