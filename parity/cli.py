@@ -401,6 +401,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         raise SetupError(str(e.args[0]) if e.args else str(e))
     if not cases:
         raise SetupError("the filters select no case (see `parity list` and `parity run --help`)")
+    if profile.name != "candle" and given_src is None and port is None and levels != "cpu":
+        raise SetupError(f"profile {profile.name} has no bundled suite: give --hip-src DIR (the kernels to check), "
+                         "or --levels cpu for its reference alone")
     hip_src = given_src if given_src else port.root if port is not None else DEFAULT_HIP_SRC
     cuda_src = Path(cuda_src) if cuda_src else None
     for p in [hip_src] + ([cuda_src] if cuda_src else []):

@@ -351,7 +351,10 @@ def test_rocm_rs_master_pr_sweep_on_gpu():
     assert rows["rocm-rs.memory.copy_element/u8/middle/normal/s0"]["verdict"] == "oob-write"   # 4 bytes into 1
     assert rows["rocm-rs.memory.copy_element/f64/middle/normal/s0"]["verdict"] == "fail"      # half a double
     assert rows["rocm-rs.transpose.reverse/f32/transposed/normal/s0"]["verdict"] == "fail"     # input_strides unread
-    assert rows["rocm-rs.sort.bitonic_ascending/i32/len100/normal/s0"]["verdict"] == "fail"   # sentinel 999999
+    # bitonic: both threads of a pair run the compare-exchange (each with the opposite comparison), so a
+    # pair already in order is swapped back; and the padding's sentinel 999999 is no maximum of int
+    assert rows["rocm-rs.sort.bitonic_ascending/i32/len100/normal/s0"]["verdict"] == "fail"
+    assert rows["rocm-rs.sort.bitonic_ascending/f32/len8/normal/s0"]["verdict"] == "fail"
     assert rows["rocm-rs.sort.simple_sort/i32/empty/normal/s0"]["verdict"] in ("crash", "timeout", "oob-write")
 
 
@@ -361,3 +364,54 @@ def test_fixture_compiles_with_the_cuda_mapping():
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor(ROOT / FIXTURE, compiler="nvcc")
     assert all(r.ok for r in ex.compile_all().values())
+
+
+# ------------------------------------------------------------------------------ the command line
+def test_run_recognises_the_profile_names_it_and_resumes_with_it(tmp_path):
+    from click.testing import CliRunner
+
+    from parity.cli import main
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(ROOT / FIXTURE), "--levels", "cpu", "--ops", "reduce.sum",
+                                  "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "profile: rocm-rs (recognised: 6 of the suite's 6 kernels are rocm-rs's)" in r.output
+    folder = next(tmp_path.iterdir())
+    import json
+    meta = json.loads((folder / "results.json").read_text())["meta"]
+    assert meta["profile"]["name"] == "rocm-rs" and meta["profile"]["kernels"] == 165 and "golden" not in meta
+    md = (folder / "summary.md").read_text()
+    assert "ABI profile `rocm-rs`" in md and "kernels.hip:581" in md        # the profile and its notes
+    assert "rocm-rs" in (folder / "index.html").read_text()
+    assert json.loads((folder / "run.json").read_text())["profile_opt"] == "rocm-rs"
+    r = CliRunner().invoke(main, ["run", "--resume", str(folder), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["run", "--resume", str(folder), "--profile", "candle"])
+    assert r.exit_code == 2 and "continues a run with --profile rocm-rs" in r.output
+    r = CliRunner().invoke(main, ["run", "--profile", "rocm-rs", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "has no bundled suite" in r.output
+    r = CliRunner().invoke(main, ["run", "--profile", "rocm_rs", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "did you mean 'rocm-rs'" in r.output
+    r = CliRunner().invoke(main, ["list", "--profile", "rocm-rs", "--ops", "sort.*", "--json"])
+    assert r.exit_code == 0 and "bitonic_sort_ASCENDING_float" in r.output
+
+
+def test_candle_runs_name_their_profile_too(tmp_path):
+    from click.testing import CliRunner
+
+    from parity.cli import main
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.neg", "--dtypes", "f32",
+                                  "--layouts", "contiguous", "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    folder = next(tmp_path.iterdir())
+    import json
+    meta = json.loads((folder / "results.json").read_text())["meta"]
+    assert meta["profile"]["name"] == "candle" and meta["golden"]["entries"] > 0
+    assert "ABI profile `candle`" in (folder / "summary.md").read_text()
+
+
+def test_repro_replays_a_profile_case(tmp_path):
+    from parity import repro
+    r = repro.run("rocm-rs.broadcast.add/f32/transposed/normal/s0", "cpu", ROOT / FIXTURE, out=tmp_path / "c.npz")
+    assert r.verdict == "pass" and r.kernel == "elementwise_add_broadcast_float" and (tmp_path / "c.npz").is_file()
+    with pytest.raises(ValueError, match="host refuses"):
+        repro.run("rocm-rs.elementwise.add/f32/empty/normal/s0", "cpu", ROOT / FIXTURE)
