@@ -24,7 +24,8 @@
     domain = { x = "positive" }            # per-operand input domain
     semantics = "out[i] = alpha * x[i] + y[i]"
     divergences = []
-    kind = "map"                           # map (default) | reduce | custom (with [kernel.shapes])
+    kind = "map"                           # map | reduce | custom; default: custom with [kernel.shapes],
+                                           # reduce when an out has an init (`acc: out = zero`), else map
     refuse = [["n == 0", "the host returns before launching"]]
 
 A parameter is `NAME: ROLE [TYPE] [of OPERAND] [= VALUE]` (parity.profiles.kernels: the roles):
