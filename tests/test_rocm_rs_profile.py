@@ -358,12 +358,25 @@ def test_rocm_rs_master_pr_sweep_on_gpu():
     assert rows["rocm-rs.sort.simple_sort/i32/empty/normal/s0"]["verdict"] in ("crash", "timeout", "oob-write")
 
 
-@pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
-def test_fixture_compiles_with_the_cuda_mapping():
+def test_fixture_and_compat_compile_with_the_cuda_mapping():
+    """hip-on-nvidia's compile (no GPU needed): the fixture as it is; rocm-rs master only with the
+    compat header (kernels.hip:581 otherwise, the same error hipcc gives)."""
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
-    ex = HipOnNvidiaExecutor(ROOT / FIXTURE, compiler="nvcc")
+    ex = HipOnNvidiaExecutor(ROOT / FIXTURE, compiler="nvcc", arch="90")
     assert all(r.ok for r in ex.compile_all().values())
+    if (ROCM_RS / "kernels.hip").is_file():
+        from parity.executors.preflight import compile_failure
+        from parity.port import Port
+        ex = HipOnNvidiaExecutor(ROCM_RS, compiler="nvcc", arch="90")
+        res = ex.compile_all()
+        bad = {p.name: compile_failure(p, r, True) for p, r in res.items() if not r.ok}
+        assert list(bad) == ["kernels.hip"] and bad["kernels.hip"].status == "compile-error"
+        assert "kernels.hip:581" in bad["kernels.hip"].message and "atomicAdd" in bad["kernels.hip"].message
+        port = Port(root=ROCM_RS).extended(force_includes=[str(COMPAT)])
+        ex = HipOnNvidiaExecutor(ROCM_RS, compiler="nvcc", arch="90", port=port)
+        assert all(r.ok for r in ex.compile_all().values())
 
 
 # ------------------------------------------------------------------------------ the command line
