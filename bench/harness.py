@@ -1,6 +1,7 @@
 """Benchmark of the harness itself: cases/s for a sweep, per-case time split into
 generate (build + reference) / launch (executor.run: upload, kernel, download, guard checks) /
 compare, and the per-case overhead outside kernel time (target < 2 ms median on an H100).
+Also the kernel timing the other bench scripts share (gpu_clock, timed, copy_ms, suite_kernel).
 
     python3 bench/harness.py                      # cpu level, pr sweep (engine parts only)
     python3 bench/harness.py --level hip-on-nvidia --sweep pr --limit 2000   # GPU end to end
@@ -57,6 +58,64 @@ def measure(level: str, sweep: str, ops: str | None, limit: int | None, isolate:
             "cases_per_s": len(cases) / wall if wall else float("nan"),
             "generate_ms": ms(gen), "launch_ms": ms(launch), "compare_ms": ms(cmp_), "total_ms": ms(total),
             "overhead_ms": ms(overhead), "p90_total_ms": 1e3 * sorted(total)[int(0.9 * (len(total) - 1))]}
+
+
+# --------------------------------------------------------------- kernel timing shared by the bench scripts
+# (kernel_speed.py, quant_speed.py, launch_floor.py, suite_speed.py): parity's CUDA clock on raw device
+# events, L2 flushed by reading 2x L2 before every sample, samples queued behind a hold kernel, sampled
+# until the spread is under 1% (median). Kernels, copies and empty launches are timed alike, so their
+# ratios compare like with like.
+_CLOCK = None
+
+
+def gpu_clock():
+    """This process's CUDA clock (parity.timing.CupyClock), made on first use."""
+    global _CLOCK
+    if _CLOCK is None:
+        from parity.timing import CupyClock
+        _CLOCK = CupyClock()
+    return _CLOCK
+
+
+def cold_options(time_cap_s: float = 2.0, min_samples: int = 20, max_noise: float = 0.01):
+    from parity.timing import TimingOptions
+    return TimingOptions(mode="cold", max_noise=max_noise, min_samples=min_samples, time_cap_s=time_cap_s)
+
+
+def timed(fn, opts=None, before=None) -> float:
+    """Median milliseconds of fn() with the L2 flushed (after before(), if given) before each sample."""
+    from parity.timing import sample
+    clock = gpu_clock()
+
+    def prep():
+        if before is not None:
+            before()
+        clock.flush()
+    return sample(lambda k: clock.measure(fn, k, prep), opts or cold_options()).median_ms
+
+
+_COPIES: dict[int, float] = {}
+
+
+def copy_ms(nbytes: int, opts=None) -> float:
+    """A device-to-device copy moving nbytes (nbytes/2 read + nbytes/2 written), timed as timed() does."""
+    if nbytes not in _COPIES:
+        import cupy as cp
+        a = cp.empty(max(nbytes // 2, 1), dtype=cp.uint8)
+        b = cp.empty_like(a)
+        clock = gpu_clock()
+        _COPIES[nbytes] = timed(lambda: clock.copy(b.data.ptr, a.data.ptr, a.nbytes), opts)
+        del a, b
+    return _COPIES[nbytes]
+
+
+def suite_kernel(ex, name: str):
+    """The loaded function `name` of an executor's suite (compiled through parity's cache)."""
+    ex.precompile(ex.sources_for([name]))
+    f, err = ex._function(name)
+    if err is not None:
+        raise RuntimeError(f"{ex.level}: {name}: {err.status} {err.message[:300]}")
+    return f
 
 
 def table(rows: list[dict]) -> str:

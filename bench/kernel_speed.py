@@ -21,17 +21,12 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import gpu_clock, timed  # noqa: E402
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
-from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 N = 1 << 26
-CLOCK = CupyClock()
-OPTS = TimingOptions(mode="cold", max_noise=0.01, min_samples=20, time_cap_s=2.0)
-
-
-def timed(fn) -> float:
-    """Median milliseconds of fn() with the L2 flushed before each sample."""
-    return sample(lambda k: CLOCK.measure(fn, k, CLOCK.flush), OPTS).median_ms
+CLOCK = gpu_clock()
 
 
 def main(out_dir: str | None) -> None:

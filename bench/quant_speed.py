@@ -27,27 +27,14 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import gpu_clock, suite_kernel as kernel, timed  # noqa: E402,F401 (launch_floor.py imports them here)
 from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor  # noqa: E402
 from parity.ops.quantized.blocks import FORMATS, dequantize_reference, random_blocks  # noqa: E402
-from parity.timing import CupyClock, TimingOptions, sample  # noqa: E402
 
 ROWS, COLS = 4096, 14336
-CLOCK = CupyClock()
-OPTS = TimingOptions(mode="cold", max_noise=0.01, min_samples=20, time_cap_s=2.0)
+CLOCK = gpu_clock()
 CHECKED_BLOCKS = 4096
-
-
-def timed(fn) -> float:
-    """Median milliseconds of fn() with the L2 flushed before each sample."""
-    return sample(lambda k: CLOCK.measure(fn, k, CLOCK.flush), OPTS).median_ms
-
-
-def kernel(ex, name: str):
-    ex.precompile(ex.sources_for([name]))
-    f, err = ex._function(name)
-    if err is not None:
-        raise RuntimeError(f"{ex.level}: {name}: {err.status} {err.message[:300]}")
-    return f
 
 
 def mmvq_rows(suites, blocks, vx, nblocks) -> list[dict]:
