@@ -304,11 +304,12 @@ def test_fixture_on_gpu_gets_the_models_verdicts_and_worst_elements():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_fixture_index_overflow_on_huge_on_gpu():
-    """elementwise_add_uchar's `(int)n`: at 2^31 + 1029 elements no thread writes (6 GiB of buffers)."""
+    """elementwise_add_uchar's `(int)n` at 2^31 + 1029 elements (6 GiB of buffers): the NumPy model says
+    no thread writes; on an H200 the launch faults instead (`crash`, measured at stop 28), and the level
+    goes on: a case of one block's length right after it passes."""
     case = Case.parse("rocm-rs.elementwise.add/u8/huge/normal/s0")
     g = _run_on("hip-on-nvidia", ROOT / FIXTURE, [case])[0]
-    unwritten = int((prepare_case(case).expected["result"] != 0xA5).sum())
-    assert g["verdict"] == "fail" and g["n_bad"] == unwritten > 2 ** 31 and "sentinel" in g["worst"]["note"]
+    assert g["verdict"] == "crash", (g["verdict"], g["message"][:300])
     ok = _run_on("hip-on-nvidia", ROOT / FIXTURE, [Case.parse("rocm-rs.elementwise.add/u8/len163835/normal/s0")])[0]
     assert ok["verdict"] == "pass"
 
@@ -336,27 +337,37 @@ def test_rocm_rs_master_pr_sweep_on_gpu():
     rows = by_id(_run_on("hip-on-nvidia", ROCM_RS, cases, port=port, every_fault=False))
     print("master + compat:", collections.Counter(r["verdict"] for r in rows.values()))
     assert not [r for r in rows.values() if r["verdict"] in ("compile-error", "error", "mapping-gap", "missing")]
-    # correct kernels: pass
+    wrong = []
+
+    def expect(cid, ok, what):
+        if not ok(rows[cid]["verdict"]):
+            wrong.append(f"{cid}: {rows[cid]['verdict']} ({what}) {rows[cid]['message'][:160]}")
     for cid in ("rocm-rs.elementwise.add/f32/contiguous/normal/s0", "rocm-rs.sort.argsort/f32/len100/normal/s0",
-                "rocm-rs.reduce.sum/f32/len163835/normal/s0", "rocm-rs.matmul.multiply/f32/tails/normal/s0",
-                "rocm-rs.broadcast.add/f32/bcast-rank3/normal/s0"):
-        assert rows[cid]["verdict"] == "pass", (cid, rows[cid]["message"])
+                "rocm-rs.reduce.sum/f32/len163835/normal/s0", "rocm-rs.matmul.multiply/f32/tails/normal/s0"):
+        expect(cid, lambda v: v == "pass", "a correct kernel")
     # rocm-rs's bugs (kernels.hip / sorting_kernels.hip)
+    # unravel_index (kernels.hip:12-18) walks the dims innermost first dividing by stride 1: the last
+    # index takes the whole flat index, so every broadcast of rank >= 2 reads the wrong elements
+    # (measured on an H200, stop 28: (5,1,7)+(6,1) 203 of 210 elements off, the first 7 right)
+    expect("rocm-rs.broadcast.add/f32/bcast-rank3/normal/s0", lambda v: v == "fail", "unravel_index")
+    if rows["rocm-rs.broadcast.add/f32/bcast-rank3/normal/s0"]["verdict"] == "fail":
+        assert rows["rocm-rs.broadcast.add/f32/bcast-rank3/normal/s0"]["n_bad"] == 203
     for op in ("max", "min"):                 # fmaxf/fminf through float: doubles and wide integers rounded
         for cid in (f"rocm-rs.reduce.{op}/f64/contiguous/normal/s0", f"rocm-rs.reduce.{op}/i32/contiguous/wide/s0"):
             p = prepare_case(Case.parse(cid))
             x = p.built.inputs["input"]
             if (x.argmax() if op == "max" else x.argmin()) != 0:          # the accumulator's start is exact
-                assert rows[cid]["verdict"] == "fail", (cid, rows[cid]["message"])
-    assert rows["rocm-rs.memory.copy_element/u8/middle/normal/s0"]["verdict"] == "oob-write"   # 4 bytes into 1
-    assert rows["rocm-rs.memory.copy_element/f64/middle/normal/s0"]["verdict"] == "fail"      # half a double
-    assert rows["rocm-rs.transpose.reverse/f32/transposed/normal/s0"]["verdict"] == "fail"     # input_strides unread
+                expect(cid, lambda v: v == "fail", "fmaxf/fminf through float")
+    expect("rocm-rs.memory.copy_element/u8/middle/normal/s0", lambda v: v == "oob-write", "4 bytes into 1")
+    expect("rocm-rs.memory.copy_element/f64/middle/normal/s0", lambda v: v == "fail", "half a double")
+    expect("rocm-rs.transpose.reverse/f32/transposed/normal/s0", lambda v: v == "fail", "input_strides unread")
     # bitonic: both threads of a pair run the compare-exchange (each with the opposite comparison), so a
     # pair already in order is swapped back; and the padding's sentinel 999999 is no maximum of int
-    assert rows["rocm-rs.sort.bitonic_ascending/i32/len100/normal/s0"]["verdict"] == "fail"
-    assert rows["rocm-rs.sort.bitonic_ascending/f32/len8/normal/s0"]["verdict"] == "fail"
-    assert rows["rocm-rs.sort.simple_sort/i32/empty/normal/s0"]["verdict"] in ("crash", "timeout", "oob-write")
-
+    expect("rocm-rs.sort.bitonic_ascending/i32/len100/normal/s0", lambda v: v == "fail", "bitonic pairs")
+    expect("rocm-rs.sort.bitonic_ascending/f32/len8/normal/s0", lambda v: v == "fail", "bitonic pairs")
+    expect("rocm-rs.sort.simple_sort/i32/empty/normal/s0", lambda v: v in ("crash", "timeout", "oob-write"),
+           "n - 1 with unsigned n = 0")
+    assert not wrong, "\n".join(wrong)
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
