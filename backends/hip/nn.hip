@@ -7,161 +7,792 @@
 //   rope_i_T(src, cos, sin, dst, u32 bh, u32 td, u32 stride_b)
 //   rope_T(src, cos, sin, dst, u32 bh, u32 td, u32 d, u32 stride_b)
 //   rope_thd_T(src, cos, sin, dst, u32 b, u32 t, u32 h, u32 d, u32 stride_b)
-// Row reductions go through shared memory over the launch's own block shape,
-// so a 32-thread block on a 64-lane wavefront is as correct as on a 32-lane warp.
+//
+// Row ops (softmax, rmsnorm, layernorm) under Candle's launch: one block per row, its threads a
+// multiple of 32 (softmax's block is (1,n,1), the norms' (n,1,1)). The kernels keep a row in
+// registers, read it with 16-byte loads and write it once:
+//  * batch path (16-byte aligned rows that split into exactly P packs a thread on G threads, G a
+//    power of two >= 32, P <= PMAX; or into one pack on each of the first G threads): the block's
+//    threads work in groups of G threads per row and each group takes K rows, so a working block
+//    handles nt/G*K consecutive rows and the blocks in between return at once, as the elementwise
+//    kernels' idle blocks do (common.h): one 4096-column f16 row is 8 KB, too little in flight
+//    for a block of its own;
+//  * stream path (longer rows, other lengths, unaligned rows element by element): one row per
+//    block in chunks of PMAX packs a thread, in passes that alternate direction, so that each pass
+//    starts on the chunk the last one left in registers; a row of one chunk is read once.
+// Cross-thread sums and maxima: group_allreduce, through shared memory (no lane operations: the same
+// code on 32- and 64-lane wavefronts).
 #include "structured.h"
+#if defined(PK_NVIDIA)
+#include <hip/hip_bf16.h>  // cvt.rn.bf16.f32 (Cv<bf16>)
+#endif
+
+// Packs of 16 bytes each thread holds per row: the register budget of the batch path and the
+// chunk of the stream path. Softmax: 16 packs, a 2048-column f32 row in one warp's registers;
+// f16/bf16 (worked on as floats) and f64 take half. (H200, f32: 32 packs, a 4096-column row read
+// once at 12 resident warps per SM, gave 48 us at 4096x4096 (70% of copy) and 61 us at 16384x1024
+// (55%); 16 packs, the 4096-column row in two chunks, 45 us (75%) and 38 us (89%).)
+#ifndef PK_SOFTMAX_PACKS
+#define PK_SOFTMAX_PACKS 16
+#endif
+#ifndef PK_SOFTMAX_ROWS
+#define PK_SOFTMAX_ROWS 8
+#endif
+// Norms: 2 packs (32 KB of rows in flight per 1024-thread block) and <= 32 registers, so that two
+// 1024-thread blocks fit an SM: with one, each block that returns at once holds the SM for itself.
+// H200, rmsnorm f32 16384x1024 / 4096x4096 / 1024x16384: 2 packs, 32 registers: 81 / 44 / 41 us;
+// 4 packs, 64 registers: 131 / 64 / 54 us; 8 packs, 64 registers: 112 / 48 / 38 us.
+#ifndef PK_NORM_PACKS
+#define PK_NORM_PACKS 2
+#endif
+#ifndef PK_NORM_ROWS
+#define PK_NORM_ROWS 2
+#endif
+#ifndef PK_NORM_MIN_BLOCKS
+#define PK_NORM_MIN_BLOCKS 2
+#endif
 
 namespace pk {
-
-template <class T> struct Acc { typedef float A; };   // softmax sum: float for f16/bf16/f32
-template <> struct Acc<double> { typedef double A; };
 
 template <class T> PK_DEV typename Num<T>::C expg(typename Num<T>::C x) {
   if constexpr (sizeof(typename Num<T>::C) == 8) return exp(x);
   else return expf(x);
 }
 
-template <class T>
-PK_DEV void softmax(const T* x, T* dst, int ncols) {
-  typedef typename Num<T>::C C;
-  typedef typename Acc<T>::A A;
-  __shared__ C smax[kMaxBlock];
-  __shared__ A ssum[kMaxBlock];
-  const usize row = (usize)blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned tid = threadIdx.y, nt = blockDim.y;
-  const T* xr = x + row * (usize)ncols;
-  T* dr = dst + row * (usize)ncols;
-  C m = Limits<T>::lowest();
-  for (int c = tid; c < ncols; c += nt) m = maxg<T, true>(m, Num<T>::to_c(xr[c]));
-  smax[tid] = m;
-  unsigned p = 1;
-  while (p < nt) p <<= 1;
-  __syncthreads();
-  for (unsigned s = p / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < nt) smax[tid] = maxg<T, true>(smax[tid], smax[tid + s]);
+template <int N> struct Int { static constexpr int v = N; };
+
+// ------------------------------------------------------------------ packs in registers
+// V elements of T (16 bytes, or one element on the element path) held as 32-bit words: an array of
+// 16-bit values would take one register per element, twice the bytes a row needs.
+template <class T> struct Bits;
+template <> struct Bits<float> {
+  static PK_DEV u32 to(float x) { return fbits(x); }
+  static PK_DEV float from(u32 b) { return ffrom(b); }
+};
+template <> struct Bits<f16> {
+  static PK_DEV u32 to(f16 x) { return h_bits(x); }
+  static PK_DEV f16 from(u32 b) { return h_from((u16)b); }
+};
+template <> struct Bits<bf16> {
+  static PK_DEV u32 to(bf16 x) { return x.bits; }
+  static PK_DEV bf16 from(u32 b) { return bf16{(u16)b}; }
+};
+
+template <class T, int V> struct alignas(sizeof(T) * V) Vec {
+  static_assert(sizeof(T) * V % 4 == 0, "whole words");
+  u32 w[sizeof(T) * V / 4];
+  static PK_DEV Vec splat(T x) {
+    Vec r = {};
+#pragma unroll
+    for (int e = 0; e < V; ++e) r.set(e, x);
+    return r;
+  }
+  PK_DEV T get(int e) const {
+    if constexpr (sizeof(T) == 8) return dfrom(((u64)w[2 * e + 1] << 32) | w[2 * e]);
+    else if constexpr (sizeof(T) == 4) return Bits<T>::from(w[e]);
+    else return Bits<T>::from(w[e / 2] >> (16 * (e % 2)));
+  }
+  PK_DEV void set(int e, T x) {
+    if constexpr (sizeof(T) == 8) {
+      w[2 * e] = (u32)dbits(x);
+      w[2 * e + 1] = (u32)(dbits(x) >> 32);
+    } else if constexpr (sizeof(T) == 4) {
+      w[e] = Bits<T>::to(x);
+    } else {
+      const int sh = 16 * (e % 2);
+      w[e / 2] = (w[e / 2] & ~(0xffffu << sh)) | (Bits<T>::to(x) << sh);
+    }
+  }
+};
+template <class T> struct Vec<T, 1> {  // element path
+  T x;
+  static PK_DEV Vec splat(T v) { return Vec{v}; }
+  PK_DEV T get(int) const { return x; }
+  PK_DEV void set(int, T v) { x = v; }
+};
+template <int V, class T> PK_DEV Vec<T, V> vload(const T* p, u32 off) {
+  return *reinterpret_cast<const Vec<T, V>*>(p + off);
+}
+template <int V, class T> PK_DEV void vstore(T* p, u32 off, const Vec<T, V>& v) {
+  *reinterpret_cast<Vec<T, V>*>(p + off) = v;
+}
+
+// ------------------------------------------------------------------------ conversions
+// Between T and the compute type, one rounding, NaN staying NaN (its bits are free here: a NaN
+// input makes its whole row NaN; CUDA's canonical bits are not reproduced). Num<T>'s conversions
+// canonicalise NaN with a compare per element, which cost a 64-bit exec mask each on CDNA (SGPR
+// spills on gfx908) and instructions everywhere. bf16: NVIDIA's cvt.rn.bf16.f32 (one instruction)
+// where the platform has it, else round-to-nearest-even in integers, a NaN kept NaN by or-ing in
+// its quiet exponent (H200, softmax bf16 4096x4096: integer RNE with a compare-free NaN blend per
+// element left the kernel compute-bound).
+template <class T> struct Cv {  // f32, f64
+  typedef T C;
+  static PK_DEV C in(T x) { return x; }
+  static PK_DEV T out(C x) { return x; }
+  static PK_DEV C rd(C x) { return x; }
+};
+template <> struct Cv<f16> {
+  typedef float C;
+  static PK_DEV C in(f16 x) { return __half2float(x); }
+  static PK_DEV f16 out(C x) { return __float2half(x); }
+  static PK_DEV C rd(C x) { return __half2float(__float2half(x)); }
+};
+template <> struct Cv<bf16> {
+  typedef float C;
+  static PK_DEV u32 rn(float x) {
+#if defined(PK_NVIDIA)
+    return __bfloat16_as_ushort(__float2bfloat16(x));
+#else
+    const u32 u = fbits(x);
+    const u32 nan = (((u & 0x7fffffffu) + 0x007fffffu) >> 31) * 0x7fc0u;
+    return ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) | nan;
+#endif
+  }
+  static PK_DEV C in(bf16 x) { return ffrom((u32)x.bits << 16); }
+  static PK_DEV bf16 out(C x) { return bf16{(u16)rn(x)}; }
+  static PK_DEV C rd(C x) { return ffrom(rn(x) << 16); }
+};
+
+// ------------------------------------------------------------------ cross-thread reduction
+// Through shared memory only, never lane operations (as structured.h): the same code on 32- and
+// 64-lane wavefronts. Threads are taken in segments of kSeg consecutive threads.
+constexpr unsigned kSeg = 32;
+
+PK_DEV unsigned thread_in_block() { return threadIdx.x + blockDim.x * threadIdx.y; }
+PK_DEV unsigned block_threads() { return blockDim.x * blockDim.y; }
+
+// Shared memory of group_allreduce: up to NMAX values a thread, D of them at a time, blocks of up
+// to NT threads. A norm kernel's is D = 1 (4 KB): static shared memory is held by every block of
+// the kernel, and Candle launches the norms with 32 threads below 1024 columns; D = 4 (16 KB)
+// left 12 such blocks an SM (H200, rmsnorm f32 65536x256: 79 us = 46% of copy, against 45 us for
+// a reduction through shuffles, which the suite does not use: wave 32 and 64 run the same code).
+template <class V, int D, int NMAX, int NT> struct GroupScratch {
+  V val[D][NT + 1];         // one per thread (+1: value i's segment reads start i banks apart)
+  V part[NMAX][NT / kSeg];  // one per segment
+};
+
+// v[i] combined (f) over the G threads of this thread's group (groups of G consecutive threads,
+// G a multiple of kSeg dividing the block); every thread gets the same bits: thread i of each
+// segment folds value i over its segment in thread order, then every thread folds its group's
+// segment partials in order. Every thread of the block calls it (2 barriers per D values, +1).
+template <int N, class V, int D, int NMAX, int NT, class F>
+PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, D, NMAX, NT>& sh, F&& f) {
+  static_assert(N <= NMAX && D <= (int)kSeg, "one value a thread of the segment");
+  const unsigned t = thread_in_block(), seg = t / kSeg, i0 = t - seg * kSeg;
+#pragma unroll
+  for (int b = 0; b < N; b += D) {                       // values b .. b+D-1
+    __syncthreads();                                     // readers of the buffer are done
+#pragma unroll
+    for (int i = b; i < N && i < b + D; ++i) sh.val[i - b][t] = v[i];
     __syncthreads();
+    if (i0 < (unsigned)D && b + (int)i0 < N) {           // thread i0 of the segment: value b+i0
+      V r = sh.val[i0][seg * kSeg];
+#pragma unroll 8
+      for (unsigned k = 1; k < kSeg; ++k) r = f(r, sh.val[i0][seg * kSeg + k]);
+      sh.part[b + i0][seg] = r;
+    }
   }
-  m = smax[0];
-  A sum = 0;
-  for (int c = tid; c < ncols; c += nt) {
-    const C e = Num<T>::rd(expg<T>(Num<T>::rd(Num<T>::to_c(xr[c]) - m)));   // in T
-    sum += (A)e;
-  }
-  sum = block_sum<A>(sum, ssum, tid, nt);
-  const A inv = (A)1 / sum;
-  const C inv_t = Num<T>::rd((C)inv);                 // f16/bf16: 1/sum rounded to T first
-  for (int c = tid; c < ncols; c += nt) {
-    const C e = Num<T>::rd(expg<T>(Num<T>::rd(Num<T>::to_c(xr[c]) - m)));
-    dr[c] = Num<T>::from_c(e * inv_t);
-  }
-}
-
-template <class T>
-PK_DEV void rmsnorm(const T* x, T* dst, const T* alpha, int ncols, int block_size, float eps) {
-  __shared__ float s[kMaxBlock];
-  const usize row = blockIdx.x;
-  const unsigned tid = threadIdx.x;
-  const T* xr = x + row * (usize)ncols;
-  T* dr = dst + row * (usize)ncols;
-  float acc = 0.f;
-  for (int c = tid; c < ncols; c += block_size) {
-    const float v = (float)Num<T>::to_c(xr[c]);
-    acc += v * v;
-  }
-  acc = block_sum<float>(acc, s, tid, blockDim.x);
-  const float scale = rsqrtf(acc / (float)ncols + eps);
-  for (int c = tid; c < ncols; c += block_size) {
-    float y = scale * (float)Num<T>::to_c(xr[c]);
-    if (alpha != nullptr) y = y * (float)Num<T>::to_c(alpha[c]);
-    dr[c] = Num<T>::from_c((typename Num<T>::C)y);
+  __syncthreads();
+  const unsigned nseg = G / kSeg, s0 = seg - seg % nseg;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    V r = sh.part[i][s0];
+    for (unsigned k = 1; k < nseg; ++k) r = f(r, sh.part[i][s0 + k]);
+    v[i] = r;
   }
 }
 
-template <class T>
-PK_DEV void layernorm(const T* x, T* dst, const T* alpha, const T* beta, int ncols, int block_size, float eps) {
-  __shared__ float s1[kMaxBlock];
-  __shared__ float s2[kMaxBlock];
-  const usize row = blockIdx.x;
-  const unsigned tid = threadIdx.x;
-  const T* xr = x + row * (usize)ncols;
-  T* dr = dst + row * (usize)ncols;
-  float a = 0.f, b = 0.f;
-  for (int c = tid; c < ncols; c += block_size) {
-    const float v = (float)Num<T>::to_c(xr[c]);
-    a += v;
-    b += v * v;
+// ------------------------------------------------------------------ how a block covers rows
+// Batch path: G threads per row, P packs per thread and row.
+struct RowPlan {
+  unsigned G;
+  int P;  // 0: no plan (the stream path)
+};
+PK_DEV u32 pow2_ceil(u32 x) { return x <= 1 ? 1u : 1u << (32 - __clz((int)(x - 1))); }
+// The fewest threads per row (G a power of two >= 32, at most nt) that hold a row of npk packs as
+// exactly P packs each (P a power of two <= PMAX), or else as one pack on each of the first npk
+// threads; rows of other lengths take the stream path. A handful of instructions: every block
+// works it out before the idle ones return (a loop with divisions here made each idle 1024-thread
+// block cost about a microsecond).
+template <int PMAX> PK_DEV RowPlan plan_rows(u32 npk, unsigned nt) {
+  u32 G = pow2_ceil((npk + PMAX - 1) / PMAX);
+  G = G < kSeg ? kSeg : G;
+  if (G <= nt && npk > G) {
+    const u32 P = npk / G;
+    if (P * G == npk && (P & (P - 1)) == 0) return RowPlan{G, (int)P};
   }
-  a = block_sum<float>(a, s1, tid, blockDim.x);
-  b = block_sum<float>(b, s2, tid, blockDim.x);
-  const float mean = a / (float)ncols;
-  const float var = b / (float)ncols - mean * mean;
-  const float inv_std = rsqrtf(var + eps);
-  for (int c = tid; c < ncols; c += block_size) {
-    float y = ((float)Num<T>::to_c(xr[c]) - mean) * inv_std;
-    if (alpha != nullptr) y = y * (float)Num<T>::to_c(alpha[c]);
-    if (beta != nullptr) y = y + (float)Num<T>::to_c(beta[c]);
-    dr[c] = Num<T>::from_c((typename Num<T>::C)y);
+  if (npk <= nt) {
+    G = pow2_ceil(npk);
+    return RowPlan{G < kSeg ? kSeg : G, 1};
+  }
+  return RowPlan{0, 0};
+}
+// Rows per group: the register budget of PMAX packs, at most KMAX rows (the per-row partials).
+template <int PMAX, int KMAX, int P> struct RowsPerGroup {
+  static constexpr int v = PMAX / P < KMAX ? PMAX / P : KMAX;
+};
+// This thread's rows in a working block of the batch path: rows row .. row+K-1 of its group (one
+// block per row in the launch: gridDim.x rows); false for a block that has nothing to do (every
+// block but each nt/G*K-th, a power of two: its rows are another block's).
+struct RowSlot {
+  usize row;
+  unsigned g;
+  u32 nrows;
+};
+PK_DEV bool row_slot(unsigned G, int K, RowSlot& s) {
+  const unsigned per_block = block_threads() / G * (unsigned)K;
+  if ((blockIdx.x & (per_block - 1)) != 0) return false;
+  s.row = (usize)blockIdx.x + (usize)(thread_in_block() / G) * K;
+  s.g = thread_in_block() % G;
+  s.nrows = gridDim.x;
+  return true;
+}
+
+// K rows of P packs (V elements) per thread: pack j of a row is the row's pack j*G + g. The plan
+// (plan_rows) makes a row exactly P packs per thread, or one pack on the first npk threads of the
+// group, so a thread's packs are all inside or all outside the row: the bounds are one test per
+// row, not per pack (a test per pack kept alive from load to store took a 64-bit exec mask each:
+// SGPR spills on CDNA). Rows past the launch's and idle threads hold `fill` (the reduction's
+// neutral value: -inf for softmax, 0 for the norms' sums).
+template <class T, int V, int P, int K>
+struct RowTile {
+  Vec<T, V> x[K][P];
+  int nk;         // rows of the group inside the launch
+  bool on;        // this thread has packs in the row
+  u32 at0, step;  // element offset of pack 0 in the row, and from one pack to the next
+
+  PK_DEV void load(const T* base, u32 ncols, const RowSlot& s, unsigned G, T fill) {
+    nk = s.row < s.nrows ? (int)(s.nrows - s.row < (usize)K ? s.nrows - s.row : K) : 0;
+    on = s.g < ncols / V;
+    at0 = s.g * V;
+    step = G * V;
+    const Vec<T, V> pad = Vec<T, V>::splat(fill);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const T* r = base + (s.row + k) * ncols + at0;
+      const bool in = on && k < nk;
+#pragma unroll
+      for (int j = 0; j < P; ++j, r += step) x[k][j] = in ? vload<V>(r, 0) : pad;
+    }
+  }
+  // stores out(k, j) to pack j of row k of dst, for the rows inside
+  template <class F> PK_DEV void store(T* dst, u32 ncols, const RowSlot& s, F&& out) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      T* r = dst + (s.row + k) * ncols + at0;
+      if (on && k < nk) {
+#pragma unroll
+        for (int j = 0; j < P; ++j, r += step) vstore<V>(r, 0, out(k, j));
+      }
+    }
+  }
+};
+
+// Stream path: one row in chunks of P packs per thread (chunk c, pack j: the row's pack
+// (c*P + j)*G + g), visited by passes in alternating directions; the chunk in registers (cur) is
+// not loaded again. Padding as RowTile's.
+template <class T, int V, int P>
+struct RowChunks {
+  const T* row;
+  u32 npk;
+  unsigned G, g;
+  int nch, cur, np;  // chunks, the chunk in x, its packs for this thread
+  bool full;         // every thread has P packs in chunk cur (uniform)
+  Vec<T, V> x[P];
+
+  PK_DEV RowChunks(const T* r, u32 ncols)
+      : row(r), npk(ncols / V), G(block_threads()), g(thread_in_block()) {
+    nch = (int)((npk + (u32)P * G - 1) / ((u32)P * G));
+    cur = -1;
+  }
+  PK_DEV u32 at(int c) const { return ((u32)c * P * G + g) * V; }  // element offset of pack 0 of chunk c
+  PK_DEV void load(int c, T fill) {
+    const u32 first = (u32)c * P * G + g;
+    np = first < npk ? (int)((npk - first + G - 1) / G) : 0;
+    full = (u32)(c + 1) * P * G <= npk;
+    const T* p = row + at(c);
+#pragma unroll
+    for (int j = 0; j < P; ++j, p += G * V) x[j] = full || j < np ? vload<V>(p, 0) : Vec<T, V>::splat(fill);
+    cur = c;
+  }
+  // f(c, fresh): chunk c is in x; fresh when it was loaded for this visit. fill: the padding, an
+  // argument rather than a member: `in ? *p : member` became a select of pointers into a private
+  // copy of the object on the element path (scratch on every AMD target).
+  template <class F> PK_DEV void pass(bool forward, T fill, F&& f) {
+    for (int i = 0; i < nch; ++i) {
+      const int c = forward ? i : nch - 1 - i;
+      const bool fresh = c != cur;
+      if (fresh) load(c, fill);
+      f(c, fresh);
+    }
+  }
+  // stores out(j) to each pack of chunk c (== cur) inside the row
+  template <class F> PK_DEV void store(T* dst, int c, F&& out) const {
+    T* q = dst + at(c);
+#pragma unroll
+    for (int j = 0; j < P; ++j, q += G * V)
+      if (full || j < np) vstore<V>(q, 0, out(j));
+  }
+};
+
+template <class T, int V> PK_DEV bool aligned_rows(u32 ncols, const T* a, const T* b, const T* c = nullptr,
+                                                   const T* d = nullptr) {
+  return ncols % V == 0 && pack_aligned<V>(a) && pack_aligned<V>(b) && (c == nullptr || pack_aligned<V>(c)) &&
+         (d == nullptr || pack_aligned<V>(d));
+}
+
+// Runs f(Int<P>()) for the power of two P == p (1 <= p <= PMAX).
+template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
+  if constexpr (P < PMAX) {
+    if (p > P) return with_packs<2 * P, PMAX>(p, f);
+  }
+  f(Int<P>());
+}
+
+// Row dispatch: the batch path when plan_rows has a plan and it is not simply one row of PMAX packs
+// per thread (that is the stream path's single chunk), else the stream path in 16-byte packs
+// (aligned) or in elements.
+template <class T, int PMAX, class B, class S>
+PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
+  constexpr int V = 16 / sizeof(T);
+  const unsigned nt = block_threads();
+  if (aligned && (nt & (nt - 1)) == 0) {  // Candle's blocks: 32 or 1024 threads
+    const RowPlan p = plan_rows<PMAX>(ncols / V, nt);
+    if (p.P > 0 && !(p.P == PMAX && p.G == nt)) {
+      with_packs<1, PMAX>(p.P, [&](auto P) { batch(Int<V>(), P, p.G); });
+      return;
+    }
+    stream(Int<V>());
+    return;
+  }
+  stream(Int<1>());
+}
+
+// ------------------------------------------------------------------------------- softmax
+// max in T, e = exp(x - max) in T, sum in float (double for f64), dst = e * (1/sum) with 1/sum
+// rounded to T (Candle's reduce.cu). C == A for every T here.
+// The max is fmax (NaN ignored) where Candle's f16/bf16 maxg propagates NaN: a NaN in a row makes
+// every output NaN either way (its exp poisons the sum), and fmax is one instruction where maxg's
+// NaN tests took a compare mask per element (SGPR spills on CDNA).
+template <class T> using SmC = typename Num<T>::C;
+constexpr int kSoftmaxThreads = 256;  // the launch bound (Candle: 32)
+template <class T> using SmScratch = GroupScratch<SmC<T>, PK_SOFTMAX_ROWS, PK_SOFTMAX_ROWS, kSoftmaxThreads>;
+
+template <class T> PK_DEV SmC<T> sm_max(SmC<T> a, SmC<T> b) {
+  if constexpr (sizeof(SmC<T>) == 8) return fmax(a, b);
+  else return fmaxf(a, b);
+}
+template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) m = sm_max<T>(m, Cv<T>::in(x.get(e)));
+  return m;
+}
+// e = exp(x - max) is kept in the row's registers (in T: it is already rounded to T) for the write.
+template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
+  return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
+}
+template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
+  return Cv<T>::rd((SmC<T>)((SmC<T>)1 / sum));  // f16/bf16: 1/sum rounded to T first
+}
+
+template <class T, int V, int P, int K>
+PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch<T>& smem) {
+  typedef SmC<T> C;
+  RowSlot s;
+  if (!row_slot(G, K, s)) return;
+  RowTile<T, V, P, K> t;
+  t.load(src, ncols, s, G, Cv<T>::out(Limits<T>::lowest()));
+  C m[K], sum[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    m[k] = Limits<T>::lowest();
+#pragma unroll
+    for (int j = 0; j < P; ++j) m[k] = pack_max(t.x[k][j], m[k]);
+  }
+  group_allreduce(m, G, smem, [](C a, C b) { return sm_max<T>(a, b); });
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    sum[k] = 0;
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+#pragma unroll
+      for (int e = 0; e < V; ++e) {  // padding: exp(-inf - max) = 0
+        const C ex = sm_exp<T>(Cv<T>::in(t.x[k][j].get(e)), m[k]);
+        t.x[k][j].set(e, Cv<T>::out(ex));
+        sum[k] += ex;
+      }
+  }
+  group_allreduce(sum, G, smem, [](C a, C b) { return a + b; });
+#pragma unroll
+  for (int k = 0; k < K; ++k) sum[k] = sm_inv<T>(sum[k]);
+  t.store(dst, ncols, s, [&](int k, int j) {
+    Vec<T, V> y = {};
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const C x = Cv<T>::in(t.x[k][j].get(e));
+      y.set(e, Cv<T>::out(x * sum[k]));
+    }
+    return y;
+  });
+}
+
+// One row per block. A row of one chunk: max, sum and write on the registers (one read). Longer
+// rows: f32/f64 take max and sum in one pass (the sum rescaled when the running max grows: e is
+// not rounded to T, so that is float rounding only), then write: 2 reads of the row; f16/bf16 round
+// each e to T under the final max, so max, sum and write are 3 passes. Each pass after the first
+// starts on the chunk still in registers.
+template <class T, int V, int P>
+PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T>& smem) {
+  typedef SmC<T> C;
+  const usize row = blockIdx.x;
+  const unsigned nt = block_threads();
+  const C neg_inf = Limits<T>::lowest();
+  RowChunks<T, V, P> rc(src + row * ncols, ncols);
+  const T pad = Cv<T>::out(neg_inf);
+  C mx[1] = {neg_inf}, sm[1] = {0};
+  bool forward = true;  // direction of the next pass
+  bool x_holds_e = false;
+  constexpr bool kOnline = sizeof(T) >= 4;  // f32, f64
+  if (kOnline && rc.nch > 1) {
+    // this thread's running max m and sum s of exp(x - ref), ref = m (0 while m is -inf: then s
+    // holds zeros or a NaN, and exp(-inf - 0) adds 0); the sum is rescaled when m grows
+    C m = neg_inf, s = 0;
+    rc.pass(forward, pad, [&](int, bool) {
+      C cm = neg_inf;
+#pragma unroll
+      for (int j = 0; j < P; ++j) cm = pack_max(rc.x[j], cm);
+      if (cm > m) {
+        if (m != neg_inf) s *= expg<T>(m - cm);
+        m = cm;
+      }
+      const C ref = m == neg_inf ? (C)0 : m;
+#pragma unroll
+      for (int j = 0; j < P; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += expg<T>(Cv<T>::in(rc.x[j].get(e)) - ref);
+    });
+    forward = !forward;
+    mx[0] = m;
+    group_allreduce(mx, nt, smem, [](C a, C b) { return sm_max<T>(a, b); });
+    sm[0] = s == 0 ? s : s * expg<T>((m == neg_inf ? (C)0 : m) - mx[0]);
+  } else {
+    rc.pass(forward, pad, [&](int, bool) {
+#pragma unroll
+      for (int j = 0; j < P; ++j) mx[0] = pack_max(rc.x[j], mx[0]);
+    });
+    forward = !forward;
+    group_allreduce(mx, nt, smem, [](C a, C b) { return sm_max<T>(a, b); });
+    rc.pass(forward, pad, [&](int, bool) {
+#pragma unroll
+      for (int j = 0; j < P; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const C ex = sm_exp<T>(Cv<T>::in(rc.x[j].get(e)), mx[0]);
+          rc.x[j].set(e, Cv<T>::out(ex));  // the write pass starts on this chunk
+          sm[0] += ex;
+        }
+    });
+    forward = !forward;
+    x_holds_e = true;
+  }
+  group_allreduce(sm, nt, smem, [](C a, C b) { return a + b; });
+  const C inv = sm_inv<T>(sm[0]);
+  rc.pass(forward, pad, [&](int c, bool fresh) {
+    const bool e_in_x = x_holds_e && !fresh;
+    rc.store(dst + row * ncols, c, [&](int j) {
+      Vec<T, V> y = {};
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const C x = Cv<T>::in(rc.x[j].get(e));
+        y.set(e, Cv<T>::out((e_in_x ? x : sm_exp<T>(x, mx[0])) * inv));
+      }
+      return y;
+    });
+  });
+}
+
+template <class T> constexpr int kSoftmaxPacks = sizeof(T) == 4 ? PK_SOFTMAX_PACKS : PK_SOFTMAX_PACKS / 2;
+
+template <class T>
+PK_DEV void softmax(const T* x, T* dst, int n_cols) {
+  __shared__ SmScratch<T> smem;
+  const u32 ncols = (u32)n_cols;
+  row_dispatch<T, kSoftmaxPacks<T>>(
+      ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
+      [&](auto V, auto P, unsigned G) {
+        constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<kSoftmaxPacks<T>, PK_SOFTMAX_ROWS, Pv>::v;
+        softmax_batch<T, decltype(V)::v, Pv, Kv>(x, dst, ncols, G, smem);
+      },
+      [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem); });
+}
+
+// --------------------------------------------------------------------------- rms/layer norm
+// float statistics (f64 rows are read as float): rmsnorm sum of squares, rsqrtf(mean + eps),
+// T(scale * x * alpha); layernorm one-pass mean and E[x^2] - mean^2, rsqrtf(var + eps),
+// T((x - mean) * inv_std * alpha + beta). alpha, beta may be null.
+template <bool LN> struct NormStats;                       // per-row partial sums
+typedef GroupScratch<float, 1, 2 * PK_NORM_ROWS, kMaxBlock> NormScratch;
+template <> struct NormStats<false> { static constexpr int N = 1; };
+template <> struct NormStats<true> { static constexpr int N = 2; };
+
+template <bool LN> PK_DEV void stats_add(float* st, float v) {
+  if constexpr (LN) {
+    st[0] += v;
+    st[1] += v * v;
+  } else {
+    st[0] += v * v;
+  }
+}
+
+// (a, b) of y = x * a + b from a row's sums: rmsnorm a = rsqrtf(ss/n + eps), b = 0 (unused);
+// layernorm a = inv_std, b = mean (y = (x - mean) * inv_std).
+template <bool LN> PK_DEV void norm_coef(const float* st, u32 ncols, float eps, float& scale, float& mean) {
+  if constexpr (LN) {
+    mean = st[0] / (float)ncols;
+    const float var = st[1] / (float)ncols - mean * mean;
+    scale = rsqrtf(var + eps);
+  } else {
+    mean = 0.f;
+    scale = rsqrtf(st[0] / (float)ncols + eps);
+  }
+}
+
+// alpha's and beta's pack at element c0 (16-byte loads on the aligned path), when given.
+template <bool LN, class T, int V> struct NormParams {
+  Vec<T, V> a = {}, b = {};
+  bool has_a, has_b;
+  PK_DEV NormParams(const T* alpha, const T* beta, u32 c0) : has_a(alpha != nullptr), has_b(LN && beta != nullptr) {
+    if (has_a) a = vload<V>(alpha, c0);
+    if (has_b) b = vload<V>(beta, c0);
+  }
+};
+
+// One pack of the output; p: the pack's alpha and beta.
+template <bool LN, class T, int V>
+PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const NormParams<LN, T, V>& p) {
+  Vec<T, V> y = {};
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    float v;
+    if constexpr (LN) {
+      v = ((float)Cv<T>::in(x.get(e)) - mean) * scale;
+    } else {
+      v = scale * (float)Cv<T>::in(x.get(e));
+    }
+    if (p.has_a) v = v * (float)Cv<T>::in(p.a.get(e));
+    if (LN && p.has_b) v = v + (float)Cv<T>::in(p.b.get(e));
+    y.set(e, Cv<T>::out((typename Num<T>::C)v));
+  }
+  return y;
+}
+
+template <bool LN, class T, int V, int P, int K>
+PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, unsigned G,
+                       NormScratch& smem) {
+  constexpr int N = NormStats<LN>::N;
+  RowSlot s;
+  if (!row_slot(G, K, s)) return;
+  RowTile<T, V, P, K> t;
+  t.load(src, ncols, s, G, Cv<T>::out(0));
+  float st[N * K];
+#pragma unroll
+  for (int i = 0; i < N * K; ++i) st[i] = 0.f;
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+#pragma unroll
+      for (int e = 0; e < V; ++e) stats_add<LN>(st + N * k, (float)Cv<T>::in(t.x[k][j].get(e)));
+  group_allreduce(st, G, smem, [](float a, float b) { return a + b; });
+  float scale[K], mean[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) norm_coef<LN>(st + N * k, ncols, eps, scale[k], mean[k]);
+  t.store(dst, ncols, s, [&](int k, int j) {
+    const NormParams<LN, T, V> ab(alpha, beta, t.at0 + (u32)j * t.step);  // again per row: L1 hits
+    return norm_pack<LN, T, V>(t.x[k][j], scale[k], mean[k], ab);
+  });
+}
+
+// One row per block: the statistics pass, then the write pass backwards from the chunk in registers.
+template <bool LN, class T, int V, int P>
+PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps,
+                        NormScratch& smem) {
+  constexpr int N = NormStats<LN>::N;
+  const usize row = blockIdx.x;
+  RowChunks<T, V, P> rc(src + row * ncols, ncols);
+  const T pad = Cv<T>::out(0);
+  float st[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) st[i] = 0.f;
+  rc.pass(true, pad, [&](int, bool) {
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+#pragma unroll
+      for (int e = 0; e < V; ++e) stats_add<LN>(st, (float)Cv<T>::in(rc.x[j].get(e)));
+  });
+  group_allreduce(st, block_threads(), smem, [](float a, float b) { return a + b; });
+  float scale, mean;
+  norm_coef<LN>(st, ncols, eps, scale, mean);
+  rc.pass(false, pad, [&](int c, bool) {
+    rc.store(dst + row * ncols, c, [&](int j) {
+      const NormParams<LN, T, V> ab(alpha, beta, rc.at(c) + (u32)j * rc.G * V);
+      return norm_pack<LN, T, V>(rc.x[j], scale, mean, ab);
+    });
+  });
+}
+
+// block_size (Candle passes blockDim.x) is not needed: the kernels stride by the block's threads.
+template <bool LN, class T>
+PK_DEV void norm(const T* x, T* dst, const T* alpha, const T* beta, int n_cols, float eps) {
+  __shared__ NormScratch smem;
+  const u32 ncols = (u32)n_cols;
+  row_dispatch<T, PK_NORM_PACKS>(
+      ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst, alpha, beta),
+      [&](auto V, auto P, unsigned G) {
+        constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<PK_NORM_PACKS, PK_NORM_ROWS, Pv>::v;
+        norm_batch<LN, T, decltype(V)::v, Pv, Kv>(x, dst, alpha, beta, ncols, eps, G, smem);
+      },
+      [&](auto V) { norm_stream<LN, T, decltype(V)::v, PK_NORM_PACKS>(x, dst, alpha, beta, ncols, eps, smem); });
+}
+
+// ----------------------------------------------------------------------------------- rope
+// Candle launches one thread per pair (for_num_elems(el/2): block 1024). A thread per pair spent
+// its time on two or three 32-bit divisions and 2-byte loads (H200, rope bf16 (1,32,4096,128): 47 us,
+// 40% of copy). When the pairs come in packs (V consecutive pairs of one row: 16 bytes of x1 and of
+// x2, `half` a multiple of V, pointers aligned), the working blocks of the elementwise kernels
+// (common.h idle_block, vthreads) take a pack per thread: the index math once per pack, 16-byte
+// loads and stores. Otherwise one pair per thread, as launched. Arithmetic in C, one rounding.
+template <class T, int V>
+PK_DEV void rotate_pack(const Vec<T, V>& x1, const Vec<T, V>& x2, const Vec<T, V>& c, const Vec<T, V>& s,
+                        Vec<T, V>& y1, Vec<T, V>& y2) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    const auto a = Cv<T>::in(x1.get(e)), b = Cv<T>::in(x2.get(e));
+    const auto cc = Cv<T>::in(c.get(e)), ss = Cv<T>::in(s.get(e));
+    y1.set(e, Cv<T>::out(a * cc - b * ss));
+    y2.set(e, Cv<T>::out(a * ss + b * cc));
   }
 }
 
 template <class T>
 PK_DEV void rotate(const T* src, const T* cos, const T* sin, T* dst, u32 i1, u32 i2, u32 cs) {
-  typedef typename Num<T>::C C;
-  const C x1 = Num<T>::to_c(src[i1]), x2 = Num<T>::to_c(src[i2]);
-  const C c = Num<T>::to_c(cos[cs]), s = Num<T>::to_c(sin[cs]);
-  dst[i1] = Num<T>::from_c(x1 * c - x2 * s);
-  dst[i2] = Num<T>::from_c(x1 * s + x2 * c);
+  Vec<T, 1> y1, y2;
+  rotate_pack<T, 1>(Vec<T, 1>{src[i1]}, Vec<T, 1>{src[i2]}, Vec<T, 1>{cos[cs]}, Vec<T, 1>{sin[cs]}, y1, y2);
+  dst[i1] = y1.x;
+  dst[i2] = y2.x;
+}
+
+// rope and rope_thd over n elements: x1 at i1, x2 at i1 + half, cos/sin at cs for pair idx;
+// index(idx, i1, cs). A pack's cos/sin batch (2*idx / stride_b) is one when stride_b is a multiple
+// of 2V.
+template <class T, class I>
+PK_DEV void rope_halves(const T* src, const T* cos, const T* sin, T* dst, u32 n, u32 half, u32 stride_b,
+                        I&& index) {
+  constexpr int V = 16 / sizeof(T);
+  const u32 npairs = n / 2;
+  if (half % V == 0 && stride_b % (2 * V) == 0 && pack_aligned<V>(src) && pack_aligned<V>(dst) &&
+      pack_aligned<V>(cos) && pack_aligned<V>(sin)) {
+    if (idle_block()) return;
+    const VThreads vt = vthreads();
+    for (usize g = vt.id; g < npairs / V; g += vt.step) {
+      u32 i1, cs;
+      index((u32)g * V, i1, cs);
+      Vec<T, V> y1, y2;
+      rotate_pack<T, V>(vload<V>(src, i1), vload<V>(src, i1 + half), vload<V>(cos, cs), vload<V>(sin, cs), y1, y2);
+      vstore<V>(dst, i1, y1);
+      vstore<V>(dst, i1 + half, y2);
+    }
+    return;
+  }
+  const u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (2 * idx >= n) return;
+  u32 i1, cs;
+  index(idx, i1, cs);
+  rotate(src, cos, sin, dst, i1, i1 + half, cs);
 }
 
 template <class T>
 PK_DEV void rope_i(const T* src, const T* cos, const T* sin, T* dst, u32 bh, u32 td, u32 stride_b) {
+  // pairs (x[2i], x[2i+1]): a pack is V elements, V/2 pairs, their cos/sin V/2 consecutive values
+  constexpr int V = 16 / sizeof(T), H = V / 2;
+  const u32 npairs = bh * td / 2;
+  auto cs_of = [&](u32 idx) {
+    u32 cs = idx % (td / 2);
+    if (stride_b > 0) cs += (2 * idx) / stride_b * (td / 2);
+    return cs;
+  };
+  if (H > 0 && td % V == 0 && stride_b % V == 0 && pack_aligned<V>(src) && pack_aligned<V>(dst) &&
+      pack_aligned<H>(cos) && pack_aligned<H>(sin)) {
+    if (idle_block()) return;
+    const VThreads vt = vthreads();
+    for (usize g = vt.id; g < npairs / H; g += vt.step) {
+      const u32 idx = (u32)g * H, cs = cs_of(idx);
+      const Vec<T, V> x = vload<V>(src, 2 * idx);
+      const Vec<T, H> c = vload<H>(cos, cs), s = vload<H>(sin, cs);
+      Vec<T, V> y;
+#pragma unroll
+      for (int e = 0; e < H; ++e) {
+        const auto a = Cv<T>::in(x.get(2 * e)), b = Cv<T>::in(x.get(2 * e + 1));
+        const auto cc = Cv<T>::in(c.get(e)), ss = Cv<T>::in(s.get(e));
+        y.set(2 * e, Cv<T>::out(a * cc - b * ss));
+        y.set(2 * e + 1, Cv<T>::out(a * ss + b * cc));
+      }
+      vstore<V>(dst, 2 * idx, y);
+    }
+    return;
+  }
   const u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (2 * idx >= bh * td) return;
-  u32 cs = idx % (td / 2);
-  if (stride_b > 0) cs += (2 * idx) / stride_b * (td / 2);
-  rotate(src, cos, sin, dst, 2 * idx, 2 * idx + 1, cs);
+  rotate(src, cos, sin, dst, 2 * idx, 2 * idx + 1, cs_of(idx));
 }
 
 template <class T>
 PK_DEV void rope(const T* src, const T* cos, const T* sin, T* dst, u32 bh, u32 td, u32 d, u32 stride_b) {
-  const u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (2 * idx >= bh * td) return;
-  const u32 i_bh = idx / (td / 2);
-  const u32 i_td = idx - (td / 2) * i_bh;
-  const u32 i_t = i_td / (d / 2);
-  const u32 i_d = i_td - (d / 2) * i_t;
-  const u32 i1 = i_bh * td + i_t * d + i_d;
-  u32 cs = i_t * (d / 2) + i_d;
-  if (stride_b > 0) cs += (2 * idx) / stride_b * (td / 2);
-  rotate(src, cos, sin, dst, i1, i1 + d / 2, cs);
+  rope_halves(src, cos, sin, dst, bh * td, d / 2, stride_b, [&](u32 idx, u32& i1, u32& cs) {
+    const u32 i_bh = idx / (td / 2);
+    const u32 i_td = idx - (td / 2) * i_bh;
+    const u32 i_t = i_td / (d / 2);
+    const u32 i_d = i_td - (d / 2) * i_t;
+    i1 = i_bh * td + i_t * d + i_d;
+    cs = i_t * (d / 2) + i_d;
+    if (stride_b > 0) cs += (2 * idx) / stride_b * (td / 2);
+  });
 }
 
 template <class T>
 PK_DEV void rope_thd(const T* src, const T* cos, const T* sin, T* dst, u32 b, u32 t, u32 h, u32 d, u32 stride_b) {
-  const u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (2 * idx >= b * t * h * d) return;
-  const u32 i_bth = idx / (d / 2);
-  const u32 i_d = idx - (d / 2) * i_bth;
-  const u32 i_t = (i_bth / h) % t;
-  const u32 i1 = i_bth * d + i_d;
-  u32 cs = i_t * (d / 2) + i_d;
-  if (stride_b > 0) cs += (2 * idx) / stride_b * ((t * d) / 2);
-  rotate(src, cos, sin, dst, i1, i1 + d / 2, cs);
+  rope_halves(src, cos, sin, dst, b * t * h * d, d / 2, stride_b, [&](u32 idx, u32& i1, u32& cs) {
+    const u32 i_bth = idx / (d / 2);
+    const u32 i_d = idx - (d / 2) * i_bth;
+    const u32 i_t = (i_bth / h) % t;
+    i1 = i_bth * d + i_d;
+    cs = i_t * (d / 2) + i_d;
+    if (stride_b > 0) cs += (2 * idx) / stride_b * ((t * d) / 2);
+  });
 }
 
 }  // namespace pk
 
+// softmax: Candle launches 32 threads; a bound of 256 leaves room for a row's packs in registers
+// on AMD too (the default 1024-thread bound caps a CDNA thread at 128 VGPRs).
+#if defined(PK_NVIDIA)
+#define PK_NORM_BOUNDS __hip_cuda_launch_bounds__(1024, PK_NORM_MIN_BLOCKS)
+#else
+#define PK_NORM_BOUNDS __launch_bounds__(1024)
+#endif
 #define PK_NN_ALL(T, SFX)                                                                                   \
-  extern "C" __global__ void softmax_##SFX(const T* src, T* dst, int n_cols) {                             \
+  extern "C" __global__ __launch_bounds__(pk::kSoftmaxThreads) void softmax_##SFX(const T* src, T* dst,       \
+                                                                                int n_cols) {                 \
     pk::softmax<T>(src, dst, n_cols);                                                                      \
   }                                                                                                         \
-  extern "C" __global__ void rmsnorm_##SFX(const T* src, T* dst, const T* alpha, int n_cols,               \
-                                           int block_size, float eps) {                                    \
-    pk::rmsnorm<T>(src, dst, alpha, n_cols, block_size, eps);                                              \
+  extern "C" __global__ PK_NORM_BOUNDS void rmsnorm_##SFX(const T* src, T* dst, const T* alpha, int n_cols, \
+                                                          int block_size, float eps) {                     \
+    pk::norm<false, T>(src, dst, alpha, nullptr, n_cols, eps);                                             \
   }                                                                                                         \
-  extern "C" __global__ void layernorm_##SFX(const T* src, T* dst, const T* alpha, const T* beta,          \
-                                             int n_cols, int block_size, float eps) {                      \
-    pk::layernorm<T>(src, dst, alpha, beta, n_cols, block_size, eps);                                      \
+  extern "C" __global__ PK_NORM_BOUNDS void layernorm_##SFX(const T* src, T* dst, const T* alpha,          \
+                                                            const T* beta, int n_cols, int block_size,     \
+                                                            float eps) {                                   \
+    pk::norm<true, T>(src, dst, alpha, beta, n_cols, eps);                                                 \
   }                                                                                                         \
   extern "C" __global__ void rope_i_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 bh,    \
                                           pk::u32 td, pk::u32 stride_b) {                                  \

@@ -1,8 +1,9 @@
 // Helpers for the structured kernel families (reduce.hip, nn.hip, indexing.hip,
-// sort.hip) on top of common.h. Wavefront-size agnostic: every cross-thread
-// reduction goes through shared memory and __syncthreads over blockDim, never
-// through lane masks, so it is the same on 32-lane NVIDIA warps and 64-lane
-// AMD CDNA wavefronts.
+// sort.hip) on top of common.h. Wavefront-size agnostic: the reductions here go
+// through shared memory and __syncthreads over blockDim, never through lane
+// masks, so they are the same on 32-lane NVIDIA warps and 64-lane AMD CDNA
+// wavefronts (nn.hip's group_allreduce adds shuffles of width 32, which HIP
+// defines on both).
 #pragma once
 #include "common.h"
 
@@ -85,23 +86,6 @@ PK_DEV void block_tree(V* buf, unsigned tid, unsigned n, F&& f) {
     if (tid == 0) buf[0] = f(buf[0], buf[1]);
   }
   __syncthreads();
-}
-
-// Sum of one value per thread over a block of `n` threads (any n <= kMaxBlock,
-// not only powers of two): sequential fold of the partner half, then a tree.
-template <class V>
-PK_DEV V block_sum(V v, V* buf, unsigned tid, unsigned n) {
-  buf[tid] = v;
-  unsigned p = 1;
-  while (p < n) p <<= 1;
-  __syncthreads();
-  for (unsigned s = p / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < n) buf[tid] = buf[tid] + buf[tid + s];
-    __syncthreads();
-  }
-  const V r = buf[0];
-  __syncthreads();
-  return r;
 }
 
 }  // namespace pk
