@@ -166,6 +166,11 @@ template <int A> PK_DEV void deq4_q8_k(const u8* blk, int e, float (&v)[4]) {
   for (int l = 0; l < 4; ++l) v[l] = (float)sbyte(q, l) * d;
 }
 
+// An activation or table element as float, exactly.
+PK_DEV float to_f32(float v) { return v; }
+PK_DEV float to_f32(f16 v) { return __half2float(v); }
+PK_DEV float to_f32(bf16 v) { return bf16_to_float(v); }
+
 // The formats by name: block size, elements per block, and deq4.
 #define PK_GGUF_FORMAT(NAME, SIZE, QK, DEQ)                                                    \
   struct NAME {                                                                               \

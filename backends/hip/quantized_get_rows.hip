@@ -40,10 +40,6 @@ PK_DEV void get_rows_q(const void* src0, const u32* ids, float* dst, i64 ne00, u
   }
 }
 
-PK_DEV float to_f32(float v) { return v; }
-PK_DEV float to_f32(f16 v) { return __half2float(v); }
-PK_DEV float to_f32(bf16 v) { return bf16_to_float(v); }
-
 template <class T>
 PK_DEV void get_rows_float(const T* src0, const u32* ids, float* dst, i64 ne00) {
   const usize row = ids[blockIdx.x];

@@ -2,7 +2,7 @@
 // from the parameter lists and the launches of its C launchers (parity/ops/quantized/gguf_fast.py):
 //
 //   mmvq_gguf_quantize_q8_1_<bf16|f16|f32>(const T* x, void* vy, const int kx, const int kx_padded)
-//     grid (ceil(kx_padded/256), rows), block 256: quantize_q8_1 of quantized_mmv.hip with T
+//     grid (ceil(kx_padded/256), rows), block 256: quantized_dot.h's quantize_q8_1 with T
 //     activations (converted to float exactly): d = amax/127, s = the butterfly sum, qs = round(x/d).
 //   mmvq_gguf_<fmt>_<bf16|f16|f32>_plain_cuda<B>(const void* vx, const void* vy, T* dst,
 //       const int ncols_x, const int nrows_x, const int stride_col_y, const int stride_col_dst)
@@ -20,50 +20,9 @@ namespace pk {
 namespace gguf_fast {
 using namespace gguf;
 
-constexpr int kMaxThreads = 1024;
-
-PK_DEV float to_f32(float v) { return v; }
-PK_DEV float to_f32(f16 v) { return __half2float(v); }
-PK_DEV float to_f32(bf16 v) { return bf16_to_float(v); }
 PK_DEV void put(float* p, float v) { *p = v; }
 PK_DEV void put(f16* p, float v) { *p = __float2half(v); }        // RNE, as CUDA's (half) cast
 PK_DEV void put(bf16* p, float v) { *p = float_to_bf16(v); }      // RNE, as (__nv_bfloat16)
-
-// Xor-butterfly sum and max over each aligned group of 32 consecutive threads (Candle's
-// warp_reduce_sum order 16, 8, 4, 2, 1), through shared memory. Every thread of the block calls it.
-PK_DEV void butterfly32(float& sum, float& mx, unsigned t) {
-  __shared__ float bs[kMaxThreads], bm[kMaxThreads];
-#pragma unroll
-  for (unsigned m = 16; m > 0; m >>= 1) {
-    bs[t] = sum, bm[t] = mx;
-    __syncthreads();
-    sum += bs[t ^ m], mx = fmaxf(mx, bm[t ^ m]);
-    __syncthreads();
-  }
-}
-PK_DEV int to_i8(float r) {   // a CUDA float -> int8 conversion after roundf (saturating, NaN -> 0)
-  if (!(r == r)) return 0;
-  return r >= 127.0f ? 127 : r <= -128.0f ? -128 : (int)r;
-}
-
-template <class T> PK_DEV void quantize_q8_1(const T* x, void* vy, int kx, int kx_padded) {
-  const usize ix = (usize)blockDim.x * blockIdx.x + threadIdx.x;
-  const bool live = ix < (usize)(unsigned)kx_padded;
-  const usize iy = (usize)blockDim.y * blockIdx.y + threadIdx.y;
-  const usize i = iy * (usize)(unsigned)kx_padded + ix;
-  const float xi = live && ix < (usize)(unsigned)kx ? to_f32(x[iy * (usize)(unsigned)kx + ix]) : 0.0f;
-  float sum = xi, amax = fabsf(xi);
-  butterfly32(sum, amax, threadIdx.y * blockDim.x + threadIdx.x);
-  if (!live) return;
-  const float d = amax / 127;
-  const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
-  u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
-  blk[4 + i % QK8_1] = (u8)(q & 0xff);
-  if (i % QK8_1 == 0) {
-    reinterpret_cast<u16*>(blk)[0] = h_bits(__float2half(d));
-    reinterpret_cast<u16*>(blk)[1] = h_bits(__float2half(sum));
-  }
-}
 
 // Each thread's partial sums over the 32-element groups gi = tid, tid + nthreads, ... of its rows.
 template <class F, int NCOLS>
@@ -135,7 +94,7 @@ PK_DEV void mmvq(const void* vx, const void* vy, T* dst, int ncols_x, int nrows_
 #define PK_GGUF_Q81(SFX, T)                                                                            \
   extern "C" __global__ void mmvq_gguf_quantize_q8_1_##SFX(const T* __restrict__ x, void* __restrict__ vy, \
                                                            const int kx, const int kx_padded) {        \
-    pk::gguf_fast::quantize_q8_1<T>(x, vy, kx, kx_padded);                                             \
+    pk::gguf::quantize_q8_1<T>(x, vy, kx, kx_padded);                                             \
   }
 PK_GGUF_Q81(bf16, pk::bf16)
 PK_GGUF_Q81(f16, pk::f16)

@@ -19,9 +19,9 @@
 //
 // Cross-thread sums: through shared memory over the block, never lane masks or shuffles, so the
 // kernels are the same on 32-lane NVIDIA warps and 64-lane AMD CDNA wavefronts (where Candle's
-// 32-lane warp_reduce_sum would pair a q8_1 block with half of its neighbour). quantize_q8_1 sums
-// each 32-element block in the xor-butterfly order of Candle's warp_reduce_sum, so its stored sum is
-// Candle's bit for bit; the mat-vec sums are in an order of their own (float rounding only).
+// 32-lane warp_reduce_sum would pair a q8_1 block with half of its neighbour). quantize_q8_1
+// (quantized_dot.h) stores each 32-element block's sum as Candle's warp_reduce_sum leaves it, bit for
+// bit; the mat-vec sums are in an order of their own (float rounding only).
 #include "quantized_dot.h"
 
 namespace pk {
@@ -30,48 +30,6 @@ namespace gguf {
 // Cross-thread sums go through shared memory over the block (as structured.h's reductions do): no
 // warp intrinsic, so the code is the same on 32-lane warps and 64-lane wavefronts.
 constexpr int kMaxThreads = 1024;
-
-// Over each aligned group of 32 consecutive threads (linear id t): xor-butterfly sum and max, in
-// Candle's warp_reduce_sum order (16, 8, 4, 2, 1; each step adds a pair, in either order: the same
-// value in every lane). Every thread of the block calls it.
-PK_DEV void butterfly32(float& sum, float& mx, unsigned t) {
-  __shared__ float bs[kMaxThreads], bm[kMaxThreads];
-#pragma unroll
-  for (unsigned m = 16; m > 0; m >>= 1) {
-    bs[t] = sum, bm[t] = mx;
-    __syncthreads();
-    sum += bs[t ^ m], mx = fmaxf(mx, bm[t ^ m]);
-    __syncthreads();
-  }
-}
-
-// Float to int8 as a CUDA conversion does (cvt.rzi.s8.f32 after roundf: saturating, NaN -> 0).
-PK_DEV int to_i8(float r) {
-  if (!(r == r)) return 0;
-  return r >= 127.0f ? 127 : r <= -128.0f ? -128 : (int)r;
-}
-
-// ------------------------------------------------------------------------------ quantize_q8_1
-// One thread per element of the padded row; a q8_1 block is 32 consecutive threads (kx_padded is a
-// multiple of 32: Candle pads rows to 512). Threads past the row stay for the block's barriers.
-PK_DEV void quantize_q8_1(const float* x, void* vy, int kx, int kx_padded) {
-  const usize ix = (usize)blockDim.x * blockIdx.x + threadIdx.x;
-  const bool live = ix < (usize)(unsigned)kx_padded;
-  const usize iy = (usize)blockDim.y * blockIdx.y + threadIdx.y;
-  const usize i = iy * (usize)(unsigned)kx_padded + ix;
-  const float xi = live && ix < (usize)(unsigned)kx ? x[iy * (usize)(unsigned)kx + ix] : 0.0f;
-  float sum = xi, amax = fabsf(xi);
-  butterfly32(sum, amax, threadIdx.y * blockDim.x + threadIdx.x);
-  if (!live) return;
-  const float d = amax / 127;
-  const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
-  u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
-  blk[4 + i % QK8_1] = (u8)(q & 0xff);
-  if (i % QK8_1 == 0) {
-    reinterpret_cast<u16*>(blk)[0] = h_bits(__float2half(d));
-    reinterpret_cast<u16*>(blk)[1] = h_bits(__float2half(sum));
-  }
-}
 
 // ------------------------------------------------------------- dequantize_mul_mat_vec (float y)
 // The 32 threads of a row take quads 4q.. of it (q = threadIdx.x, +32, ...): x's four dequantized
@@ -178,7 +136,7 @@ PK_DEV void mmvq(const void* vx, const void* vy, float* dst, int ncols_x, int nr
 
 extern "C" __global__ void quantize_q8_1(const float* __restrict__ x, void* __restrict__ vy, const int kx,
                                          const int kx_padded) {
-  pk::gguf::quantize_q8_1(x, vy, kx, kx_padded);
+  pk::gguf::quantize_q8_1<float>(x, vy, kx, kx_padded);
 }
 
 #define PK_DMMV(NAME, FMT)                                                                              \
