@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -91,7 +92,9 @@ MUTATIONS = [
      "kernel blas.axpy: reference: 'beta' is no operand, scalar or size of the kernel"),
     ('dtypes = ["f32", "f64"]\nparams = ["x: in", "y: in"', 'dtypes = ["f32", "f46"]\nparams = ["x: in", "y: in"', 19,
      "kernel blas.axpy: dtypes: unknown dtype 'f46'; did you mean 'f64'"),
-    ('tolerance = { ulp = 1 }', 'tolerance = { ulps = 1 }', 22, "kernel blas.axpy: tolerance:"),
+    ('tolerance = { roundings = 2 }', 'tolerance = { rounding = 2 }', 22, "kernel blas.axpy: tolerance:"),
+    ('tolerance = { roundings = 2 }', 'tolerance = { roundings = 0 }', 22,
+     "kernel blas.axpy: tolerance: roundings = 0: how many operations round in T, a whole number >= 1"),
     ('scalars = [{ alpha = 2.5 }, { alpha = -0.75 }]', 'scalars = [{ alpah = 2.5 }]', 23,
      "kernel blas.axpy: scalars: every table gives a number for each scalar (alpha)"),
     ('"dims: dims u64 of x"', '"dims: dims u64 of z"', 30,
@@ -178,3 +181,53 @@ def test_worked_example_on_gpu(tmp_path):
     assert {row["verdict"] for row in res["results"]} == {"pass"}
     assert sum(1 for row in res["results"] if row["level"] == "cuda") == 248
     assert any(row.get("kernel_ms") for row in res["results"])      # timed like Candle's kernels
+
+
+# ------------------------------------------------------------------------------ { roundings = N }
+def _fused_axpy(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """a * x + y with one rounding, as an fma: Dekker's exact product p + e, then p + y + e with the
+    sum's own error kept (TwoSum): within a hair of the correctly rounded result."""
+    with np.errstate(all="ignore"):
+        p = a * x
+        split = 134217729.0                                  # 2^27 + 1
+        def halves(v):
+            c = split * v
+            hi = c - (c - v)
+            return hi, v - hi
+        ah, al = halves(np.float64(a))
+        xh, xl = halves(x)
+        e = ((ah * xh - p) + ah * xl + al * xh) + al * xl    # a * x - p, exactly
+        s = p + y
+        bb = s - p
+        t = (p - (s - bb)) + (y - bb)                         # p + y - s, exactly
+        out = s + (t + e)
+    return np.where(np.isfinite(out), out, p + y)
+
+
+class _AxpyBuild(CpuExecutor):
+    """vecops's axpy as a build computes it: fused (one rounding) or with a wrong operand."""
+
+    def __init__(self, how: str):
+        super().__init__("vecops")
+        self.how = how
+
+    def role_compute(self, op, key, inputs, sizes, scalars):
+        if op.name != "vecops.blas.axpy" or key != "f64":
+            return super().role_compute(op, key, inputs, sizes, scalars)
+        a, x, y = scalars["alpha"], inputs["x"].astype(np.float64), inputs["y"].astype(np.float64)
+        with np.errstate(all="ignore"):
+            return {"out": _fused_axpy(a, x, y) if self.how == "fused" else a * y + x}
+
+
+def test_roundings_tolerance_passes_a_fused_axpy_and_fails_a_wrong_operand():
+    """`{ roundings = 2 }`: an fma build of alpha * x + y passes every f64 case of pr, though it is more
+    than 1 ulp from the float64 reference's two roundings somewhere (so `{ ulp = 1 }` could not judge
+    it: with it, 28 of these 36 cases fail here, as on hip-on-nvidia); swapping x and y still fails."""
+    p = profiles.get(str(DECL))
+    cases = [c for c in load_sweep("pr", profile=p) if c.op == "vecops.blas.axpy" and c.dtype == "f64"]
+    assert len(cases) == 36
+    fused = run_cases(cases, _AxpyBuild("fused"), "cpu")
+    assert {r["verdict"] for r in fused} == {"pass"}
+    assert any((r.get("max_ulp") or 0) > 1 for r in fused), [r.get("max_ulp") for r in fused]
+    wrong = run_cases(cases, _AxpyBuild("wrong"), "cpu")
+    assert sum(r["verdict"] == "fail" for r in wrong) >= 30

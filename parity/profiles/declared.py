@@ -17,8 +17,9 @@
     dtypes = ["f32", "f64"]
     params = ["x: in", "y: in", "out: out", "alpha: scalar T", "n: len u32"]
     reference = "alpha * x + y"            # a NumPy expression, or refs.<function>
-    tolerance = { ulp = 1 }                # "exact" | { ulp = N } | { ulp = { f32 = 2, f64 = 1 } } | "sum" |
-                                           # { sum = "cols" }: an accumulation of that many terms in T, any order
+    tolerance = { roundings = 2 }          # "exact" | { ulp = N } | { ulp = { f32 = 2, f64 = 1 } } | "sum" |
+                                           # { sum = "cols" }: an accumulation of that many terms in T, any order |
+                                           # { roundings = N }: N operations rounded in T, fused or not
     scalars = [{ alpha = 2.5 }]            # one case parameter set each
     values = ["normal", "special"]         # value classes (parity.values)
     domain = { x = "positive" }            # per-operand input domain
@@ -78,7 +79,7 @@ TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a 
             "types": "a table dtype -> spelling", "launch": "a table: block, grid, shared", "kernel": "[[kernel]] tables",
             "description": "text"}
 KERNEL_KEYS = {"op": "family.op", "name": "the kernel-name pattern", "dtypes": "dtype names", "params": "parameters",
-               "reference": "an expression or refs.<function>", "tolerance": "exact, sum, or { ulp = N }",
+               "reference": "an expression or refs.<function>", "tolerance": "exact, sum, { roundings = N } or { ulp = N }",
                "scalars": "a list of tables", "values": "value classes", "domain": "operand -> domain",
                "semantics": "text", "divergences": "a list of strings", "kind": "map, reduce or custom",
                "shapes": "shape classes (custom)", "operand_shapes": "operand -> sizes (custom)",
@@ -378,7 +379,14 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
     operands = {p.name for p in params if p.operand}
     # tolerance
     tol_spec, tolerance, sum_terms = k.get("tolerance", "exact"), Tolerance(ulp=0), None
-    if tol_spec == "sum" or (isinstance(tol_spec, dict) and set(tol_spec) == {"sum"}):
+    if isinstance(tol_spec, dict) and set(tol_spec) == {"roundings"}:
+        # the accumulation bound with m = N: an expression of N operations, each rounded once in T, in
+        # any order and fused or not (an fma is one rounding where the reference's float64 is two)
+        n = tol_spec["roundings"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise err(f"roundings = {n!r}: how many operations round in T, a whole number >= 1", "tolerance")
+        sum_terms = str(n)
+    elif tol_spec == "sum" or (isinstance(tol_spec, dict) and set(tol_spec) == {"sum"}):
         sum_terms = "" if tol_spec == "sum" else tol_spec["sum"]
         if not isinstance(sum_terms, str):
             raise err("{ sum = \"size expression\" }: how many terms each output adds up", "tolerance")
@@ -395,7 +403,8 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
             raise err("{ ulp = N } (N an integer, or a table dtype -> N), atol a number", "tolerance")
         tolerance = Tolerance(ulp=ulp, atol=atol)
     else:
-        raise err(f"{tol_spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }} or {{ ulp = N }}", "tolerance")
+        raise err(f"{tol_spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }}, {{ roundings = N }} or {{ ulp = N }}",
+                  "tolerance")
     # values, scalars, domain
     try:
         values = _strings(k.get("values", ["normal", "special"]), "value classes")
@@ -542,11 +551,13 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
         outs = [p.name for p in params if p.role in ("out", "inout")]
 
         def bound(inputs, sizes, scalars, key, ref=ref, ins=ins, outs=outs, terms=sum_terms):
-            """The accumulation bound: magnitude = the reference on |inputs| (sum|x|, sum|x*y|, ...),
-            m = the terms each output adds (the size expression, else the largest input)."""
+            """The accumulation bound: magnitude = the reference on |inputs| and |scalars| (sum|x|,
+            sum|x*y|, |alpha||x| + |y|, ...), m = the terms each output adds (the size expression, else
+            the largest input)."""
             absolute = {n: np.abs(v) if np.asarray(v).dtype.kind == "f" else v for n, v in inputs.items()}
+            abs_scalars = {n: abs(v) for n, v in scalars.items()}     # numbers, checked at load
             with np.errstate(all="ignore"):
-                mag = ref(absolute, sizes, scalars, key)
+                mag = ref(absolute, sizes, abs_scalars, key)
             mags = mag if isinstance(mag, dict) else {outs[0]: mag}
             m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
             return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1)) for o in outs if o in mags}
