@@ -130,6 +130,8 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
             _shape("quant.dequantize_q4_K", "suite-w", {"blocks": 4096 * 14336 // 256})),
         Row("quantized", "quantize_q8_1 f32 14336 (batch 1)", "quant.quantize_q8_1", "f32",
             _shape("quant.quantize_q8_1", "suite-x", {"kx": 14336, "ky": 1})),
+        Row("quantized", "mmvq_gguf_quantize_q8_1 bf16 14336 (batch 1)", "quant.mmvq_gguf_quantize_q8_1_bf16", "bf16",
+            _shape("quant.mmvq_gguf_quantize_q8_1_bf16", "suite-x", {"kx": 14336, "ky": 1})),
         Row("quantized", "mul_mat_vec q4_K b1 4096x14336", "quant.mmvq_q4_K_b1", "f32",
             _shape("quant.mmvq_q4_K_b1", "suite-w", w)),
         Row("quantized", "mmvq_gguf q4_K bf16 b1 4096x14336", "quant.mmvq_gguf_q4_K_bf16_b1", "bf16",
