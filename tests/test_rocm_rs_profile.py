@@ -360,7 +360,10 @@ def test_rocm_rs_master_pr_sweep_on_gpu():
                 expect(cid, lambda v: v == "fail", "fmaxf/fminf through float")
     expect("rocm-rs.memory.copy_element/u8/middle/normal/s0", lambda v: v == "oob-write", "4 bytes into 1")
     expect("rocm-rs.memory.copy_element/f64/middle/normal/s0", lambda v: v == "fail", "half a double")
-    expect("rocm-rs.transpose.reverse/f32/transposed/normal/s0", lambda v: v == "fail", "input_strides unread")
+    # transpose: the same unravel_index puts the whole flat index in the last input index, which becomes
+    # output index 0: output_idx = idx * output_strides[0] lands past the output (H100, this run: every
+    # transpose case of rank >= 2 an oob-write, 12 per shape class)
+    expect("rocm-rs.transpose.reverse/f32/transposed/normal/s0", lambda v: v == "oob-write", "unravel_index")
     # bitonic: both threads of a pair run the compare-exchange (each with the opposite comparison), so a
     # pair already in order is swapped back; and the padding's sentinel 999999 is no maximum of int
     expect("rocm-rs.sort.bitonic_ascending/i32/len100/normal/s0", lambda v: v == "fail", "bitonic pairs")

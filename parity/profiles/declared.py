@@ -67,7 +67,7 @@ import numpy as np
 
 from ..dtypes import ALIASES, DTYPES, dtype
 from ..layouts import view
-from ..numerics import scalar_to_dtype
+from ..numerics import round_float, scalar_to_dtype, to_f64
 from ..suggest import unknown
 from ..tolerance import Tolerance
 from ..values import VALUE_CLASSES
@@ -120,6 +120,28 @@ class _Where:
         where = f"{self.path}:{self.line(field, kernel, sub)}: "
         who = f"kernel {label}: " if label else (f"kernel #{kernel + 1}: " if kernel is not None else "")
         return DeclarationError(f"{where}{who}{field + ': ' if field else ''}{msg}")
+
+
+def _other_evaluations(ref, inputs: dict, sizes: dict, scalars: dict, key: str, outs: list[str]) -> list[dict]:
+    """The reference with its float operands in T (every operation rounded in T: an unfused build) and
+    in long double (wider range and precision than float64 on x86: close to a fused build), each
+    output rounded once to T; an evaluation the reference cannot take is left out."""
+    t = dtype(key)
+    if not t.is_float:
+        return []
+    out = []
+    for wide in (t.np, np.longdouble):
+        cast = {n: v.astype(wide) if np.asarray(v).dtype.kind == "f" else v for n, v in inputs.items()}
+        try:
+            with np.errstate(all="ignore"):
+                got = ref(cast, sizes, scalars, key)
+        except Exception:                        # a references-module function that wants float64
+            continue
+        got = got if isinstance(got, dict) else {outs[0]: got}
+        with np.errstate(all="ignore"):
+            out.append({o: np.asarray(v).astype(np.float64) if t.name == "f64" else round_float(to_f64(v), t)
+                        for o, v in got.items() if np.asarray(v).dtype.kind == "f"})
+    return out
 
 
 def _strings(value, what: str) -> list[str]:
@@ -560,7 +582,9 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
                 mag = ref(absolute, sizes, abs_scalars, key)
             mags = mag if isinstance(mag, dict) else {outs[0]: mag}
             m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
-            return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1)) for o in outs if o in mags}
+            also = _other_evaluations(ref, inputs, sizes, scalars, key, outs)
+            return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1),
+                        tuple(a[o] for a in also if o in a)) for o in outs if o in mags}
     try:
         return kernel_op(name=f"{profile}.{op}", family=family, pattern=pattern, dtypes=tuple(dts),
                          params=tuple(params), ref=ref, kind=kind, type_names=types,
