@@ -206,12 +206,12 @@ PK_DEV int to_i8(float r) {
 // mmvq_gguf_quantize_q8_1_f32 of 14336: 4.74 us against Candle's 4.51, its launch floor 3.42).
 // No lane operation: the same on 32- and 64-lane wavefronts.
 constexpr int kQuantizeThreads = 1024;
-// v[k] += v[k + M] for k < M, then M/2, ... 1: v[0] is that tree. A template, not nested loops: the
-// loop vectorizer took those before they were unrolled and kept v in private memory.
-template <int M> PK_DEV void fold_halves(float (&v)[QK8_1]) {
+// v[k] = f(v[k], v[k + M]) for k < M, then M/2, ... 1: v[0] is that tree. A template, not nested
+// loops: the loop vectorizer took those before they were unrolled and kept v in private memory.
+template <int M, class F> PK_DEV void fold_halves(float (&v)[QK8_1], F&& f) {
 #pragma unroll
-  for (int k = 0; k < M; ++k) v[k] += v[k + M];
-  if constexpr (M > 1) fold_halves<M / 2>(v);
+  for (int k = 0; k < M; ++k) v[k] = f(v[k], v[k + M]);
+  if constexpr (M > 1) fold_halves<M / 2>(v, f);
 }
 template <class T> PK_DEV void quantize_q8_1(const T* x, void* vy, int kx, int kx_padded) {
   __shared__ float xs[kQuantizeThreads];
@@ -227,15 +227,19 @@ template <class T> PK_DEV void quantize_q8_1(const T* x, void* vy, int kx, int k
   const float* grp = xs + (t & ~(unsigned)(QK8_1 - 1));
 #pragma unroll
   for (int k = 0; k < QK8_1; ++k) v[k] = grp[k];
-  float amax = fabsf(v[0]);   // fmaxf: NaN only when every element is NaN, as the butterfly's
+  // amax as a tree too (5 dependent steps, not 31): fmaxf is exact and ignores NaN unless every
+  // element is NaN, so any order gives the butterfly's value
+  float a[QK8_1];
 #pragma unroll
-  for (int k = 1; k < QK8_1; ++k) amax = fmaxf(amax, fabsf(v[k]));
+  for (int k = 0; k < QK8_1; ++k) a[k] = fabsf(v[k]);
+  fold_halves<QK8_1 / 2>(a, [](float p, float q) { return fmaxf(p, q); });
+  const float amax = a[0];
   const float xi = xs[t], d = amax / 127;   // not v[t % 32]: a dynamic index keeps v in private memory
   const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
   u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
   blk[4 + i % QK8_1] = (u8)(q & 0xff);
   if (i % QK8_1 == 0) {
-    fold_halves<QK8_1 / 2>(v);
+    fold_halves<QK8_1 / 2>(v, [](float p, float q) { return p + q; });
     reinterpret_cast<u16*>(blk)[0] = h_bits(__float2half(d));
     reinterpret_cast<u16*>(blk)[1] = h_bits(__float2half(v[0]));
   }
