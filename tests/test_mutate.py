@@ -381,7 +381,7 @@ def test_every_bundled_argument_names_a_mutant_the_suite_has():
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("where", ["common.h:57:nan-check", "structured.h:82:relational-boundary",
+@pytest.mark.parametrize("where", ["common.h:57:nan-check", "structured.h:79:relational-boundary",
                                    "unary.h:114:ternary-swap"])
 def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_path: Path, where: str):
     """The static source selection is sound: the smallest bundled source that source_order leaves

@@ -285,6 +285,9 @@ PK_DEV void grid_stride(usize n, F&& f) {
   for (usize i = (usize)blockIdx.x * (usize)blockDim.x + threadIdx.x; i < n; i += step) f(i);
 }
 
+// Largest block any Candle launch uses (cudarc's cap): the size of per-thread shared arrays.
+constexpr int kMaxBlock = 1024;
+
 // Candle launches one thread per element (grid ceil(n/1024), block 1024). The
 // elementwise kernels deal their work (16-byte packs, strided groups, tiles) to
 // "virtual" threads: every block of the first kDenseBlocks, then every

@@ -205,7 +205,6 @@ PK_DEV int to_i8(float r) {
 // amax, the first adds the tree. One barrier, where a shared-memory butterfly took ten (H200,
 // mmvq_gguf_quantize_q8_1_f32 of 14336: 4.74 us against Candle's 4.51, its launch floor 3.42).
 // No lane operation: the same on 32- and 64-lane wavefronts.
-constexpr int kQuantizeThreads = 1024;
 // v[k] = f(v[k], v[k + M]) for k < M, then M/2, ... 1: v[0] is that tree. A template, not nested
 // loops: the loop vectorizer took those before they were unrolled and kept v in private memory.
 template <int M, class F> PK_DEV void fold_halves(float (&v)[QK8_1], F&& f) {
@@ -214,7 +213,7 @@ template <int M, class F> PK_DEV void fold_halves(float (&v)[QK8_1], F&& f) {
   if constexpr (M > 1) fold_halves<M / 2>(v, f);
 }
 template <class T> PK_DEV void quantize_q8_1(const T* x, void* vy, int kx, int kx_padded) {
-  __shared__ float xs[kQuantizeThreads];
+  __shared__ float xs[kMaxBlock];
   const usize ix = (usize)blockDim.x * blockIdx.x + threadIdx.x;
   const bool live = ix < (usize)(unsigned)kx_padded;
   const usize iy = (usize)blockDim.y * blockIdx.y + threadIdx.y;

@@ -27,10 +27,6 @@
 namespace pk {
 namespace gguf {
 
-// Cross-thread sums go through shared memory over the block (as structured.h's reductions do): no
-// warp intrinsic, so the code is the same on 32-lane warps and 64-lane wavefronts.
-constexpr int kMaxThreads = 1024;
-
 // ------------------------------------------------------------- dequantize_mul_mat_vec (float y)
 // The 32 threads of a row take quads 4q.. of it (q = threadIdx.x, +32, ...): x's four dequantized
 // elements (deq4, the dequantize kernels' values) times y's, summed in f32, then over the row.
@@ -48,7 +44,7 @@ template <class F, int A> PK_DEV float dmmv_row(const u8* x, const float* y, int
 }
 // A row's threads (threadIdx.x) leave their sums in shared memory; its first thread adds them up.
 template <class F> PK_DEV void dmmv(const void* vx, const float* y, float* dst, int ncols, int nrows, bool bounded) {
-  __shared__ float part[kMaxThreads];
+  __shared__ float part[kMaxBlock];
   const usize row = (usize)blockIdx.x * blockDim.y + threadIdx.y;
   const bool live = !bounded || row < (usize)(unsigned)nrows;   // threads of a row past nrows: barrier only
   const u8* x = static_cast<const u8*>(vx);

@@ -9,9 +9,6 @@
 
 namespace pk {
 
-// Largest block any structured launch uses (cudarc / Candle cap).
-constexpr int kMaxBlock = 1024;
-
 // max_value<I>(): the "no index" sentinel of the indexing kernels.
 template <class I> struct MaxValue;
 template <> struct MaxValue<u8> { static PK_DEV u8 v() { return (u8)0xffu; } };
