@@ -52,6 +52,7 @@ references module is Python code of the port: parity imports it, as it would run
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import inspect
 import re
@@ -582,9 +583,11 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
                 mag = ref(absolute, sizes, abs_scalars, key)
             mags = mag if isinstance(mag, dict) else {outs[0]: mag}
             m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
-            also = _other_evaluations(ref, inputs, sizes, scalars, key, outs)
+            # the other evaluations only where the bound alone refuses an element (accumulation_ok),
+            # and once for every output
+            others = functools.cache(lambda: _other_evaluations(ref, inputs, sizes, scalars, key, outs))
             return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1),
-                        tuple(a[o] for a in also if o in a)) for o in outs if o in mags}
+                        lambda o=o: tuple(a[o] for a in others() if o in a)) for o in outs if o in mags}
     try:
         return kernel_op(name=f"{profile}.{op}", family=family, pattern=pattern, dtypes=tuple(dts),
                          params=tuple(params), ref=ref, kind=kind, type_names=types,
