@@ -1,4 +1,4 @@
 """`python -m parity` = the `parity` command."""
-from .cli import main
+from parity.cli import main
 
 main(prog_name="parity")

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .compile_cache import compile_source, toolchain_version
-from .suite import Suite, balanced_end, discover, kernels_from_binary
+from parity.compile_cache import compile_source, toolchain_version
+from parity.suite import Suite, balanced_end, discover, kernels_from_binary
 
 DEFAULT_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")
 HIP_ENV = {"HIP_PLATFORM": "amd"}
@@ -201,7 +201,7 @@ def kernel_notes(suite: Suite) -> dict[str, list[str]]:
     Kernels built by macros share their helpers, so findings are attributed by file: a note
     says where the assumption is, and the kernels that may run it carry it.
     """
-    from .compile_cache import header_closure
+    from parity.compile_cache import header_closure
     findings = wavefront_scan([*suite.sources, *suite.headers])
     by_file: dict[str, list[str]] = {}
     for f, line, msg in findings:

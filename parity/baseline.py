@@ -26,8 +26,8 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-from .results import FAILING, Results
-from .row import Verdict
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 SCHEMA = "parity.baseline/1"
 PLACEHOLDER = "TODO: why this failure is accepted (issue link)"
@@ -78,7 +78,7 @@ def _entries_of(doc, path: Path) -> list:
         return doc
     if not isinstance(doc, dict):
         raise ValueError(f"baseline {path}: expected a table with a `known` list of entries")
-    from .suggest import unknown
+    from parity.suggest import unknown
     for k in doc:
         if k not in ("known", "schema"):
             raise ValueError(f"baseline {path}: {unknown('key', k, ['known', 'schema'])}")
@@ -95,7 +95,7 @@ def _entry(e, i: int, path: Path) -> Entry:
     where = f"baseline {path}: entry {i + 1}"
     if not isinstance(e, dict):
         raise ValueError(f"{where} is {type(e).__name__}, not a table {{pattern, level?, reason}}")
-    from .suggest import unknown
+    from parity.suggest import unknown
     for k in e:
         if k not in KEYS:
             raise ValueError(f"{where}: {unknown('key', k, sorted(KEYS))}")

@@ -9,15 +9,15 @@ except ImportError:  # Python 3.10
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import chains, profiles, resources
-from .compile_cache import special_file
-from .dtypes import ALIASES, DTYPES
-from .layouts import LAYOUT_CLASSES
-from .ops.base import Op
-from .profiles import Profile
-from .shard import apply_shard
-from .suggest import unknown
-from .values import VALUE_CLASSES
+from parity import chains, profiles, resources
+from parity.compile_cache import special_file
+from parity.dtypes import ALIASES, DTYPES
+from parity.layouts import LAYOUT_CLASSES
+from parity.ops.base import Op
+from parity.profiles import Profile
+from parity.shard import apply_shard
+from parity.suggest import unknown
+from parity.values import VALUE_CLASSES
 
 SWEEP_DIR = resources.sweep_dir()
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from . import __version__
+from parity import __version__
 
 if TYPE_CHECKING:
-    from .timing import TimingOptions
+    from parity.timing import TimingOptions
 
 EPILOG_RUN = """\b
 Examples:
@@ -92,7 +92,7 @@ def list_cmd(ops: str | None, as_json: bool, profile_opt: str | None = None) -> 
                                 "semantics": o.semantics, "divergences": list(o.divergences)}
                                for o in chosen], indent=1))
         return
-    from .termtable import Col, fit_table
+    from parity.termtable import Col, fit_table
     rows = []
     for o in chosen:
         names = [o.kernel_name(k) for k in o.dtypes]
@@ -172,9 +172,9 @@ def port_options(f):
                    "each fault costs a worker restart.")
 def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, every_fault: bool, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
-    from .levels import resolve_gpus
-    from .shard import parse_shard
-    from .timing import TimingOptions
+    from parity.levels import resolve_gpus
+    from parity.shard import parse_shard
+    from parity.timing import TimingOptions
     try:
         opts = RunOptions(TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None,
                           gpus, parse_shard(shard), every_fault)
@@ -232,8 +232,8 @@ def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_t
             require, port=None, profile: str | None = None) -> list:
     """The selected levels, built. Named levels that are unavailable are setup errors (exit 2), as
     --require's are; `auto` keeps the unavailable ones as rows of the report."""
-    from .levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
-    from .suggest import unknown
+    from parity.levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
+    from parity.suggest import unknown
     names = LEVELS if levels == "auto" else _csv(levels) or []
     for n in list(names) + (_csv(require) or []):
         if n not in ALL_LEVELS:
@@ -259,7 +259,7 @@ def _levels(levels: str, wave: str, hip_src: Path, cuda_src: Path | None, case_t
 def _port(hip_src: Path | None, port_file, sources, includes, forced, defines):
     """The port of this run (parity.port), or None for a suite of .hip files: --port FILE, else
     --hip-src DIR/parity-port.toml, extended by the --port-* options."""
-    from .port import Port, PortError, find_port
+    from parity.port import Port, PortError, find_port
     try:
         port = find_port(hip_src, Path(port_file) if port_file else None)
         if port is None and (sources or includes or forced or defines):
@@ -281,11 +281,11 @@ def _profile(option: str | None, hip_src: Path | None, port=None):
     """(profile, how it was chosen) of a command: --profile, else DIR/parity-kernels.toml, else the
     built-in profile the suite's kernel names belong to (parity.profiles.resolve); exit 2 with one line
     for an unknown name or a declaration with an error."""
-    from . import profiles
+    from parity import profiles
 
     def names():
-        from .port import discover_port
-        from .suite import discover
+        from parity.port import discover_port
+        from parity.suite import discover
         return list((discover_port(port) if port is not None else discover(hip_src)).kernels)
     try:
         return profiles.resolve(option, hip_src, names if hip_src is not None and Path(hip_src).is_dir() else None)
@@ -298,8 +298,8 @@ def _profile(option: str | None, hip_src: Path | None, port=None):
 def _check_something_verifies(lvls: list, levels: str, hip_src: Path) -> bool:
     """True when only reference levels were asked for by name. Exit 2 when no selected level runs or
     compiles the subject's kernels and the user did not ask for the reference alone."""
-    from .levels import REFERENCE, role
-    from .outcome import WHAT_RUNS_IT
+    from parity.levels import REFERENCE, role
+    from parity.outcome import WHAT_RUNS_IT
     runnable = [l for l in lvls if l.availability.available]
     if any(role(l.name) != REFERENCE for l in runnable):
         return False
@@ -373,10 +373,10 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
          cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
          wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
          port_define=(), profile_opt: str | None = None) -> None:
-    from .cases import Filters, load_sweep
-    from .golden import summary as golden_summary
-    from .levels import DEFAULT_HIP_SRC
-    from .results import environment
+    from parity.cases import Filters, load_sweep
+    from parity.golden import summary as golden_summary
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.results import environment
 
     if resume:
         if not Path(resume).is_dir():
@@ -388,7 +388,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
             o[k] for k in RESUMED if k != "shard")
         if o.get("shard") and not opts.shard:
-            from .shard import parse_shard
+            from parity.shard import parse_shard
             opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
     console = Console(stderr=False, quiet=quiet)
     given_src = Path(hip_src) if hip_src else None
@@ -422,7 +422,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             sys.exit(0)
     runnable = [l for l in lvls if l.availability.available]
     _warn_ignored(opts, runnable)
-    from .commands import load_baseline
+    from parity.commands import load_baseline
     known = load_baseline(baseline_path, strict)
     folder = Path(resume) if resume else _run_folder(out, Path(sweep).stem)
     _write_run_file(folder, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes,
@@ -452,9 +452,9 @@ def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, conso
     """A kernel failing at wave 64 gets a handful of its failing cases run again at wave 32 (when the
     run had no wave-32 level): the evidence table then says whether the failure is a wave-size bug.
     The rows feed the evidence only: the run's table keeps the levels it asked for."""
-    from .engine import run_cases
-    from .levels import make
-    from .wave_link import W32, W64, recheck_ids
+    from parity.engine import run_cases
+    from parity.levels import make
+    from parity.wave_link import W32, W64, recheck_ids
     w64 = next((l for l in lvls if l.name == W64 and l.availability.available), None)
     if w64 is None or any(l.name == W32 for l in lvls):
         return []
@@ -475,14 +475,14 @@ def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, conso
 
 
 def _level_meta(lv) -> dict:
-    from .levels import role
+    from parity.levels import role
     return {"level": lv.name, "available": lv.availability.available, "reason": lv.availability.reason,
             "device": lv.availability.device, "role": role(lv.name)}
 
 
 def _warn_ignored(opts: RunOptions, runnable: list) -> None:
     """--time and --gpus need a GPU level: without one they are ignored, and the user is told so."""
-    from .levels import EXECUTES, role
+    from parity.levels import EXECUTES, role
     gpu = [l for l in runnable if role(l.name) == EXECUTES]
     if opts.timing is not None and not gpu:
         click.echo("--time: no GPU level runs here, so nothing is timed", err=True)
@@ -504,9 +504,9 @@ def _execute(opts: RunOptions, cases: list, kernels: set[str], runnable: list, f
              resume):
     """Compile, then run every case on every runnable level, journalled; fills meta's times and
     `interrupted`. Returns the journal (its rows: the run's) and the interrupt that stopped it, or None."""
-    from .engine import run_cases
-    from .journal import Journal
-    from .render import terminal
+    from parity.engine import run_cases
+    from parity.journal import Journal
+    from parity.render import terminal
     try:
         journal = Journal(folder, resume=bool(resume), cases={c.id for c in cases}, levels={l.name for l in runnable})
     except OSError as e:
@@ -555,17 +555,17 @@ def _execute(opts: RunOptions, cases: list, kernels: set[str], runnable: list, f
 
 def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, port) -> None:
-    from .commands import apply_baseline, write_extra_reports
-    from .outcome import of as outcome_of
-    from .render import junit, markdown, terminal
-    from .results import Results
+    from parity.commands import apply_baseline, write_extra_reports
+    from parity.outcome import of as outcome_of
+    from parity.render import junit, markdown, terminal
+    from parity.results import Results
     rows = journal.rows
     if opts.timing is not None:
-        from .engine import add_ratios
+        from parity.engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
     res = apply_baseline(Results.from_rows(rows, meta), known, strict)
-    from .wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
+    from parity.wave_link import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
     waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, port), meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves
@@ -574,7 +574,7 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
         if notes:
             res.meta["static_notes"] = notes
     res.to_json(folder / "results.json")
-    from .render import timing as timing_report
+    from parity.render import timing as timing_report
     timing_md = timing_report.markdown(res)
     appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
                 + (timing_md or ""))
@@ -603,8 +603,8 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
 def _changed_cases(cases: list, ref: str, suites: list[Path], quiet: bool = False) -> list:
     """The cases whose kernels (or a host routine's kernels) are defined in files changed since ref;
     says on stderr which files chose them."""
-    from .host.routines import is_library_kernel, suite_kernels
-    from .since import SinceError, kernels_changed, selection_line
+    from parity.host.routines import is_library_kernel, suite_kernels
+    from parity.since import SinceError, kernels_changed, selection_line
     kernels: set[str] = set()
     files: list[Path] = []
     try:
@@ -636,9 +636,9 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     """Render a results.json (or a run folder) as markdown, JUnit XML, JSON or the HTML scoreboard.
 
     Given several (a shell glob over runs), the newest run is rendered and named on stderr."""
-    from .commands import apply_baseline, load_baseline
-    from .render import html, junit, markdown
-    from .results import Results, newest
+    from parity.commands import apply_baseline, load_baseline
+    from parity.render import html, junit, markdown
+    from parity.results import Results, newest
     if output is not None and Path(output).is_dir():
         raise SetupError(f"-o {output} is a folder; name the file to write")
     try:
@@ -655,7 +655,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     if fmt == "html":
         text = html.render(res)
     elif fmt == "md":
-        from .render import timing as timing_report
+        from parity.render import timing as timing_report
         text = markdown.render(res, appendix=timing_report.markdown(res))
     elif fmt == "junit":
         text = junit.render(res)
@@ -669,14 +669,14 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
             raise SetupError(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text)
-    from .outcome import of as outcome_of
+    from parity.outcome import of as outcome_of
     sys.exit(outcome_of(res).file_exit_code)
 
 
 # register the other commands: coverage, compile, doctor; baseline, diff, repro; run --time, bench, merge
-from . import cli_bench, cli_suite, commands  # noqa: E402,F401,I001
-from . import cli_peak  # noqa: E402,F401  (register peak)
-from . import cli_mutate  # noqa: E402,F401  (register mutate)
+from parity import cli_bench, cli_suite, commands  # noqa: E402,F401,I001
+from parity import cli_peak  # noqa: E402,F401  (register peak)
+from parity import cli_mutate  # noqa: E402,F401  (register mutate)
 
 if __name__ == "__main__":
     main()

@@ -14,13 +14,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .cli import SetupError, _csv, main
+from parity.cli import SetupError, _csv, main
 
 MODE = click.Choice(["cold", "hot"])
 
 
 def _timing_options(mode: str, max_noise: float, time_cap: float = 2.0, min_samples: int = 10):
-    from .timing import TimingOptions
+    from parity.timing import TimingOptions
     try:
         return TimingOptions(mode=mode, max_noise=max_noise, time_cap_s=time_cap, min_samples=min_samples)
     except ValueError as e:
@@ -53,12 +53,12 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     are timed), then timed with device events. Writes results.json (with the environment) and
     summary.md with the timing table. Exit 0 when every case passed, 1 otherwise, 2 without a GPU level.
     """
-    from .cases import Filters, load_sweep
-    from .engine import add_ratios, run_cases_multi
-    from .levels import DEFAULT_HIP_SRC, make
-    from .render import terminal
-    from .render import timing as timing_report
-    from .results import Results, environment
+    from parity.cases import Filters, load_sweep
+    from parity.engine import add_ratios, run_cases_multi
+    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.render import terminal
+    from parity.render import timing as timing_report
+    from parity.results import Results, environment
     from dataclasses import asdict
     opts = _timing_options(mode, max_noise, time_cap)
     names = _csv(levels) if levels != "auto" else list(GPU_LEVELS)
@@ -126,8 +126,8 @@ def merge_results(paths: list[Path], allow_partial: bool = False):
     (the merged meta then names them in `shards_missing`). Rows of one key with different verdicts
     are a conflict: the worst verdict (results.ORDER: a failure before a pass) is kept whatever the
     argument order, and meta `merge_conflicts` lists them."""
-    from .diff import scope_differences
-    from .results import Results
+    from parity.diff import scope_differences
+    from parity.results import Results
     parts = [(Path(p), Results.from_json(p)) for p in paths]
     for p, r in parts[1:]:
         diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
@@ -154,7 +154,7 @@ def merge_results(paths: list[Path], allow_partial: bool = False):
 
 def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
     """The K/N absent from `shards` ("" for a whole run); ValueError for splits that do not fit."""
-    from .shard import parse_shard
+    from parity.shard import parse_shard
     if not any(shards):
         return []
     if not all(shards):
@@ -174,7 +174,7 @@ def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
 def _merge_rows(parts: list) -> tuple[list[dict], list[dict]]:
     """Rows keyed by (case ID, level), first appearance order; of rows with different verdicts for a
     key the worst is kept (never the later file's: argument order must not hide a failure)."""
-    from .results import ORDER
+    from parity.results import ORDER
 
     def rank(v) -> int:
         return ORDER.index(v) if v in ORDER else -1         # unknown: first (from_json refuses them)
@@ -227,5 +227,5 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
         where = ", ".join(f"{v} in {f}" for f, v in c["verdicts"].items())
         click.echo(f"⚠️ {conflicts['count']} case(s) with different verdicts in different files; the worst verdict "
                    f"kept (e.g. {c['case_id']} @{c['level']}: {where} -> {c['kept']})")
-    from .outcome import of as outcome_of
+    from parity.outcome import of as outcome_of
     sys.exit(outcome_of(res).file_exit_code)

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .cli import SetupError, _csv, main
+from parity.cli import SetupError, _csv, main
 
 EPILOG = """\b
 Examples:
@@ -47,11 +47,11 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
                equivalent_file, resume, list_only) -> None:
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
-    from .cases import Filters, load_sweep
-    from .levels import DEFAULT_HIP_SRC
-    from .mutate.operators import mutants_of, sample
-    from .mutate.targets import cases_for, targets
-    from .resources import hip_mapping
+    from parity.cases import Filters, load_sweep
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.mutate.operators import mutants_of, sample
+    from parity.mutate.targets import cases_for, targets
+    from parity.resources import hip_mapping
     suite = Path(hip_src) if hip_src else DEFAULT_HIP_SRC
     if not suite.is_dir():
         raise SetupError(f"kernel suite folder {suite} does not exist")
@@ -67,7 +67,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}
     if not files:
         raise SetupError("no suite file defines a kernel of the selected cases")
-    from .mutate.scope import largest_case, unreachable, wide_spans
+    from parity.mutate.scope import largest_case, unreachable, wide_spans
     largest = largest_case(cases)
     spans = {f: wide_spans((suite / f).read_text()) for f in files}
     reach, out_of_reach = [], Counter()
@@ -87,14 +87,14 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         for why, n in out_of_reach.items():
             click.echo(f"not sampled, out of the sweep's reach: {n} mutant{'s' if n != 1 else ''}: {why}")
         return
-    from .mutate.scope import EQUIVALENT_FILE, load_argued
+    from parity.mutate.scope import EQUIVALENT_FILE, load_argued
     try:
         table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
     except ValueError as e:
         raise SetupError(str(e))
     previous = []
     if resume:
-        from .mutate.report import load_journal
+        from parity.mutate.report import load_journal
         try:
             previous = load_journal(Path(resume) / "mutants.jsonl", {m.id: m for m in mutants})
         except ValueError as e:
@@ -105,7 +105,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
 
 def _gpu_level(level: str, suite: Path):
     """The level mutants run on, or SetupError (exit 2, one line) saying why this machine has none."""
-    from .levels import make
+    from parity.levels import make
     lv = make(level, suite, None, isolate=False)
     if not lv.availability.available:
         raise SetupError(f"parity mutate needs a GPU level: {level} is unavailable ({lv.availability.reason})")
@@ -115,11 +115,11 @@ def _gpu_level(level: str, suite: Path):
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, jobs: int,
          runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict,
          out_of_reach: dict[str, int], resume: Path | None = None, previous: list = ()) -> None:
-    from .mutate.report import record, summary, write
-    from .mutate.run import GpuRunner, evaluate
-    from .mutate.scope import argued
-    from .ops import expected_kernels
-    from .render import terminal
+    from parity.mutate.report import record, summary, write
+    from parity.mutate.run import GpuRunner, evaluate
+    from parity.mutate.scope import argued
+    from parity.ops import expected_kernels
+    from parity.render import terminal
     level = lv.name
     known = expected_kernels()
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}

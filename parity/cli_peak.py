@@ -5,7 +5,7 @@ import json
 
 import click
 
-from .cli import SetupError, main
+from parity.cli import SetupError, main
 
 
 @main.command("peak")
@@ -14,7 +14,7 @@ from .cli import SetupError, main
 @click.option("--json", "as_json", is_flag=True)
 def peak_cmd(device_name, measure, as_json) -> None:
     """Dense peak TFLOP/s per dtype (datasheet table keyed by device name, else measured)."""
-    from .peak import measured_peak, peak
+    from parity.peak import measured_peak, peak
     blas = None
     if device_name is None:
         try:
@@ -27,7 +27,7 @@ def peak_cmd(device_name, measure, as_json) -> None:
         def meas(dt):
             nonlocal blas
             if blas is None:
-                from .host.blas import CupyBlas
+                from parity.host.blas import CupyBlas
                 blas = CupyBlas()
             return measured_peak(blas, dt)
     info = peak(device_name, meas)

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .cli import SetupError, _csv, _port, _profile, main, port_options
-from .termtable import Col, fit_table
+from parity.cli import SetupError, _csv, _port, _profile, main, port_options
+from parity.termtable import Col, fit_table
 
 
 def _suite_dir(path: Path | None, default: Path) -> Path:
@@ -43,14 +43,14 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
     but no `utanh_f32` is told so). Exit 1 when anything is missing or mismatched. The catalog is
     the ABI profile's (--profile; by default the one the suite's kernel names belong to).
     """
-    from .coverage import coverage, summary
+    from parity.coverage import coverage, summary
     if drift:
         _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot)
     if snapshot_file or update_snapshot:
         raise SetupError("--snapshot and --update-snapshot go with --drift")
-    from .levels import DEFAULT_HIP_SRC
-    from .port import discover_port
-    from .suite import discover
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.port import discover_port
+    from parity.suite import discover
     folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
     port = _port(hip_src, port_file, port_source, port_include, port_force_include, port_define)
     profile, how = _profile(profile_opt, Path(hip_src) if hip_src else port.root if port is not None else None, port)
@@ -109,10 +109,10 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
 
     Exit 1 on a compile error or any spill; 2 when hipcc is missing (see `parity doctor`).
     """
-    from .amd_static import hipcc
-    from .levels import DEFAULT_HIP_SRC
-    from .port import discover_port
-    from .suite import discover
+    from parity.amd_static import hipcc
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.port import discover_port
+    from parity.suite import discover
     folder = _suite_dir(hip_src, DEFAULT_HIP_SRC)
     if not hipcc():
         raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
@@ -121,7 +121,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         _profile(profile_opt, folder, port)          # itself is the same for every profile
     suite = discover_port(port) if port is not None else discover(folder)
     if since:
-        from .since import SinceError, sources_changed
+        from parity.since import SinceError, sources_changed
         try:
             hit, files = sources_changed(since, folder)
         except SinceError as e:
@@ -156,8 +156,8 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
     --json read by a script)."""
     import threading
 
-    from .amd_static import analyze
-    from .render import terminal
+    from parity.amd_static import analyze
+    from parity.render import terminal
     console = Console(stderr=True)
     line = {"extra_flags": port.hipcc_flags(), "include_dirs": list(port.include_dirs)} if port is not None else {}
     if not console.is_terminal and not log_lines:
@@ -178,9 +178,9 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
 def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None, snapshot_file: Path | None = None,
            update: bool = False) -> None:
     """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
-    from .coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
-    from .resources import data_dir
-    from .suite import discover
+    from parity.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
+    from parity.resources import data_dir
+    from parity.suite import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     folder = _suite_dir(cuda_src, Path())
@@ -261,6 +261,6 @@ def _print_static(rows, per_file: bool) -> None:
 @main.command("doctor")
 def doctor_cmd() -> None:
     """Which levels this machine can run, what is missing for the others, and the command that installs it."""
-    from .doctor import LEVELS_HEADING, doctor, render, run_levels
+    from parity.doctor import LEVELS_HEADING, doctor, render, run_levels
     click.echo(render(doctor()))
     click.echo(f"\n{LEVELS_HEADING}\n{render(run_levels())}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .cli import SetupError, main
+from parity.cli import SetupError, main
 
 
 # ------------------------------------------------------------- helpers used by cli.run / report
@@ -17,7 +17,7 @@ def load_baseline(path: Path | None, strict: bool = False):
         if strict:
             raise SetupError("--strict needs --baseline FILE")
         return None
-    from . import baseline
+    from parity import baseline
     try:
         return baseline.load(path)
     except ValueError as e:
@@ -28,13 +28,13 @@ def apply_baseline(res, known, strict: bool = False):
     """`res` with known failures as xfail (unchanged when `known` is None)."""
     if known is None:
         return res
-    from . import baseline
+    from parity import baseline
     return baseline.apply(res, known, strict)
 
 
 def write_extra_reports(res, folder: Path) -> list[str]:
     """index.html beside summary.md; GitHub annotations on stdout under GitHub Actions."""
-    from .render import github, html
+    from parity.render import github, html
     html.write(res, folder)
     if github.enabled():
         for line in github.annotations(res):
@@ -62,8 +62,8 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
 
     RESULTS: a results.json or a run folder; given several (a shell glob over runs), the newest run
     is used. Entries for levels or cases these results did not run are kept as they are."""
-    from . import baseline as bl
-    from .results import Results, newest
+    from parity import baseline as bl
+    from parity.results import Results, newest
     try:
         path, note = newest(list(results))
         res = Results.from_json(path)
@@ -96,8 +96,8 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
 
     Exit 1 on a regression, 2 when the runs share no case. Runs of different sweeps, filters,
     levels or shards are compared on their common cases, and the report says so."""
-    from .diff import diff, render
-    from .results import Results
+    from parity.diff import diff, render
+    from parity.results import Results
     if slowdown <= 1.0:
         raise SetupError("--slowdown must be greater than 1 (1.10 = 10% slower)")
     try:
@@ -129,10 +129,10 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
     is still written, without `got`) or the case ID or an option is wrong.
     """
-    from .levels import ALL_LEVELS as LEVELS
-    from . import repro
-    from .row import Verdict
-    from .suggest import unknown
+    from parity.levels import ALL_LEVELS as LEVELS
+    from parity import repro
+    from parity.row import Verdict
+    from parity.suggest import unknown
     if level not in LEVELS:
         raise SetupError(unknown("level", level, LEVELS))
     for p in [hip_src, cuda_src]:

@@ -5,10 +5,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .dtypes import DType
-from .layouts import SENTINEL
-from .numerics import bits_of, to_f64, ulp_order
-from .tolerance import Tolerance
+from parity.dtypes import DType
+from parity.layouts import SENTINEL
+from parity.numerics import bits_of, to_f64, ulp_order
+from parity.tolerance import Tolerance
 
 # Worst.kind: what the failing elements say about the cause (findings group by it)
 OUTSIDE_VIEW = "outside-view"        # NaN out, no NaN in any input's view: parity's poison got in

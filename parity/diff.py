@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .results import FAILING, Results
-from .row import Verdict
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 
 @dataclass

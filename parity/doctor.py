@@ -37,7 +37,7 @@ def _gpu() -> Check:
 
 
 def _cupy() -> list[Check]:
-    from .executors.hip_nvidia import CUPY_PIP, cuda_device
+    from parity.executors.hip_nvidia import CUPY_PIP, cuda_device
     try:
         import cupy
     except Exception:                          # not installed, or installed and broken: cuda_device says which
@@ -72,7 +72,7 @@ def _hipcc() -> list[Check]:
     if not exe:
         return [Check("hipcc", False, "hipcc not found: amd-static unavailable",
                       "apt-get install hipcc libamdhip64-dev")]
-    from .amd_static import DEFAULT_TARGETS, accepted_targets, toolchain
+    from parity.amd_static import DEFAULT_TARGETS, accepted_targets, toolchain
     ver = [ln for ln in toolchain().splitlines() if "HIP version" in ln or "clang version" in ln]
     rows = [Check("hipcc", True, f"{exe}: {'; '.join(ver)}", "")]
     for arch, (ok, why) in accepted_targets(DEFAULT_TARGETS).items():
@@ -82,7 +82,7 @@ def _hipcc() -> list[Check]:
 
 
 def _hip_python() -> list[Check]:
-    from .host.hip import detect
+    from parity.host.hip import detect
     ok, why, arch = detect()
     try:
         import hip  # noqa: F401
@@ -111,7 +111,7 @@ def _libs() -> list[Check]:
 
 def _bundled() -> Check:
     """The files the wheel must carry (a broken install otherwise says only `no sweep 'smoke'`)."""
-    from . import resources
+    from parity import resources
     problems = resources.check()
     if problems:
         return Check("bundled", False, "; ".join(problems), "reinstall parity from a wheel or a clone")
@@ -133,7 +133,7 @@ def doctor() -> list[Check]:
 def run_levels() -> list[Check]:
     """Each level `parity run` knows, available here or why not — answered by the same
     `availability` that `parity run` asks (parity.levels.make, isolate=False: nothing starts)."""
-    from .levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, make
+    from parity.levels import ALL_LEVELS, DEFAULT_HIP_SRC, LEVELS, make
     rows = []
     for name in ALL_LEVELS:
         av = make(name, DEFAULT_HIP_SRC, None, isolate=False).availability

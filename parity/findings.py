@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .results import FAILING, Results
-from .row import Verdict
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.COMPILED)   # amd-static: compiled is its pass
 # Causes worst first: build-level causes hide everything after them, then parity's own gap (the
@@ -93,7 +93,7 @@ def layout_name(layout: str) -> str:
     """A layout class as a reader says it ("in-place (null input)", "len1025 (1025 elements: ...)")."""
     if layout in _LAYOUT_NAMES:
         return _LAYOUT_NAMES[layout]
-    from .layouts import LAYOUT_CLASSES
+    from parity.layouts import LAYOUT_CLASSES
     c = LAYOUT_CLASSES.get(layout)
     doc = re.split(r"[:;]", c.doc)[0].strip() if c is not None and c.doc else ""
     return f"{layout} ({doc})" if doc else str(layout)
@@ -430,7 +430,7 @@ def _not_run(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
 
 
 def _path_of(layout: str) -> str:
-    from .layouts import code_path           # the engine charges faults to the same paths
+    from parity.layouts import code_path           # the engine charges faults to the same paths
     return code_path(layout)
 
 

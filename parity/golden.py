@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import resources
-from .numerics import bits_of, from_bits, ulp_order
-from .ops import expected_kernels
+from parity import resources
+from parity.numerics import bits_of, from_bits, ulp_order
+from parity.ops import expected_kernels
 
 
 @dataclass

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import resources
-from .compile_cache import header_closure
+from parity import resources
+from parity.compile_cache import header_closure
 
 DATA = resources.data_dir() / "hip_device_api.txt"
 

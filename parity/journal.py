@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from .results import Results, _from_json, row_json, row_problem
+from parity.results import Results, _from_json, row_json, row_problem
 
 NAME = "results.partial.jsonl"
 

@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from .dtypes import DType
+from parity.dtypes import DType
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import resources
-from .executors.base import Availability, Compiling, Executor
-from .executors.cpu import CpuExecutor
-from .port import Port
+from parity import resources
+from parity.executors.base import Availability, Compiling, Executor
+from parity.executors.cpu import CpuExecutor
+from parity.port import Port
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "amd-static", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
@@ -48,7 +48,7 @@ class Level:
     def prestart(self) -> None:
         """Start the level's worker process (not for --gpus pools: their workers start in their
         own drive processes) so it warms up while the run compiles and prepares."""
-        from .executors.worker import IsolatedExecutor
+        from parity.executors.worker import IsolatedExecutor
         if isinstance(self.executor, IsolatedExecutor):
             self.executor.prestart()
 
@@ -125,7 +125,7 @@ def parse_waves(spec: str | int | None) -> list[int]:
 
 def expand_waves(names: list[str], waves: list[int]) -> list[str]:
     """Level names with `hip-on-nvidia` replaced by one level per wavefront size."""
-    from .executors.hip_nvidia import hip_level_name
+    from parity.executors.hip_nvidia import hip_level_name
     out: list[str] = []
     for n in names:
         for m in ([hip_level_name(w) for w in waves] if n == "hip-on-nvidia" else [n]):
@@ -179,26 +179,26 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             cpu = CpuExecutor(profile)
             return Level(name, cpu.availability(), cpu)
         if name == "hip-on-nvidia":
-            from .executors.hip_nvidia import HipOnNvidiaExecutor as cls
+            from parity.executors.hip_nvidia import HipOnNvidiaExecutor as cls
             kwargs = {"suite_dir": hip_src, **ported}
         elif name == "hip-on-nvidia/w32":
-            from .executors.hip_nvidia import HipOnNvidiaW32Executor as cls
+            from parity.executors.hip_nvidia import HipOnNvidiaW32Executor as cls
             kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd":
-            from .executors.amd import AmdExecutor as cls
+            from parity.executors.amd import AmdExecutor as cls
             kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd-static":               # compiles only: no worker process to isolate
-            from .executors.amd_compile import AmdStaticExecutor
+            from parity.executors.amd_compile import AmdStaticExecutor
             ex = AmdStaticExecutor(hip_src, port=port, profile=profile)
             av = ex.availability()
             return Level(name, av, ex if av.available else None, ex if av.available else None)
         elif name == "cupy":
-            from .executors.cupy_ref import CupyRefExecutor as cls
+            from parity.executors.cupy_ref import CupyRefExecutor as cls
             kwargs = {}
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
-            from .executors.hip_nvidia import CudaExecutor as cls
+            from parity.executors.hip_nvidia import CudaExecutor as cls
             kwargs = {"suite_dir": cuda_src}
         else:
             raise ValueError(f"unknown level {name!r}; known: {', '.join(ALL_LEVELS)}")
@@ -209,7 +209,7 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
     if not av.available:
         return Level(name, av, None)
     if isolate:
-        from .executors.worker import IsolatedExecutor
+        from parity.executors.worker import IsolatedExecutor
         ids = resolve_gpus(gpus)
         if ids:                                  # --gpus: one worker per GPU, pinned before CUDA starts
             pool = [IsolatedExecutor(cls, timeout_s=case_timeout, env={"CUDA_VISIBLE_DEVICES": g}, **kwargs)

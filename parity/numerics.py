@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .dtypes import DType, dtype
+from parity.dtypes import DType, dtype
 
 # NaN bit patterns CUDA's arithmetic produces (canonical, positive, all-ones payload).
 CANONICAL_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF,

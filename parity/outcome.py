@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .findings import of as findings_of
-from .levels import COMPILES, EXECUTES, PROVES, REFERENCE, role
-from .results import FAILING, Results
-from .row import Verdict
+from parity.findings import of as findings_of
+from parity.levels import COMPILES, EXECUTES, PROVES, REFERENCE, role
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)
 PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there

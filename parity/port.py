@@ -167,7 +167,7 @@ def _strings(data: dict, key: str, where: str) -> list[str]:
 def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Port:
     """Read and check a parity-port.toml. root: the sources' folder (default: the file's folder).
     Raises PortError (one line: the file and the key) for anything unusable."""
-    from .suggest import unknown
+    from parity.suggest import unknown
     file = Path(path)
     try:
         data = tomllib.loads(file.read_text())
@@ -231,7 +231,7 @@ def shadowed(port: Port) -> list[Path]:
 def discover_port(port: Port):
     """The port's suite: its sources preprocessed as hipcc sees them (HIP's defines, the port's
     defines, include folders and force-included headers), so macro-stamped kernels are found."""
-    from .suite import default_defines, discover
+    from parity.suite import default_defines, discover
     defines = {**default_defines(".hip"), **port.define_map()}
     return discover(port.root, [*port.include_dirs, port.root], defines,
                     force_includes=list(port.force_includes), sources=port.source_files())
@@ -243,7 +243,7 @@ def subject_suite(suite_dir: Path, port: Port | None, suffixes: tuple[str, ...] 
     with these suffixes (any_if_none: every source when the folder has none of them)."""
     if port is not None:
         return discover_port(port)
-    from .suite import discover
+    from parity.suite import discover
     suite = discover(suite_dir)
     chosen = [s for s in suite.sources if s.suffix in suffixes]
     suite.sources = chosen or (list(suite.sources) if any_if_none else [])

@@ -76,10 +76,10 @@ class ParityCase(pytest.Item):
         self.add_marker("parity")
 
     def runtest(self) -> None:
-        from .engine import run_case, static_row
-        from .executors.base import Static
-        from .results import FAILING
-        from .row import Verdict
+        from parity.engine import run_case, static_row
+        from parity.executors.base import Static
+        from parity.results import FAILING
+        from parity.row import Verdict
         lv = self.config.stash[_KEY]["level"]
         if isinstance(lv.executor, Static):
             row = static_row(self.case, lv.executor, lv.availability.device)
@@ -108,8 +108,8 @@ AUTO = ("hip-on-nvidia", "amd", "amd-static")     # the levels that run or compi
 def _auto_level(hip, cuda):
     """The first level of AUTO this machine has; a usage error when none: the cpu level alone
     verifies none of the suite's code, so it runs only when asked for by name."""
-    from .levels import make
-    from .outcome import WHAT_RUNS_IT
+    from parity.levels import make
+    from parity.outcome import WHAT_RUNS_IT
     reasons = []
     for name in AUTO:
         lv = make(name, hip, cuda)
@@ -126,7 +126,7 @@ class _Session:
 
     @pytest.hookimpl(tryfirst=True)            # before -k/-m deselection sees the item list
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from .cases import Filters, load_sweep
+        from parity.cases import Filters, load_sweep
         sweep = config.getoption("parity_sweep")
         try:
             cases = load_sweep(sweep, Filters(_csv(config.getoption("parity_ops")),
@@ -135,7 +135,7 @@ class _Session:
             raise pytest.UsageError(f"--parity-sweep {sweep}: {e.args[0] if e.args else e}") from None
         known = None
         if config.getoption("parity_baseline"):
-            from . import baseline
+            from parity import baseline
             try:
                 known = baseline.load(config.getoption("parity_baseline"))
             except ValueError as e:
@@ -155,8 +155,8 @@ class _Session:
         if st is None:
             from pathlib import Path
 
-            from .levels import ALL_LEVELS as LEVELS, DEFAULT_HIP_SRC, make
-            from .suggest import unknown
+            from parity.levels import ALL_LEVELS as LEVELS, DEFAULT_HIP_SRC, make
+            from parity.suggest import unknown
             name = self.config.getoption("parity_level")
             if name not in LEVELS + ("auto",):
                 raise pytest.UsageError(f"--parity-level: {unknown('level', name, ('auto',) + LEVELS)}")
@@ -167,8 +167,8 @@ class _Session:
             if custom:
                 import importlib
 
-                from .executors.base import Availability
-                from .levels import Level
+                from parity.executors.base import Availability
+                from parity.levels import Level
                 mod, _, cls = custom.partition(":")
                 ex = getattr(importlib.import_module(mod), cls)()
                 lv = Level("cpu" if name == "auto" else name, Availability(True, device=custom), ex)
@@ -195,7 +195,7 @@ class _Session:
 
     def _what_runs(self) -> str:
         """What the parity items prove on this level (parity.levels.PROVES), said in the header and again last."""
-        from .levels import PROVES, role
+        from parity.levels import PROVES, role
         try:
             lv = self._state()["level"]
         except pytest.UsageError as e:

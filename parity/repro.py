@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import chains, profiles
-from .cases import Case
-from .host.marshal import scalar_arg
-from .ops import CATALOG
-from .row import Verdict
-from .suggest import unknown
+from parity import chains, profiles
+from parity.cases import Case
+from parity.host.marshal import scalar_arg
+from parity.ops import CATALOG
+from parity.row import Verdict
+from parity.suggest import unknown
 
 NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
              "float16", "float32", "float64"}
@@ -62,8 +62,8 @@ def _args(launch) -> list[dict]:
 
 
 def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | None) -> Path | None:
-    from .levels import DEFAULT_HIP_SRC
-    from .suite import discover
+    from parity.levels import DEFAULT_HIP_SRC
+    from parity.suite import discover
     folder = cuda_src if level == "cuda" else (hip_src or DEFAULT_HIP_SRC)
     if folder is None or not Path(folder).is_dir():
         return None
@@ -79,7 +79,7 @@ def _judged_on(level: str, hip_src: Path | None, cuda_src: Path | None, spec, bu
                profile: str | None = None):
     """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
     level gives (unavailable, its reason, None, None). profile: the case's ABI profile (None: Candle's)."""
-    from .levels import DEFAULT_HIP_SRC, make
+    from parity.levels import DEFAULT_HIP_SRC, make
     lv = make(level, Path(hip_src) if hip_src else DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None,
               profile=profile)
     if not lv.availability.available:
@@ -138,7 +138,7 @@ def parse_case(case_id: str) -> Case:
 def memory_guard(case: Case, level: str) -> None:
     """The run's guard for huge layouts on the cpu level (engine.memory_refusal), before anything
     is built: ValueError with its one line."""
-    from .engine import memory_refusal
+    from parity.engine import memory_refusal
     why = memory_refusal(case, level)
     if why:
         raise ValueError(f"{case.id}: {why}")
@@ -204,12 +204,12 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
 
 def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
     """A standalone CuPy script that replays the launch stored in `npz`."""
-    from .executors.hip_nvidia import CUDA_RTC_STUBS, HIP_MAPPING
+    from parity.executors.hip_nvidia import CUDA_RTC_STUBS, HIP_MAPPING
     src = str(source) if source else f"<the suite file defining {kernel}>"
     opts = ["-std=c++17", "--expt-relaxed-constexpr", "-default-device"]
     if level != "cuda":                        # the same flags as the hip-on-nvidia level's NVRTC path
         opts += ["-D__HIPCC__", f"-I{HIP_MAPPING}"]
-        from .levels import level_wave
+        from parity.levels import level_wave
         if level_wave(level) == 64:            # hip-on-nvidia runs 64-lane wavefronts (--wave 64)
             opts.append("-DPARITY_WAVE64=1")
     if source:

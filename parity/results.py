@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from .row import Row, Verdict
+from parity import __version__
+from parity.row import Row, Verdict
 
 SCHEMA = "parity.results/1"
 COLUMNS = Row.columns()
@@ -146,7 +146,7 @@ def row_problem(row) -> str | None:
         return f"level {row['level']!r} is not a level name"
     v = row.get("verdict")
     if not isinstance(v, str) or v not in VERDICTS:
-        from .suggest import unknown
+        from parity.suggest import unknown
         return unknown("verdict", v, VERDICTS) if isinstance(v, str) else f"verdict {v!r} is not a verdict"
     if isinstance(row.get("max_ulp"), str) and row["max_ulp"] not in _NONFINITE:
         return f"max_ulp {row['max_ulp']!r} is not a number"
@@ -229,7 +229,7 @@ def environment() -> dict:
            "ml_dtypes": ml_dtypes.__version__, "pandas": pd.__version__, "host": platform.node(),
            "platform": platform.platform(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     try:                                   # GPU name, SMs, clocks, driver, CUDA, CuPy, hip-python
-        from .timing import gpu_environment
+        from parity.timing import gpu_environment
         gpu = gpu_environment()
     except Exception as e:                 # never let the environment probe break a run
         gpu = {"error": f"{type(e).__name__}: {e}"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .compile_cache import header_closure
-from .suite import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, discover
+from parity.compile_cache import header_closure
+from parity.suite import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, discover
 
 
 class SinceError(ValueError):

@@ -342,7 +342,7 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     import hashlib
     import json
 
-    from .compile_cache import cache_dir, include_walk
+    from parity.compile_cache import cache_dir, include_walk
     headers, refused = include_walk(source, list(include_dirs))
     for f in force_includes:                 # force-included headers enter the key by content too
         more, why = include_walk(Path(f), list(include_dirs))
@@ -413,7 +413,7 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     """Find the sources of a suite folder (or a single file) and the kernels they declare.
     sources: the files to scan (a port's globs, parity.port), instead of every .hip/.cu under path."""
     root = Path(path)
-    from .compile_cache import special_file
+    from parity.compile_cache import special_file
     notes: list[str] = []
     why = special_file(root)
     if why:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import DType
-from .numerics import round_float
+from parity.dtypes import DType
+from parity.numerics import round_float
 
 VALUE_CLASSES = {
     "normal": "random finite values in the op's input domain",

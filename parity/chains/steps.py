@@ -12,19 +12,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import DType, dtype
-from ..layouts import Layout, contiguous, logical
-from ..numerics import to_f64
-from ..ops import CATALOG
-from ..ops.abi import pack
-from ..ops.base import ExecResult, Op, Operands
-from ..ops.elementwise import Built, expected_output
-from ..ops.conv import conv2d_math, out_len
-from ..ops.matmul import ACC_EPS, MatMulNonContiguous, case_bmnk, gemm_config, gemm_launch
-from ..ops.nn import EPS, rope_reference
-from ..ops.pool import pool_windows
-from ..ops.structured import StructuredBuilt, out_buffer
-from .format import ChainError, Operand, Step, operand_layout
+from parity.dtypes import DType, dtype
+from parity.layouts import Layout, contiguous, logical
+from parity.numerics import to_f64
+from parity.ops import CATALOG
+from parity.ops.abi import pack
+from parity.ops.base import ExecResult, Op, Operands
+from parity.ops.elementwise import Built, expected_output
+from parity.ops.conv import conv2d_math, out_len
+from parity.ops.matmul import ACC_EPS, MatMulNonContiguous, case_bmnk, gemm_config, gemm_launch
+from parity.ops.nn import EPS, rope_reference
+from parity.ops.pool import pool_windows
+from parity.ops.structured import StructuredBuilt, out_buffer
+from parity.chains.format import ChainError, Operand, Step, operand_layout
 
 F64 = dtype("f64")
 

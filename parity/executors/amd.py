@@ -14,20 +14,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..hipcall import check
-from ..compile_cache import CompileResult, cache_key, cached_build, header_closure
-from ..host.blas import HipBlas
-from ..host.hip import HipMemory, detect, device_buffers
-from ..host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
-from ..host.miopen import Miopen
-from ..host.routines import is_library_kernel, run_library, suite_kernels
-from ..ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
-from ..port import Port, subject_suite
-from ..suite import Suite, kernels_from_binary
-from ..timing import HipClock, hip_clock
-from .base import Availability, Executor, loaded_for_timing
-from .hip_nvidia import DEFAULT_HIP_SUITE
-from .preflight import compile_failure, not_found, signature_mismatch
+from parity.hipcall import check
+from parity.compile_cache import CompileResult, cache_key, cached_build, header_closure
+from parity.host.blas import HipBlas
+from parity.host.hip import HipMemory, detect, device_buffers
+from parity.host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
+from parity.host.miopen import Miopen
+from parity.host.routines import is_library_kernel, run_library, suite_kernels
+from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
+from parity.port import Port, subject_suite
+from parity.suite import Suite, kernels_from_binary
+from parity.timing import HipClock, hip_clock
+from parity.executors.base import Availability, Executor, loaded_for_timing
+from parity.executors.hip_nvidia import DEFAULT_HIP_SUITE
+from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
 

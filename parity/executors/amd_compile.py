@@ -14,16 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
+from parity.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
                           toolchain, wavefront_size)
-from ..compile_cache import CompileResult
-from ..coverage import compare_signature
-from ..host.routines import suite_kernels
-from ..ops.base import ExecResult
-from ..port import Port, subject_suite
-from ..suite import Suite, kernels_from_binary
-from .base import Availability, Executor
-from .preflight import compile_failure, not_found
+from parity.compile_cache import CompileResult
+from parity.coverage import compare_signature
+from parity.host.routines import suite_kernels
+from parity.ops.base import ExecResult
+from parity.port import Port, subject_suite
+from parity.suite import Suite, kernels_from_binary
+from parity.executors.base import Availability, Executor
+from parity.executors.preflight import compile_failure, not_found
 
 # One CDNA target (wave64, the data-centre parts) and one RDNA target (wave32): the two wave sizes
 # a port meets. `parity compile` checks more targets; a run keeps its compile time to two.
@@ -44,7 +44,7 @@ class AmdStaticExecutor(Executor):
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
         self._symbols: dict[Path, set[str]] = {}
         self._verdicts: dict[str, ExecResult] = {}
-        from .. import profiles
+        from parity import profiles
         self._expected = profiles.get(profile).expected_kernels()    # declared parameter lists to check
 
     def availability(self) -> Availability:

@@ -8,8 +8,8 @@ from typing import Callable, Iterable, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..ops.base import ChainLaunch, ChainStep, ExecResult, Launch
-from ..ops.matmul import GemmConfig, gemm_config
+from parity.ops.base import ChainLaunch, ChainStep, ExecResult, Launch
+from parity.ops.matmul import GemmConfig, gemm_config
 
 
 @dataclass

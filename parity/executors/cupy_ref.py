@@ -35,15 +35,15 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..dtypes import FLOATS
-from ..host.marshal import GUARD_BYTES, guarded_image, judge_images
-from ..numerics import scalar_to_dtype
-from ..ops.base import ExecResult, Launch, Op
-from ..ops.structured import HostRefused
-from ..timing import CupyClock, cupy_clock
-from .base import Availability, Executor
-from .cupy_structured import array_code, structured_supported
-from .cupy_spatial import execute_array_code
+from parity.dtypes import FLOATS
+from parity.host.marshal import GUARD_BYTES, guarded_image, judge_images
+from parity.numerics import scalar_to_dtype
+from parity.ops.base import ExecResult, Launch, Op
+from parity.ops.structured import HostRefused
+from parity.timing import CupyClock, cupy_clock
+from parity.executors.base import Availability, Executor
+from parity.executors.cupy_structured import array_code, structured_supported
+from parity.executors.cupy_spatial import execute_array_code
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -301,13 +301,13 @@ class CupyRefExecutor(Executor):
     level = "cupy"
 
     def __init__(self, suite_dir: object = None, **_ignored):
-        from ..ops import expected_kernels
+        from parity.ops import expected_kernels
         self._kernels = expected_kernels()
         self._compiled: dict[str, object] = {}
         self._subnormals: str | None = None      # self-check verdict, once per executor (per worker)
 
     def availability(self) -> Availability:
-        from .hip_nvidia import cuda_device
+        from parity.executors.hip_nvidia import cuda_device
         unusable, name, _ = cuda_device()
         if unusable is not None:
             return unusable
@@ -427,7 +427,7 @@ def _row_major(shape):
 
 def _prepared(ex: "CupyRefExecutor", launch: Launch):
     """parity.timing's prepared-launch interface for the reference kernels."""
-    from .device_images import DeviceImages
+    from parity.executors.device_images import DeviceImages
     p = DeviceImages(launch)
     p.enqueue = ex.plan(launch, p.dev, GUARD_BYTES)
     p.cp.cuda.Device().synchronize()

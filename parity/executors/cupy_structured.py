@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.base import Launch, Op
+from parity.ops.base import Launch, Op
 
 # storage formats decoded/encoded here: (mantissa bits, exponent bits, bits dtype)
 FORMATS = {"f16": (10, 5, "uint16"), "bf16": (7, 8, "uint16"), "f32": (23, 8, "uint32"),

@@ -27,8 +27,8 @@ import multiprocessing as mp
 import traceback
 from collections import deque
 
-from ..ops.base import ChainLaunch, ExecResult, Launch
-from .base import Availability, Executor, Preparing
+from parity.ops.base import ChainLaunch, ExecResult, Launch
+from parity.executors.base import Availability, Executor, Preparing
 
 
 # Imported once by the forkserver, so a forked worker starts with them (none of them touches CUDA
@@ -84,7 +84,7 @@ def _answer(conn, cls, kwargs, env, preload) -> None:
                 out = ex.run(payload)
                 last = (payload, out)
             elif msg == "time":                  # (launch or None = the last run's, TimingOptions)
-                from ..timing import time_launch
+                from parity.timing import time_launch
                 launch, opts = payload
                 ref = None
                 if launch is None and last is not None:

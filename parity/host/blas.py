@@ -20,11 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..ops.base import ExecResult, Launch
-from ..ops.matmul import GemmConfig, gemm_buffers
-from .hip import check, device_buffers
-from .marshal import (GUARD_BYTES, BlasCall, HIPBLAS_ARGTYPES, cublas_call, gemm_pointers, guarded_image,
+from parity.dtypes import dtype
+from parity.ops.base import ExecResult, Launch
+from parity.ops.matmul import GemmConfig, gemm_buffers
+from parity.host.hip import check, device_buffers
+from parity.host.marshal import (GUARD_BYTES, BlasCall, HIPBLAS_ARGTYPES, cublas_call, gemm_pointers, guarded_image,
                       hipblas_api, hipblas_call, hipblas_status, judge_images, scalars)
 
 

@@ -7,9 +7,9 @@ import contextlib
 
 import numpy as np
 
-from ..hipcall import check
-from ..ops.base import Launch
-from .marshal import GUARD_BYTES, guarded_image
+from parity.hipcall import check
+from parity.ops.base import Launch
+from parity.host.marshal import GUARD_BYTES, guarded_image
 
 
 @contextlib.contextmanager

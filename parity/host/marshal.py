@@ -10,9 +10,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import dtype as dtype_of
-from ..numerics import scalar_to_dtype
-from ..ops.base import Arg, ExecResult, Launch
+from parity.dtypes import dtype as dtype_of
+from parity.numerics import scalar_to_dtype
+from parity.ops.base import Arg, ExecResult, Launch
 
 GUARD_BYTES = 256
 # Guard pattern: not a constant byte, so a kernel storing one repeated value cannot match it.

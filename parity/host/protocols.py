@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..ops.base import ExecResult, Launch
-from ..ops.matmul import GemmConfig
+from parity.ops.base import ExecResult, Launch
+from parity.ops.matmul import GemmConfig
 
 
 class Blas(Protocol):

@@ -13,12 +13,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
-from ..ops.base import ExecResult, Launch
-from ..ops import CATALOG, expected_kernels
-from ..ops.matmul import launch_layouts
-from ..ops.structured import HostRefused
-from .conv import run_conv_host
-from .protocols import HostExecutor
+from parity.ops.base import ExecResult, Launch
+from parity.ops import CATALOG, expected_kernels
+from parity.ops.matmul import launch_layouts
+from parity.ops.structured import HostRefused
+from parity.host.conv import run_conv_host
+from parity.host.protocols import HostExecutor
 
 
 @lru_cache(maxsize=1)

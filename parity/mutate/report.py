@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from .operators import Mutant
-from .run import COUNTED, VERDICTS, Outcome
+from parity.mutate.operators import Mutant
+from parity.mutate.run import COUNTED, VERDICTS, Outcome
 
 _HINTS = {
     "relational-boundary": "sizes around the block / grid / tile boundary (numel = k*block +- 1)",

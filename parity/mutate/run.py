@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..cases import Case
-from ..engine import Prepared, drive, prepare_case, run_case
-from ..executors.base import Compiling, Executor
-from ..executors.hip_nvidia import HipOnNvidiaExecutor
-from ..executors.worker import IsolatedExecutor
-from .objcode import changed_kernels, sections
-from .operators import Mutant
-from .targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
+from parity.cases import Case
+from parity.engine import Prepared, drive, prepare_case, run_case
+from parity.executors.base import Compiling, Executor
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+from parity.executors.worker import IsolatedExecutor
+from parity.mutate.objcode import changed_kernels, sections
+from parity.mutate.operators import Mutant
+from parity.mutate.targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 
 VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "compile-error")
 COUNTED = ("killed", "survived")

@@ -20,11 +20,11 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from ..cases import Case
-from ..layouts import LAYOUT_CLASSES
-from ..suite import balanced_end
-from .operators import Mutant, mask
-from .run import Outcome
+from parity.cases import Case
+from parity.layouts import LAYOUT_CLASSES
+from parity.suite import balanced_end
+from parity.mutate.operators import Mutant, mask
+from parity.mutate.run import Outcome
 
 EQUIVALENT_FILE = "mutants-equivalent.toml"
 

@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cases import Case
-from ..chains import LAYOUT, is_chain
-from ..compile_cache import header_closure
-from ..host.routines import is_library_kernel, suite_kernels
-from ..ops import expected_kernels
-from ..suite import balanced_end, discover
-from .operators import directive_end, mask
+from parity.cases import Case
+from parity.chains import LAYOUT, is_chain
+from parity.compile_cache import header_closure
+from parity.host.routines import is_library_kernel, suite_kernels
+from parity.ops import expected_kernels
+from parity.suite import balanced_end, discover
+from parity.mutate.operators import directive_end, mask
 
 
 @dataclass(frozen=True)

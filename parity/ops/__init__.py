@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import fnmatch
 
-from . import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
-from . import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
-from . import quantized, reduce_sum
-from ..suggest import unknown
-from .base import Op
+from parity.ops import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
+from parity.ops import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
+from parity.ops import quantized, reduce_sum
+from parity.suggest import unknown
+from parity.ops.base import Op
 
 CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort,
                                                        matmul, pool, conv, quantized)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType
-from ..layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
-from .base import Arg, Launch, Op, Operands, elementwise_grid
+from parity.dtypes import DType
+from parity.layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
+from parity.ops.base import Arg, Launch, Op, Operands, elementwise_grid
 
 
 def sentinel_fill(dt: DType, n: int) -> np.ndarray:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import fma, scalar_to_dtype
-from ..tolerance import Tolerance
-from .elementwise import elementwise_op
+from parity.numerics import fma, scalar_to_dtype
+from parity.tolerance import Tolerance
+from parity.ops.elementwise import elementwise_op
 
 
 def reference(inputs, params, key, op):

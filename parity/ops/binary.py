@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType
-from ..numerics import round_float, to_f64
-from ..tolerance import EXACT, Tolerance
-from .elementwise import elementwise_op
+from parity.dtypes import DType
+from parity.numerics import round_float, to_f64
+from parity.tolerance import EXACT, Tolerance
+from parity.ops.elementwise import elementwise_op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")
 ABI = ("numel", "num_dims", "info", "lhs", "rhs", "out")

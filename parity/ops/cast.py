@@ -1,9 +1,9 @@
 """cast_S_D(numel, num_dims, info, inp, out) over the source x destination pairs Candle instantiates."""
 from __future__ import annotations
 
-from ..numerics import cast
-from ..tolerance import EXACT
-from .elementwise import elementwise_op
+from parity.numerics import cast
+from parity.tolerance import EXACT
+from parity.ops.elementwise import elementwise_op
 
 _STD = ("u8", "u32", "i64", "f32", "f64")
 PAIRS = [(s, d) for s in _STD for d in _STD] + \

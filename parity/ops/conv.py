@@ -37,14 +37,14 @@ from typing import Callable
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import Layout, contiguous, strided
-from ..numerics import round_float, to_f64
-from .abi import pack, sentinel_fill
-from .base import Arg, Launch, Op, Operands, ShapeClass, StructuredSpec
-from .matmul import DTYPES as GEMM_DTYPES, gemm_launch
-from .structured import StructuredBuilt, for_num_elems, make_input, mask_judge, out_buffer, same_value
-from .unary import OPS as UNARY_OPS
+from parity.dtypes import dtype
+from parity.layouts import Layout, contiguous, strided
+from parity.numerics import round_float, to_f64
+from parity.ops.abi import pack, sentinel_fill
+from parity.ops.base import Arg, Launch, Op, Operands, ShapeClass, StructuredSpec
+from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
+from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, out_buffer, same_value
+from parity.ops.unary import OPS as UNARY_OPS
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
 ACC_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -23, "bf16": 2.0 ** -23, "f64": 2.0 ** -52}
@@ -156,7 +156,7 @@ def _view(kind: str, shape) -> Layout:
         st = contiguous(full).strides
         return strided(shape, st, st[1])
     if kind == "transposed":                   # the last two dims swapped in memory
-        from ..layouts import permuted
+        from parity.layouts import permuted
         n = len(shape)
         return permuted(shape, tuple(range(n - 2)) + (n - 1, n - 2))
     return contiguous(shape)

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import compare, mark_outside_view
-from ..dtypes import DType
-from ..layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
+from parity.compare import compare, mark_outside_view
+from parity.dtypes import DType
+from parity.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                        materialize, operand_layouts, strided)
-from ..numerics import scalar_to_dtype
-from ..row import Verdict
-from ..values import generate
-from .abi import extract, pack
-from .base import Launch, Op, Operands, ShapeClass
+from parity.numerics import scalar_to_dtype
+from parity.row import Verdict
+from parity.values import generate
+from parity.ops.abi import extract, pack
+from parity.ops.base import Launch, Op, Operands, ShapeClass
 
 
 @dataclass

@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import contiguous
-from ..numerics import round_float, to_f64
-from ..tolerance import COPY, Tolerance
-from .abi import sentinel_fill
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from .structured import StructuredBuilt, for_num_elems, make_input
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.numerics import round_float, to_f64
+from parity.tolerance import COPY, Tolerance
+from parity.ops.abi import sentinel_fill
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, for_num_elems, make_input
 
 STD_T = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 IDS = ("u8", "u32", "i64")
@@ -183,7 +183,7 @@ def _expected(b: StructuredBuilt) -> np.ndarray:
 
 
 def _judge(expected, got, b: StructuredBuilt):
-    from ..compare import compare
+    from parity.compare import compare
     tol = COPY if b.geo["root"] in ("is", "gather", "s") else EXACT_ARITH
     ins = {"ids": b.inputs["ids"]} if b.inputs["ids"].shape == expected.shape else None
     return compare(expected, got, b.out_dtype, tol, ins, dict(b.dtypes))

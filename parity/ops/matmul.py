@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import Layout, strided
-from ..numerics import round_float, to_f64
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from .structured import HostRefused, StructuredBuilt, make_input, mask_judge, out_buffer
+from parity.dtypes import dtype
+from parity.layouts import Layout, strided
+from parity.numerics import round_float, to_f64
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import HostRefused, StructuredBuilt, make_input, mask_judge, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
 # Compute type Candle asks for by default (reduced-precision knobs off), per storage dtype.
@@ -147,7 +147,7 @@ def _v(shape, strides, offset=0) -> dict:
 
 
 def _c(shape, offset=0) -> dict:
-    from ..layouts import row_major
+    from parity.layouts import row_major
     return _v(shape, row_major(tuple(shape)), offset)
 
 

@@ -17,12 +17,12 @@ import math
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import contiguous
-from ..numerics import round_float, to_f64
-from ..tolerance import Tolerance
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from .structured import StructuredBuilt, for_num_elems, make_input, out_buffer
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.numerics import round_float, to_f64
+from parity.tolerance import Tolerance
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
 EPS = 1e-5
@@ -216,7 +216,7 @@ def _row_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 def _judge_with(tol: Tolerance):
     def judge(expected, got, b: StructuredBuilt):
-        from ..compare import compare
+        from parity.compare import compare
         ins = {"src": b.inputs["src"]}
         return compare(expected, got, b.out_dtype, tol, ins, {"src": b.out_dtype})
     return judge

@@ -30,12 +30,12 @@ import math
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import view
-from ..numerics import round_float, to_f64
-from .base import Arg, Launch, Op, StructuredSpec
-from .reduce import reduce_shape
-from .structured import StructuredBuilt, for_num_elems, make_input, mask_judge, same_value
+from parity.dtypes import dtype
+from parity.layouts import view
+from parity.numerics import round_float, to_f64
+from parity.ops.base import Arg, Launch, Op, StructuredSpec
+from parity.ops.reduce import reduce_shape
+from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, same_value
 
 DTYPES = ("f32", "f64", "f16", "bf16", "u32")
 ABI = ("numel", "num_dims", "num_sum_dims:size_t", "info", "inp", "out")

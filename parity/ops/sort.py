@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..layouts import contiguous
-from ..numerics import to_f64
-from .base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from .structured import StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.numerics import to_f64
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value
 
 DTYPES = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dtypes import DType, dtype
-from ..layouts import Layout, contiguous, logical, materialize, poison_fill
-from ..numerics import bits_of, round_float, to_f64, ulp_order
-from ..values import generate
-from .abi import sentinel_fill
-from .base import BLOCK, Op
+from parity.dtypes import DType, dtype
+from parity.layouts import Layout, contiguous, logical, materialize, poison_fill
+from parity.numerics import bits_of, round_float, to_f64, ulp_order
+from parity.values import generate
+from parity.ops.abi import sentinel_fill
+from parity.ops.base import BLOCK, Op
 
 
 class HostRefused(Exception):
@@ -92,7 +92,7 @@ def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
 
 def make_input(dt: DType, layout: Layout, value_class: str, rng, domain=None) -> tuple[np.ndarray, np.ndarray]:
     """(base buffer, logical view) for one input operand."""
-    from ..layouts import distinct_positions
+    from parity.layouts import distinct_positions
     vals = rng_values(dt, distinct_positions(layout), value_class, rng, domain)
     base = materialize(layout, dt, vals)
     return base, logical(base, layout)
@@ -128,7 +128,7 @@ def mask_judge(expected: np.ndarray, got: np.ndarray, dt: DType, ok: np.ndarray,
                inputs: dict[str, str] | None = None, note: str = "",
                badness: np.ndarray | None = None, got_text=None) -> Comparison:
     """A Comparison from an elementwise verdict mask `ok` (same shape as expected)."""
-    from ..compare import Comparison, Worst, _fmt, _sentinel_bits
+    from parity.compare import Comparison, Worst, _fmt, _sentinel_bits
     expected = np.asarray(expected)
     got = np.asarray(got)
     ok = np.asarray(ok, dtype=bool).reshape(-1)

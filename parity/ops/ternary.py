@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tolerance import COPY
-from .elementwise import elementwise_op
+from parity.tolerance import COPY
+from parity.ops.elementwise import elementwise_op
 
 _VALUES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64")
 KEYS = [f"{c}-{t}" for c in ("u8", "u32", "i64") for t in _VALUES] + \

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from ..dtypes import FLOATS, DType, dtype
-from ..numerics import round_float, to_f64
-from ..tolerance import COPY, EXACT, Tolerance
-from .base import Op
-from .elementwise import elementwise_op
+from parity.dtypes import FLOATS, DType, dtype
+from parity.numerics import round_float, to_f64
+from parity.tolerance import COPY, EXACT, Tolerance
+from parity.ops.base import Op
+from parity.ops.elementwise import elementwise_op
 
 ABI = ("numel", "num_dims", "info", "x", "out")
 ABI_PARAM = ("numel", "num_dims", "info", "param:T", "x", "out")

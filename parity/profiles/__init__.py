@@ -20,9 +20,9 @@ from importlib import import_module
 from pathlib import Path
 from typing import Iterable
 
-from ..ops.base import Op
-from ..suggest import unknown
-from .base import Profile, declaration_path
+from parity.ops.base import Op
+from parity.suggest import unknown
+from parity.profiles.base import Profile, declaration_path
 
 DECLARATION_FILE = "parity-kernels.toml"
 BUILTIN = {"candle": "parity.profiles.candle", "rocm-rs": "parity.profiles.rocm_rs"}
@@ -59,7 +59,7 @@ _loaded: dict[str, tuple[int, Profile]] = {}       # declaration file -> (its mt
 def load(path: str | os.PathLike) -> Profile:
     """A declared profile from its TOML file (parity.profiles.declared), registered; the same object
     while the file is unchanged."""
-    from .declared import load_declaration
+    from parity.profiles.declared import load_declaration
     try:
         mtime = Path(path).stat().st_mtime_ns
     except OSError:
@@ -108,7 +108,7 @@ def _from_env() -> None:
 
 def lookup_op(name: str) -> Op:
     """The op of any profile by its full name (a case ID's first part); KeyError when none has it."""
-    from ..ops import CATALOG
+    from parity.ops import CATALOG
     if name in CATALOG:
         return CATALOG[name]
     for pname in [*(n for n in BUILTIN if n != "candle"), *_declared]:

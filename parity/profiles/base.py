@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..ops.base import Op
-from ..suggest import unknown
+from parity.ops.base import Op
+from parity.suggest import unknown
 
 
 @dataclass
@@ -97,7 +97,7 @@ def default_sweeps(extra_huge: list[str] | None = None) -> dict[str, dict]:
 
 def declaration_path(folder: Path | None) -> Path | None:
     """`parity-kernels.toml` of a suite folder, when there is one."""
-    from . import DECLARATION_FILE
+    from parity.profiles import DECLARATION_FILE
     if folder is None:
         return None
     p = Path(folder) / DECLARATION_FILE

@@ -4,8 +4,8 @@ Its op names carry no prefix (`unary.exp`), its sweeps are the files of `cases/`
 CUDA kernels' semantics (docs/candle-kernel-abi.md)."""
 from __future__ import annotations
 
-from ..ops import CATALOG
-from .base import Profile
+from parity.ops import CATALOG
+from parity.profiles.base import Profile
 
 PROFILE = Profile(
     name="candle",

@@ -66,14 +66,14 @@ except ImportError:  # Python 3.10
 
 import numpy as np
 
-from ..dtypes import ALIASES, DTYPES, dtype
-from ..layouts import view
-from ..numerics import round_float, scalar_to_dtype, to_f64
-from ..suggest import unknown
-from ..tolerance import Tolerance
-from ..values import VALUE_CLASSES
-from .base import Profile, default_sweeps
-from .kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv, custom_shape,
+from parity.dtypes import ALIASES, DTYPES, dtype
+from parity.layouts import view
+from parity.numerics import round_float, scalar_to_dtype, to_f64
+from parity.suggest import unknown
+from parity.tolerance import Tolerance
+from parity.values import VALUE_CLASSES
+from parity.profiles.base import Profile, default_sweeps
+from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv, custom_shape,
                       evaluate, kernel_op, size_expr)
 
 TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a .py file next to this one",
@@ -312,7 +312,7 @@ def load_declaration(path: Path) -> Profile:
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name or ""):
         raise where.error("the profile needs a name: letters, digits, - and _ (it prefixes every case ID)", "name")
-    from . import BUILTIN
+    from parity.profiles import BUILTIN
     if name in BUILTIN:
         raise where.error(f"{name!r} is a built-in profile; choose another name", "name")
     types = data.get("types", {})

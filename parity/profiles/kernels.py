@@ -41,16 +41,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..compare import Comparison, compare
-from ..dtypes import DType, dtype
-from ..layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, logical, materialize,
+from parity.compare import Comparison, compare
+from parity.dtypes import DType, dtype
+from parity.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, logical, materialize,
                        operand_layouts, view)
-from ..numerics import round_float, to_f64
-from ..ops.abi import sentinel_fill
-from ..ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from ..ops.structured import StructuredBuilt, mask_judge, rng_values, same_value
-from ..tolerance import Tolerance
-from ..values import generate
+from parity.numerics import round_float, to_f64
+from parity.ops.abi import sentinel_fill
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, mask_judge, rng_values, same_value
+from parity.tolerance import Tolerance
+from parity.values import generate
 
 ROLES = ("in", "out", "inout", "temp", "len", "dims", "strides", "ndim", "size", "scalar")
 POINTER_ROLES = ("in", "out", "inout", "temp", "dims", "strides")

@@ -31,11 +31,11 @@ import math
 
 import numpy as np
 
-from ..dtypes import dtype
-from ..numerics import scalar_to_dtype
-from ..tolerance import Tolerance
-from .base import Profile, default_sweeps
-from .kernels import CONTIGUOUS_LENGTHS, LaunchRule, Param, cdiv, custom_shape, kernel_op
+from parity.dtypes import dtype
+from parity.numerics import scalar_to_dtype
+from parity.tolerance import Tolerance
+from parity.profiles.base import Profile, default_sweeps
+from parity.profiles.kernels import CONTIGUOUS_LENGTHS, LaunchRule, Param, cdiv, custom_shape, kernel_op
 
 NAME = "rocm-rs"
 PREFIX = "rocm-rs."

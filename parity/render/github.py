@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 
-from ..findings import of
-from ..outcome import of as outcome_of
-from ..results import Results
+from parity.findings import of
+from parity.outcome import of as outcome_of
+from parity.results import Results
 
 CAP = 50
 

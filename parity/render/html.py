@@ -21,11 +21,11 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from ..findings import of
-from ..levels import REFERENCE, role
-from ..outcome import explain, of as outcome_of, suites_line
-from ..results import FAILING, ORDER, Results
-from ..row import Verdict
+from parity.findings import of
+from parity.levels import REFERENCE, role
+from parity.outcome import explain, of as outcome_of, suites_line
+from parity.results import FAILING, ORDER, Results
+from parity.row import Verdict
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # worst first; anything unknown sorts with the failures

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from .. import outcome
-from ..results import FAILING, Results
-from ..row import Verdict
+from parity import outcome
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import findings as fnd
-from .. import outcome
-from ..levels import REFERENCE, role
-from ..results import FAILING, Results
-from ..row import Verdict
+from parity import findings as fnd
+from parity import outcome
+from parity.levels import REFERENCE, role
+from parity.results import FAILING, Results
+from parity.row import Verdict
 
 LIMIT = 60_000          # GitHub's comment limit is 65,536 characters; headroom for a wrapper
 MAX_FINDINGS = 100      # past this a PR comment is no longer read; the rest are in index.html

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ..results import Results
+from parity.results import Results
 
 
 def _f(v, fmt: str = "{:.3g}") -> str:

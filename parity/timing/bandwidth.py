@@ -7,10 +7,10 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..compile_cache import cache_dir
-from .clocks import CupyClock
-from .environment import gpu_environment
-from .statistics import TimingOptions, sample
+from parity.compile_cache import cache_dir
+from parity.timing.clocks import CupyClock
+from parity.timing.environment import gpu_environment
+from parity.timing.statistics import TimingOptions, sample
 
 
 def distinct_elements(shape, strides) -> int:

@@ -7,8 +7,8 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from ..hipcall import check
-from .statistics import Timing
+from parity.hipcall import check
+from parity.timing.statistics import Timing
 
 
 class Clock(Protocol):

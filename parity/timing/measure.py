@@ -6,9 +6,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .bandwidth import peak_bandwidth
-from .clocks import Clock, CupyClock, launch_floor, subtract_event_overhead
-from .statistics import Timing, TimingOptions, is_launch_bound, sample
+from parity.timing.bandwidth import peak_bandwidth
+from parity.timing.clocks import Clock, CupyClock, launch_floor, subtract_event_overhead
+from parity.timing.statistics import Timing, TimingOptions, is_launch_bound, sample
 
 
 class PreparedLaunch(Protocol):

@@ -11,8 +11,8 @@
 """
 from __future__ import annotations
 
-from . import dequantize, get_rows, gguf_fast, matvec, moe, q8_1
-from .blocks import FORMATS, dequantize_reference, scale_min_k4
+from parity.ops.quantized import dequantize, get_rows, gguf_fast, matvec, moe, q8_1
+from parity.ops.quantized.blocks import FORMATS, dequantize_reference, scale_min_k4
 
 OPS = dequantize.OPS + q8_1.OPS + matvec.OPS + get_rows.OPS + gguf_fast.OPS + moe.OPS
 

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import dtype
-from ...layouts import contiguous
-from ...numerics import round_float, to_f64
-from ..base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from ..structured import StructuredBuilt, mask_judge, out_buffer
-from . import matvec, q8_1
-from .blocks import FORMATS
-from .matvec import DOTS, _mmvq_lanes, _parts, _s_offset, reads_s
-from .q8_1 import QK8_1
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.numerics import round_float, to_f64
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
+from parity.ops.quantized import matvec, q8_1
+from parity.ops.quantized.blocks import FORMATS
+from parity.ops.quantized.matvec import DOTS, _mmvq_lanes, _parts, _s_offset, reads_s
+from parity.ops.quantized.q8_1 import QK8_1
 
 DTS = ("bf16", "f16", "f32")
 BATCHES = range(1, 9)

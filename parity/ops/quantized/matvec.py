@@ -49,13 +49,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...dtypes import dtype
-from ...layouts import contiguous
-from ..base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from ..structured import StructuredBuilt, mask_judge, out_buffer
-from . import q8_1
-from .blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
-from .q8_1 import MATRIX_ROW_PADDING, QK8_1
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
+from parity.ops.quantized import q8_1
+from parity.ops.quantized.blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
+from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING, QK8_1
 
 
 @dataclass(frozen=True)

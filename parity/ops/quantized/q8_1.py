@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import dtype
-from ...layouts import contiguous
-from ..base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from ..structured import StructuredBuilt, mask_judge, out_buffer
+from parity.dtypes import dtype
+from parity.layouts import contiguous
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
 QK8_1 = 32
 Q8_1_SIZE = 36                 # half2 ds + 32 int8
