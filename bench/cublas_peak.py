@@ -1,4 +1,4 @@
-"""cuBLAS GEMM throughput against the device's dense peak (parity.peak), with its bar.
+"""cuBLAS GEMM throughput against the device's dense peak (parity.timing.peak), with its bar.
 
 The speed bar that once sat inside tests/test_matmul_conv_gpu.py (a test asserted it: a slower
 driver or a shared GPU failed CI, a faster one hid regressions). Here it is reported: each dtype's
@@ -35,7 +35,7 @@ def main() -> int:
         print(f"cublas_peak: needs a CUDA GPU and CuPy ({e})", file=sys.stderr)
         return 2
     from parity.host.blas import CupyBlas
-    from parity.peak import measured_peak, peak
+    from parity.timing.peak import measured_peak, peak
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     name = name.decode() if isinstance(name, bytes) else str(name)
     blas = CupyBlas()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-PARITY = [sys.executable, "-c", "import parity.cli_bench; from parity.cli import main; main()"]
+PARITY = [sys.executable, "-c", "import parity.cli.bench; from parity.cli.main import main; main()"]
 T0 = time.time()
 BUDGET_S = 345                       # stop optional work after this (target: < 6 minutes in all)
 

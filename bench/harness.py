@@ -16,14 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from parity.cases import Filters, load_sweep  # noqa: E402
-from parity.compare import compare  # noqa: E402
-from parity.engine import prepare_case, run_case  # noqa: E402
+from parity.run.cases import Filters, load_sweep  # noqa: E402
+from parity.core.compare import compare  # noqa: E402
+from parity.run.engine import prepare_case, run_case  # noqa: E402
 from parity.ops.abi import extract  # noqa: E402
 
 
 def measure(level: str, sweep: str, ops: str | None, limit: int | None, isolate: bool) -> dict:
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     cases = [c for c in load_sweep(sweep, Filters(ops=ops.split(",") if ops else None))
              if c.op_spec.spec.elementwise]                     # elementwise: the phases are separable
     if limit:

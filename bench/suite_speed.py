@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import cold_options, copy_ms, gpu_clock, timed  # noqa: E402
-from parity.cases import Case  # noqa: E402
-from parity.layouts import LAYOUT_CLASSES, LayoutClass  # noqa: E402
+from parity.run.cases import Case  # noqa: E402
+from parity.core.layouts import LAYOUT_CLASSES, LayoutClass  # noqa: E402
 from parity.ops import CATALOG  # noqa: E402
 from parity.ops.base import ShapeClass  # noqa: E402
 

@@ -1,4 +1,4 @@
 """`python -m parity` = the `parity` command."""
-from parity.cli import main
+from parity.cli.main import main
 
 main(prog_name="parity")

@@ -44,10 +44,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_Session(config), "parity-session")
 
 
-def _csv(v: str | None) -> list[str] | None:
-    return [x.strip() for x in v.split(",") if x.strip()] if v else None
-
-
 class CaseFailed(Exception):
     def __init__(self, row: dict):
         super().__init__(row.get("message"))
@@ -76,10 +72,10 @@ class ParityCase(pytest.Item):
         self.add_marker("parity")
 
     def runtest(self) -> None:
-        from parity.engine import run_case, static_row
+        from parity.run.engine import run_case, static_row
         from parity.executors.base import Static
-        from parity.results import FAILING
-        from parity.row import Verdict
+        from parity.run.results import FAILING
+        from parity.core.row import Verdict
         lv = self.config.stash[_KEY]["level"]
         if isinstance(lv.executor, Static):
             row = static_row(self.case, lv.executor, lv.availability.device)
@@ -105,14 +101,13 @@ class ParityCase(pytest.Item):
 AUTO = ("hip-on-nvidia", "amd", "amd-static")     # the levels that run or compile the suite's kernels
 
 
-def _auto_level(hip, cuda):
+def _auto_level(subj):
     """The first level of AUTO this machine has; a usage error when none: the cpu level alone
     verifies none of the suite's code, so it runs only when asked for by name."""
-    from parity.levels import make
-    from parity.outcome import WHAT_RUNS_IT
+    from parity.run.levels import WHAT_RUNS_IT, make
     reasons = []
     for name in AUTO:
-        lv = make(name, hip, cuda)
+        lv = make(name, subj.hip_src, subj.cuda_src)
         if lv.availability.available:
             return lv
         reasons.append(f"{name}: {lv.availability.reason}")
@@ -126,16 +121,17 @@ class _Session:
 
     @pytest.hookimpl(tryfirst=True)            # before -k/-m deselection sees the item list
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
-        from parity.cases import Filters, load_sweep
+        from parity.run.cases import Filters
+        from parity.run.session import SessionError, csv_list, select_cases
         sweep = config.getoption("parity_sweep")
         try:
-            cases = load_sweep(sweep, Filters(_csv(config.getoption("parity_ops")),
-                                              _csv(config.getoption("parity_dtypes"))))
-        except (KeyError, ValueError, FileNotFoundError) as e:
-            raise pytest.UsageError(f"--parity-sweep {sweep}: {e.args[0] if e.args else e}") from None
+            cases = select_cases(sweep, Filters(csv_list(config.getoption("parity_ops")),
+                                                csv_list(config.getoption("parity_dtypes"))), allow_empty=True)
+        except SessionError as e:
+            raise pytest.UsageError(f"--parity-sweep {sweep}: {e}") from None
         known = None
         if config.getoption("parity_baseline"):
-            from parity import baseline
+            from parity.render import baseline
             try:
                 known = baseline.load(config.getoption("parity_baseline"))
             except ValueError as e:
@@ -153,31 +149,32 @@ class _Session:
     def _state(self) -> dict:
         st = self.config.stash.get(_KEY, None)
         if st is None:
-            from pathlib import Path
-
-            from parity.levels import ALL_LEVELS as LEVELS, DEFAULT_HIP_SRC, make
-            from parity.suggest import unknown
+            from parity.core.suggest import unknown
+            from parity.run.levels import ALL_LEVELS as LEVELS
+            from parity.run.session import SessionError, build_levels, subject
             name = self.config.getoption("parity_level")
             if name not in LEVELS + ("auto",):
                 raise pytest.UsageError(f"--parity-level: {unknown('level', name, ('auto',) + LEVELS)}")
-            hip = self.config.getoption("parity_hip_src")
-            cuda = self.config.getoption("parity_cuda_src")
             custom = self.config.getoption("parity_executor")
-            hip, cuda = Path(hip) if hip else DEFAULT_HIP_SRC, Path(cuda) if cuda else None
+            try:
+                subj = subject(self.config.getoption("parity_hip_src"), self.config.getoption("parity_cuda_src"))
+            except SessionError as e:
+                raise pytest.UsageError(f"parity: {e}") from None
             if custom:
                 import importlib
 
                 from parity.executors.base import Availability
-                from parity.levels import Level
+                from parity.run.levels import Level
                 mod, _, cls = custom.partition(":")
                 ex = getattr(importlib.import_module(mod), cls)()
                 lv = Level("cpu" if name == "auto" else name, Availability(True, device=custom), ex)
             elif name == "auto":
-                lv = _auto_level(hip, cuda)
+                lv = _auto_level(subj)
             else:
-                lv = make(name, hip, cuda)
-                if not lv.availability.available:      # a named level that cannot run: as `parity run --levels`
-                    raise pytest.UsageError(f"--parity-level {name} is unavailable: {lv.availability.reason}")
+                try:                                   # a named level that cannot run: as `parity run --levels`
+                    (lv,) = build_levels([name], subj)
+                except SessionError as e:
+                    raise pytest.UsageError(f"--parity-level {name}: {e}") from None
             st = {"level": lv}
             self.config.stash[_KEY] = st
         return st
@@ -194,8 +191,8 @@ class _Session:
         terminalreporter.write_line(self._what_runs())
 
     def _what_runs(self) -> str:
-        """What the parity items prove on this level (parity.levels.PROVES), said in the header and again last."""
-        from parity.levels import PROVES, role
+        """What the parity items prove on this level (parity.run.levels.PROVES), said in the header and again last."""
+        from parity.run.levels import PROVES, role
         try:
             lv = self._state()["level"]
         except pytest.UsageError as e:

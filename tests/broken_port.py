@@ -2,8 +2,8 @@
 thousands of cases, and a worst case of thousands of distinct causes. For report tests and demos."""
 from __future__ import annotations
 
-from parity.layouts import LAYOUT_CLASSES, layout_names
-from parity.results import Results
+from parity.core.layouts import LAYOUT_CLASSES, layout_names
+from parity.run.results import Results
 
 LEVELS = [{"level": "cpu", "available": True, "reason": "", "device": "NumPy ABI emulation"},
           {"level": "hip-on-nvidia", "available": True, "reason": "", "device": "NVIDIA H100 80GB HBM3"},

@@ -24,7 +24,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def level():
     """The hip-on-nvidia level on the bundled suite, shared by a module's GPU tests."""
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     lv = make("hip-on-nvidia", DEFAULT_HIP_SRC, None)
     if not lv.availability.available:
         pytest.skip(f"hip-on-nvidia unavailable: {lv.availability.reason}")
@@ -38,7 +39,8 @@ def candle_level():
     a module's GPU tests; skipped without them."""
     import os
     from pathlib import Path
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     src = os.environ.get("PARITY_CANDLE_KERNELS")
     if not src:
         pytest.skip("PARITY_CANDLE_KERNELS (Candle's candle-kernels/src) not set")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from parity.executors.cpu import CpuExecutor
-from parity.numerics import cast, to_f64
+from parity.core.numerics import cast, to_f64
 
 
 class IgnoresStrides(CpuExecutor):
@@ -130,7 +130,7 @@ class TransposeLostBetweenSteps(CpuExecutor):
         return super().run_chain(chain)
 
     def chain_step(self, step, store):
-        from parity.layouts import row_major
+        from parity.core.layouts import row_major
         produced = set(step.reads.values()) - self._chain_inputs
         if step.launch.library == "blas.gemm" and produced:
             args = []

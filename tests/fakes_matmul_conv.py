@@ -13,8 +13,8 @@ import numpy as np
 from parity.executors.cpu import CpuExecutor
 from parity.host.marshal import GUARD_BYTES, guarded_image
 from parity.host.miopen import DATATYPE, Miopen
-from parity.dtypes import dtype
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.numerics import round_float, to_f64
 from parity.ops.matmul import MatMulNonContiguous, gemm_config
 
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from parity.ops.base import ExecResult
 from parity.executors.cpu import CpuExecutor
-from parity.dtypes import dtype
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.numerics import round_float, to_f64
 from parity.ops.binary import _minmax
 
 PORT = Path(__file__).parent / "fixtures" / "ports" / "candle-rocm-wip"
@@ -33,8 +33,8 @@ INPLACE_FAULT_FAMILIES = ("unary", "affine")          # copy.ucopy is in the una
 @lru_cache(maxsize=1)
 def port_kernels() -> tuple[frozenset, frozenset]:
     """(present, signature-mismatch) kernel names of the port, as coverage reports them."""
-    from parity.coverage import coverage
-    from parity.suite import discover
+    from parity.suite.coverage import coverage
+    from parity.suite.scan import discover
     rows = coverage(discover(PORT))
     return (frozenset(r.kernel for r in rows if r.status == "present"),
             frozenset(r.kernel for r in rows if r.status == "signature-mismatch"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from parity.executors.cpu import CpuExecutor
-from parity.layouts import row_major
-from parity.numerics import cast
-from parity.dtypes import dtype
+from parity.core.layouts import row_major
+from parity.core.numerics import cast
+from parity.core.dtypes import dtype
 from parity.ops.reduce import cuda_block_reduce
 from parity.ops.sort import bitonic_argsort
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Filters, load_sweep
-from parity.engine import run_cases
-from parity.results import Results, environment
+from parity.run.cases import Filters, load_sweep
+from parity.run.engine import run_cases
+from parity.run.results import Results, environment
 
 from fakes import NanDroppingMinimum, UnwrittenTail
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 import fakes
-from parity import resources
-from parity.amd_static import analyze, hipcc
-from parity.cases import Case
-from parity.coverage import coverage
-from parity.engine import run_case
+from parity.core import resources
+from parity.suite.amd_static import analyze, hipcc
+from parity.run.cases import Case
+from parity.suite.coverage import coverage
+from parity.run.engine import run_case
 from parity.ops import expected_kernels
-from parity.suite import discover
+from parity.suite.scan import discover
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_hip"
 
@@ -60,7 +60,7 @@ def test_misnamed_kernels_get_the_closest_present_name(name, wanted, suggested):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", [n for n in FIXTURES if n != "int32_index"])
 def test_broken_kernel_is_caught_on_gpu(name):
-    from parity.levels import make
+    from parity.run.levels import make
     case_id, verdict, model, needle = FIXTURES[name]
     level = make("hip-on-nvidia", BROKEN / name, None, case_timeout=60)
     assert level.availability.available, level.availability.reason
@@ -78,7 +78,7 @@ def test_broken_kernel_is_caught_on_gpu(name):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_int32_index_overflows_past_2_31():
-    from parity.levels import make
+    from parity.run.levels import make
     case_id, verdict, _, _ = FIXTURES["int32_index"]
     level = make("hip-on-nvidia", BROKEN / "int32_index", None, case_timeout=120)
     try:

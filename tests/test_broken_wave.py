@@ -14,8 +14,8 @@ import pytest
 
 from fakes_wave import WaveBug
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor, hip_level_name
-from parity.cases import Case
-from parity.engine import run_case
+from parity.run.cases import Case
+from parity.run.engine import run_case
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_wave"
 
@@ -78,7 +78,7 @@ def test_fixture_compiles_hipcc_gfx90a(name, tmp_path):
 @pytest.mark.parametrize("wave", [32, 64])
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_broken_wave_kernel_on_gpu(name, wave):
-    from parity.levels import make
+    from parity.run.levels import make
     skip_unless_mapped(name, wave)
     case_id, verdict = FIXTURES[name]
     level = make(hip_level_name(wave), BROKEN / name, None, case_timeout=60)
@@ -102,7 +102,7 @@ def test_broken_wave_kernel_on_gpu(name, wave):
 def test_wave64_failures_link_to_amd_static_lines():
     """A kernel failing at wave 64 and passing at wave 32 is listed with the lines amd-static
     flagged in its source (rows as a --wave 32,64 run writes them)."""
-    from parity.wave_link import evidence, markdown
+    from parity.render.waves import evidence, markdown
     rows = []
     for name, (case_id, verdict) in FIXTURES.items():
         kernel = {"sum": "fast_sum_u32", "max": "fast_max_f32", "min": "fast_min_f32"}[case_id.split("/")[0].split(".")[1]]
@@ -120,7 +120,7 @@ def test_wave64_evidence_says_fails_at_32_too_and_lists_only_suspects():
     """A missing kernel is another finding's business; a kernel failing at both wave sizes is
     listed as `fails too` in one line, never as a wave-size suspect; one that passes its rechecked
     cases at 32 is the suspect (a recheck runs only a handful of a kernel's failures)."""
-    from parity.wave_link import evidence, markdown, recheck_ids
+    from parity.render.waves import evidence, markdown, recheck_ids
     rows = [{"case_id": "a", "kernel": "uexp_f32", "level": "hip-on-nvidia", "verdict": "missing"},
             {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia", "verdict": "crash"},
             {"case_id": "b", "kernel": "uneg_f32", "level": "hip-on-nvidia/w32", "verdict": "crash"}]

@@ -2,11 +2,11 @@
 ABI's parameter list, and every source compiled for four AMD targets with zero spills (amd-static)."""
 import pytest
 
-from parity.amd_static import analyze, hipcc
-from parity.coverage import coverage, summary
-from parity.levels import DEFAULT_HIP_SRC
+from parity.suite.amd_static import analyze, hipcc
+from parity.suite.coverage import coverage, summary
+from parity.run.session import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
-from parity.suite import discover
+from parity.suite.scan import discover
 
 AMD_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")
 

@@ -18,10 +18,10 @@ import pytest
 
 import hip_host
 from fakes_candle_new import GET_ROWS_IDS_IGNORED, SUM_STRIDES_IGNORED
-from parity.cases import Case, expand
-from parity.engine import run_case
+from parity.run.cases import Case, expand
+from parity.run.engine import run_case
 from parity.executors.cpu import CpuExecutor
-from parity.levels import DEFAULT_HIP_SRC
+from parity.run.session import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
 from parity.ops.base import ExecResult
 
@@ -245,7 +245,7 @@ NEW = SUM_OPS + GET_ROWS_OPS + GGUF_OPS + MOE_OPS
 
 
 def _gpu_rows(level):
-    from parity.engine import run_cases
+    from parity.run.engine import run_cases
     cases = _cases(NEW)
     rows = run_cases(cases, level.executor, level.availability.device)
     assert len(rows) == len(cases)
@@ -263,7 +263,7 @@ def test_new_kernels_pass_on_candles_cuda_kernels(candle_level):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["hip-on-nvidia", "hip-on-nvidia/w32"])
 def test_new_kernels_pass_on_the_bundled_suite(name):
-    from parity.levels import make
+    from parity.run.levels import make
     lv = make(name, DEFAULT_HIP_SRC, None)
     if not lv.availability.available:
         pytest.skip(f"{name} unavailable: {lv.availability.reason}")
@@ -284,7 +284,7 @@ def test_drift_is_empty_for_candles_current_kernels():
     if not Path(src).is_dir():
         pytest.skip("no candle-kernels/src here")
     import json
-    from parity.coverage import UPSTREAM_LOCK, drift
-    from parity.resources import data_dir
-    from parity.suite import discover
+    from parity.suite.coverage import UPSTREAM_LOCK, drift
+    from parity.core.resources import data_dir
+    from parity.suite.scan import discover
     assert drift(discover(src), lock=json.loads((data_dir() / UPSTREAM_LOCK).read_text())) == []

@@ -13,7 +13,7 @@ from parity.executors.cupy_ref import CupyRefExecutor
 from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor, HipOnNvidiaW32Executor
 from parity.executors.worker import IsolatedExecutor
 from parity.host.conv import MiopenCapable
-from parity.levels import GpuPool
+from parity.run.levels import GpuPool
 
 PARITY = Path(__file__).resolve().parent.parent / "parity"
 

@@ -9,14 +9,14 @@ import numpy as np
 
 from fakes import DropsStartOffset
 from fakes_matmul_conv import ConvGemmReadsOriginalKernel
-from parity import findings as fnd
-from parity.cases import Case
-from parity.compare import Worst, mark_toward_exact
-from parity.dtypes import dtype
-from parity.engine import run_case
+from parity.render import findings as fnd
+from parity.run.cases import Case
+from parity.core.compare import Worst, mark_toward_exact
+from parity.core.dtypes import dtype
+from parity.run.engine import run_case
 from parity.executors.cpu import CpuExecutor
 from parity.ops.base import ExecResult
-from parity.results import Results
+from parity.run.results import Results
 
 POISON = ("no input holds NaN in its view: parity's poison from outside the view reached the output")
 

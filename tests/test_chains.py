@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parity.cases import Case, Filters, load_sweep
+from parity.run.cases import Case, Filters, load_sweep
 from parity.chains import ChainError, chains
 from parity.chains.format import View, apply_view, parse_chain, parse_operand
 from parity.chains.spec import analyse, budgets
-from parity.engine import prepare_case, run_case, run_cases
+from parity.run.engine import prepare_case, run_case, run_cases
 from parity.executors.cpu import CpuExecutor
-from parity.layouts import contiguous
-from parity.results import Results
+from parity.core.layouts import contiguous
+from parity.run.results import Results
 
 from fakes import Bf16Truncation, InPlaceRmsnorm, PlantedUlpBias, TransposeLostBetweenSteps
 from runs import meta
@@ -173,7 +173,7 @@ def test_reports_show_chain_failures_with_the_drift_plot(tmp_path):
 
 
 def test_repro_keeps_every_intermediate(tmp_path):
-    from parity import repro
+    from parity.run import repro
     r = repro.run("chain.attention/bf16/s0", "cpu", out=tmp_path / "c.npz")
     assert r.verdict == "pass"
     z = np.load(tmp_path / "c.npz")

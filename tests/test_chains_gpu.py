@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from parity.cases import Filters, load_sweep
-from parity.engine import run_cases
+from parity.run.cases import Filters, load_sweep
+from parity.run.engine import run_cases
 from parity.chains import chains
 
 
@@ -52,8 +52,8 @@ def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
     tensors, no host copy between them; for every pr chain, every tensor must equal the host round
     trip's bit for bit, and the verdicts must be the same."""
     import numpy as np
-    from parity.cases import Case
-    from parity.engine import prepare_case
+    from parity.run.cases import Case
+    from parity.run.engine import prepare_case
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     ex = HipOnNvidiaExecutor()
     if not ex.availability().available:

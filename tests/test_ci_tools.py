@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import parity.engine
-from parity import baseline as bl
-from parity.cli import main
-from parity.diff import diff, render
-from parity.journal import NAME as JOURNAL
+import parity.run.engine
+from parity.render import baseline as bl
+from parity.cli.main import main
+from parity.render.diff import diff, render
+from parity.run.journal import NAME as JOURNAL
 from parity.render import github, junit
-from parity.results import FAILING, Results
+from parity.run.results import FAILING, Results
 
 import runs
 
@@ -252,7 +252,7 @@ def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
 
 def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch):
     from fakes import NanDroppingMinimum
-    from parity import levels
+    from parity.run import levels
     monkeypatch.setattr(levels, "CpuExecutor", NanDroppingMinimum)
     out = tmp_path / "f.npz"
     r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "-o", out, "--no-snippet")
@@ -268,7 +268,7 @@ def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch)
 
 # --------------------------------------------------------------------------- resumable runs
 def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
-    real = parity.engine.run_case
+    real = parity.run.engine.run_case
     calls = []
 
     def interrupting(case, executor, device=""):
@@ -276,7 +276,7 @@ def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
         if len(calls) == 7:
             raise KeyboardInterrupt
         return real(case, executor, device)
-    monkeypatch.setattr(parity.engine, "run_case", interrupting)
+    monkeypatch.setattr(parity.run.engine, "run_case", interrupting)
     args = ["run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q", "--out", tmp_path]
     r = invoke(*args)
     assert r.exit_code == 130, r.output
@@ -290,7 +290,7 @@ def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
     assert "· stopped early: interrupted after 6 of " in (folder / "summary.md").read_text().splitlines()[0]
     (folder / JOURNAL).write_text("\n".join(lines) + '\n{"case_id": "trunc')   # died mid-line
     calls.clear()
-    monkeypatch.setattr(parity.engine, "run_case", lambda c, e, d="": (calls.append(c.id), real(c, e, d))[1])
+    monkeypatch.setattr(parity.run.engine, "run_case", lambda c, e, d="": (calls.append(c.id), real(c, e, d))[1])
     r = invoke(*args, "--resume", folder)
     assert r.exit_code == 0, r.output
     res = Results.from_json(folder / "results.json")
@@ -320,13 +320,13 @@ def test_github_annotations_capped_and_escaped(failing, tmp_path):
 
 def test_github_annotations_printed_for_failures(tmp_path, monkeypatch):
     from fakes import UnwrittenTail
-    from parity import levels
+    from parity.run import levels
     monkeypatch.setattr(levels, "CpuExecutor", UnwrittenTail)
     r = invoke("run", "--ops", "unary.neg", "--levels", "cpu", "-q", "--out", tmp_path, env={"GITHUB_ACTIONS": "true"})
     assert r.exit_code == 1
     errors = [l for l in r.output.splitlines() if l.startswith("::error ")]
-    from parity import findings
-    from parity.results import Results
+    from parity.render import findings
+    from parity.run.results import Results
     (res,) = tmp_path.glob("*/results.json")
     causes = findings.analyze(Results.from_json(res).table).findings
     assert len(errors) == len(causes) and {f.cause for f in causes} == {"fail"}      # one per finding
@@ -371,13 +371,13 @@ def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
 
 
 def test_pytest_plugin_is_inert_without_a_sweep(pytester):
-    pytester.makepyfile("def test_x():\n    import sys\n    assert 'parity.engine' not in sys.modules\n")
+    pytester.makepyfile("def test_x():\n    import sys\n    assert 'parity.run.engine' not in sys.modules\n")
     r = pytester.runpytest_subprocess(*_plugin_args())         # a fresh process: nothing imported yet
     r.assert_outcomes(passed=1)
 
 
 def test_repro_structured_case_writes_npz(tmp_path):
-    from parity.repro import run as repro_run
+    from parity.run.repro import run as repro_run
     r = repro_run("reduce.sum/f32/row100/normal/s0", "cpu", out=tmp_path / "c.npz")
     assert r.verdict == "pass" and r.kernel == "fast_sum_f32"
     import numpy as np

@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import main
+from parity.cli.main import main
 from parity.render import junit, markdown
-from parity.results import Results
+from parity.run.results import Results
 
 
 def invoke(*args):
@@ -115,7 +115,7 @@ def test_smoke_sweep_under_60_seconds(tmp_path):
 
 def test_run_options_reach_the_run_as_arguments(tmp_path):
     """--shard / --gpus go into this run's cases and meta, and nothing is left behind for the next caller."""
-    from parity.cases import Filters, load_sweep
+    from parity.run.cases import Filters, load_sweep
     f = Filters(ops=["unary.neg", "binary.add"], dtypes=["f32"])
     r = invoke("run", "--levels", "cpu", "--ops", "unary.neg,binary.add", "--dtypes", "f32",
                "--shard", "2/3", "--gpus", "1", "--out", str(tmp_path), "-q")

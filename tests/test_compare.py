@@ -1,8 +1,8 @@
 import numpy as np
 
-from parity.compare import compare
-from parity.dtypes import dtype
-from parity.tolerance import EXACT, Tolerance
+from parity.core.compare import compare
+from parity.core.dtypes import dtype
+from parity.core.tolerance import EXACT, Tolerance
 
 F32 = dtype("f32")
 

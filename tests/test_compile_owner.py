@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from parity import compile_cache as cc
-from parity.compile_cache import CompileError, CompileResult
+from parity.suite import compile_cache as cc
+from parity.suite.compile_cache import CompileError, CompileResult
 from parity.executors.preflight import compile_failure
-from parity.hip_api import hip_device_api, included_headers, rocm_headers
+from parity.suite.hip_api import hip_device_api, included_headers, rocm_headers
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc not installed")
 needs_hipcc = pytest.mark.skipif(not shutil.which("hipcc"), reason="hipcc not installed")
@@ -191,7 +191,7 @@ def test_nvcc_through_the_mapping_reports_a_name_it_lacks_as_parity_s_gap(tmp_pa
 
 @needs_hipcc
 def test_hipcc_blames_the_port_for_half_without_its_header(tmp_path: Path, monkeypatch):
-    from parity.amd_static import compile_for_arch
+    from parity.suite.amd_static import compile_for_arch
     monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "conv.hip"
     src.write_text(HALF_KERNEL)
@@ -238,7 +238,7 @@ def test_an_error_cached_before_folder_free_entries_is_compiled_again(tmp_path: 
 
 @needs_hipcc
 def test_a_port_copied_to_a_second_folder_reports_errors_in_the_second(tmp_path: Path, monkeypatch):
-    from parity.amd_static import compile_for_arch
+    from parity.suite.amd_static import compile_for_arch
     monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
     a = tmp_path / "A"
     a.mkdir()
@@ -259,7 +259,7 @@ def test_a_port_copied_to_a_second_folder_reports_errors_in_the_second(tmp_path:
 def test_unincluded_rocm_names_are_found_where_hipcc_stops_and_not_in_variables(tmp_path):
     """The scan behind hip-on-nvidia's strictness: `__half` used in a header of the port's own
     that nothing includes <hip/hip_fp16.h> for; a variable named `half` is no use of the type."""
-    from parity.hip_api import unincluded_rocm_uses
+    from parity.suite.hip_api import unincluded_rocm_uses
     (tmp_path / "common.h").write_text("#include <hip/hip_runtime.h>\n// a half comment\n"
                                        "__device__ inline __half h(float x) { int half = 2; return x * half; }\n")
     (tmp_path / "k.hip").write_text('#include "common.h"\n')

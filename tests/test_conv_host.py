@@ -10,11 +10,11 @@ import pytest
 
 from fakes_matmul_conv import (ConvGemmReadsOriginalKernel, HostMemory, Im2colIgnoresDilation, MiopenOnHost,
                                NumpyMiopen, direct_conv)
-from parity import resources
+from parity.core import resources
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Case
-from parity.engine import prepare_case, run_case
-from parity.numerics import to_f64
+from parity.run.cases import Case
+from parity.run.engine import prepare_case, run_case
+from parity.core.numerics import to_f64
 from parity.ops import CATALOG
 from parity.ops.conv import HostConv, KNOWN_DIVERGENCES
 
@@ -190,8 +190,8 @@ def test_cuda_bug_is_invisible_for_contiguous_kernels():
 
 
 def test_known_divergence_turns_the_cuda_failures_into_xfail():
-    from parity.baseline import Baseline, Entry, apply
-    from parity.results import Results
+    from parity.render.baseline import Baseline, Entry, apply
+    from parity.run.results import Results
 
     class CudaLike(ConvGemmReadsOriginalKernel):
         level = "cuda"
@@ -215,8 +215,8 @@ def test_suite_kernels_of_host_routines():
 
 
 def test_coverage_does_not_expect_host_routines_in_a_suite():
-    from parity.coverage import coverage
-    from parity.suite import discover
+    from parity.suite.coverage import coverage
+    from parity.suite.scan import discover
     names = {r.kernel: r.status for r in coverage(discover(resources.hip_suite()))}
     assert not [n for n in names if "_host_" in n]
     assert names["im2col1d_bf16"] == names["im2col_f16"] == names["ucopy_f64"] == "present"

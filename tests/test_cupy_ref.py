@@ -19,10 +19,10 @@ from parity.executors import cupy_ref
 from parity.executors.cupy_ref import (CT, FTZ_SENSITIVE, MARKER, NP_NAMES, SUBNORMAL_PROBE, CupyRefExecutor,
                                       install_ftz_rewrite, keep_subnormals, kernel_source, subnormal_verdict,
                                       supported, without_ftz)
-from parity.cases import Case, Filters, load_sweep
-from parity.compare import compare
-from parity.engine import prepare_case, run_case, run_cases
-from parity.numerics import scalar_to_dtype
+from parity.run.cases import Case, Filters, load_sweep
+from parity.core.compare import compare
+from parity.run.engine import prepare_case, run_case, run_cases
+from parity.core.numerics import scalar_to_dtype
 from parity.ops import CATALOG
 
 needs_cupy = pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="CuPy not installed")
@@ -139,7 +139,7 @@ def test_subnormal_verdict():
 
 
 def test_ftz_sensitive_dtypes_are_the_ones_with_f32_subnormals_once_widened():
-    from parity.dtypes import DTYPES
+    from parity.core.dtypes import DTYPES
     widened_subnormal = {n for n, d in DTYPES.items() if d.is_float and d.bits <= 32
                          and 2.0 ** (d.emin - d.mant_bits) < np.finfo(np.float32).tiny}
     assert set(FTZ_SENSITIVE) == widened_subnormal
@@ -343,7 +343,8 @@ def test_gpu_cupy_level_passes_the_smoke_elementwise_cases(cupy_level, dtype, va
 
 @pytest.mark.gpu
 def test_gpu_cupy_level_in_its_worker_process():
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     lv = make("cupy", DEFAULT_HIP_SRC, None)
     assert lv.availability.available, lv.availability.reason
     try:

@@ -12,8 +12,8 @@ import pytest
 from test_cupy_structured import SPATIAL_OPS, NumpyStructured, assert_all_pass
 
 from parity.executors import cupy_spatial as sp
-from parity.cases import Case, Filters, load_sweep
-from parity.engine import run_case
+from parity.run.cases import Case, Filters, load_sweep
+from parity.run.engine import run_case
 from parity.ops.matmul import SHAPES, MatMulNonContiguous, gemm_config
 from parity.ops.structured import HostRefused
 

@@ -18,8 +18,8 @@ from parity.executors.base import Availability, Executor
 from parity.ops.base import ExecResult
 from parity.executors.cupy_ref import NP_NAMES, CupyRefExecutor
 from parity.executors.cupy_spatial import execute_array_code
-from parity.cases import Case, Filters, load_sweep
-from parity.engine import run_case, run_cases
+from parity.run.cases import Case, Filters, load_sweep
+from parity.run.engine import run_case, run_cases
 from parity.ops import CATALOG, expected_kernels
 from parity.ops.structured import HostRefused
 
@@ -142,7 +142,7 @@ def test_structured_kernels_skip_the_subnormal_self_check(monkeypatch):
 
 def test_array_code_is_not_a_timing_baseline():
     """Array code is several launches: timing it would make HIP/CuPy ratios meaningless."""
-    from parity.engine import prepare_case
+    from parity.run.engine import prepare_case
     launch = prepare_case(Case.parse("fill.fill/f32/len1025/normal/s0@value=3")).launch
     with pytest.raises(RuntimeError, match="fill_f32: the CuPy reference runs it as array code, not a timing baseline"):
         CupyRefExecutor().prepared(launch)

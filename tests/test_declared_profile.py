@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from parity import profiles
-from parity.amd_static import hipcc
-from parity.cases import Case, Filters, load_sweep
-from parity.cli import main
-from parity.engine import prepare_case, run_cases
+from parity.suite.amd_static import hipcc
+from parity.run.cases import Case, Filters, load_sweep
+from parity.cli.main import main
+from parity.run.engine import prepare_case, run_cases
 from parity.executors.cpu import CpuExecutor
 from parity.profiles.declared import load_declaration, parse_param
 from parity.profiles.kernels import DeclarationError
@@ -149,7 +149,7 @@ def test_parameter_grammar():
 def test_declared_cases_are_prepared_in_this_process():
     """A declared profile's references live in the port's files: its cases are never sent to a
     forked preparer (which may not have loaded the declaration)."""
-    from parity.engine import _poolable
+    from parity.run.engine import _poolable
     profiles.get(str(DECL))
     assert not _poolable(Case.parse("vecops.blas.axpy/f32/contiguous/normal/s0@alpha=2.5"))
     assert _poolable(Case.parse("rocm-rs.elementwise.add/f32/contiguous/normal/s0"))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from parity import doctor as doc
-from parity.cli import main
-from parity.levels import ALL_LEVELS, DEFAULT_HIP_SRC, make
+from parity.run import doctor as doc
+from parity.cli.main import main
+from parity.run.levels import ALL_LEVELS, make
+from parity.run.session import DEFAULT_HIP_SRC
 
 
 def test_doctor_levels_section_lists_every_run_level_with_run_s_availability():

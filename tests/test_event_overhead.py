@@ -88,7 +88,7 @@ def test_time_prepared_subtracts_the_overhead_and_keeps_the_raw_median():
 
 def test_timing_report_shows_the_raw_event_median_beside_the_corrected_one():
     from parity.render import timing as timing_report
-    from parity.results import Results
+    from parity.run.results import Results
     row = {"case_id": "unary.neg/f32/contiguous/normal/s0", "level": "hip-on-nvidia", "verdict": "pass",
            "kernel_ms": 0.0064, "time_p10": 0.006, "time_p90": 0.007, "samples": 50, "time_noise": 0.01,
            "event_ms": 0.0077, "event_overhead_ms": 0.0013, "time_source": "events-overhead"}

@@ -4,8 +4,8 @@ import pytest
 from fakes import (DropsStartOffset, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, LostBlocksPast128,
                    NanDroppingMinimum, NoInPlacePath, OneStrideArray, SaturatingU8Cast, UnwrittenTail)
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Case
-from parity.engine import run_case
+from parity.run.cases import Case
+from parity.run.engine import run_case
 
 # (subject, case, n_bad, worst coords, worst inputs, expected, got)
 CAUGHT = [
@@ -57,8 +57,8 @@ def test_u8_wrap_300_is_44_and_saturation_is_caught():
     row = run_case(Case.parse("cast/f32-u8/contiguous/out-of-range/s0"), SaturatingU8Cast())
     assert row["verdict"] == "fail"
     import numpy as np
-    from parity.numerics import cast
-    from parity.dtypes import dtype
+    from parity.core.numerics import cast
+    from parity.core.dtypes import dtype
     assert cast(np.array([300.0], np.float32), dtype("f32"), dtype("u8"))[0] == 44
 
 

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from fakes_fault import PathFaults, launches
-from parity.cases import Filters, load_sweep
-from parity.engine import fault_path, run_cases
+from parity.run.cases import Filters, load_sweep
+from parity.run.engine import fault_path, run_cases
 from parity.executors.worker import IsolatedExecutor
-from parity.findings import analyze
-from parity.results import FAILING, Results
+from parity.render.findings import analyze
+from parity.run.results import FAILING, Results
 
 FAULTY = ("inplace", "empty")          # the fake's kernels fault on these paths
 
@@ -111,7 +111,7 @@ def test_a_timeout_is_a_fault_path_too(tmp_path):
 
 def test_fail_and_oob_write_are_not_fault_paths(tmp_path):
     """Only crash and timeout (a worker restart) hold back a path: a wrong answer launches on."""
-    from parity.engine import FaultPaths
+    from parity.run.engine import FaultPaths
     faults = FaultPaths()
     for verdict in ("fail", "oob-write", "input-clobbered", "pass"):
         faults.note({"case_id": "x", "verdict": verdict, "kernel": "uneg_f32", "layout": "inplace"})
@@ -130,7 +130,7 @@ def test_an_executor_in_this_process_skips_faulted_paths_too(tmp_path):
 
 
 def test_each_gpu_of_a_pool_launches_a_faulting_path_once(tmp_path):
-    from parity.levels import GpuPool
+    from parity.run.levels import GpuPool
     log = str(tmp_path / "launches")
     cs = cases()
     pool = lambda: GpuPool("fake-gpu", [PathFaults(log, FAULTY, "contained") for _ in range(2)])  # noqa: E731
@@ -185,15 +185,15 @@ def test_a_kernel_that_crashes_on_every_layout_counts_its_not_run_cases(tmp_path
 def test_every_fault_option_reaches_run_cases(tmp_path, monkeypatch, flag):
     from click.testing import CliRunner
 
-    import parity.engine
-    from parity.cli import main
+    import parity.run.engine
+    from parity.cli.main import main
     seen = []
-    real = parity.engine.run_cases
+    real = parity.run.engine.run_cases
 
     def spy(*a, **kw):
         seen.append(kw.get("every_fault"))
         return real(*a, **kw)
-    monkeypatch.setattr(parity.engine, "run_cases", spy)
+    monkeypatch.setattr(parity.run.engine, "run_cases", spy)
     args = ["run", "--levels", "cpu", "--ops", "unary.neg", "--dtypes", "f32", "--layouts", "inplace",
             "--out", str(tmp_path), "-q"] + (["--every-fault"] if flag else [])
     r = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -214,7 +214,7 @@ def test_inplace_fault_suite_launches_each_faulting_path_once_on_gpu(tmp_path):
     import time
     from pathlib import Path
 
-    from parity.levels import make
+    from parity.run.levels import make
     spec = importlib.util.spec_from_file_location(
         "make_inplace_fault", Path(__file__).parent / "fixtures" / "ports" / "make_inplace_fault.py")
     mod = importlib.util.module_from_spec(spec)

@@ -6,9 +6,9 @@ import time
 import pytest
 from rich.console import Console
 
-from parity import findings as fnd
+from parity.render import findings as fnd
 from parity.render import github, html, markdown, terminal
-from parity.results import FAILING, Results
+from parity.run.results import FAILING, Results
 
 import broken_port
 

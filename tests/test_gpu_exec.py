@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.executors.hip_nvidia import DEFAULT_HIP_SUITE, HipOnNvidiaExecutor
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor
+from parity.run.session import DEFAULT_HIP_SRC
 from parity.executors.worker import IsolatedExecutor
 from parity.ops.base import Arg, Launch
 
@@ -116,14 +117,14 @@ def test_amd_only_is_compile_error_on_nvidia():
     assert r.status == "compile-error" and "__builtin_amdgcn_readfirstlane" in r.message
 
 
-@pytest.mark.skipif(not (DEFAULT_HIP_SUITE / "unary_f32.hip").is_file(), reason="bundled suite absent")
+@pytest.mark.skipif(not (DEFAULT_HIP_SRC / "unary_f32.hip").is_file(), reason="bundled suite absent")
 def test_bundled_suite_uexp_f32_through_catalog_packing():
     """The bundled HIP suite, launched exactly as the catalog packs it, agrees with the reference."""
     from parity.ops import CATALOG
     from parity.ops.abi import pack, extract
     from parity.ops.base import Operands
-    from parity.dtypes import dtype
-    from parity.layouts import contiguous
+    from parity.core.dtypes import dtype
+    from parity.core.layouts import contiguous
     op = CATALOG["unary.exp"]
     x = np.linspace(-5, 5, 3000, dtype=np.float32)
     lay = contiguous(x.shape)
@@ -142,9 +143,9 @@ def test_bundled_suite_uexp_f32_through_catalog_packing():
 @pytest.mark.gpu
 def test_cuda_level_runs_a_cuda_suite():
     """The `cuda` level: a .cu suite compiled without the HIP mapping, launched the same way."""
-    from parity.cases import Case
-    from parity.engine import run_case
-    from parity.levels import make
+    from parity.run.cases import Case
+    from parity.run.engine import run_case
+    from parity.run.levels import make
     suite = Path(__file__).parent / "fixtures" / "suites" / "cuda_small"
     level = make("cuda", Path("backends/hip"), suite, case_timeout=60)
     assert level.availability.available, level.availability.reason

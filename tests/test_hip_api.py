@@ -1,4 +1,4 @@
-"""parity.hip_api: the ROCm device-API list, mapping-gap detection and first-error extraction.
+"""parity.suite.hip_api: the ROCm device-API list, mapping-gap detection and first-error extraction.
 
 The compiler outputs below are real: deliberately broken snippets compiled here with nvcc 13.0
 (-D__HIPCC__ -I backends/hip/include -x cu) and Debian's hipcc (ROCm 5.2, --offload-arch=gfx90a).
@@ -7,7 +7,7 @@ replaces the program name with the source path (hip_nvidia._nvrtc_log).
 """
 from __future__ import annotations
 
-from parity.hip_api import first_error, hip_device_api, mapping_gap, undefined_identifiers
+from parity.suite.hip_api import first_error, hip_device_api, mapping_gap, undefined_identifiers
 
 NVCC_GAP = '''gap.hip(4): error: identifier "hip_bfloat16" is undefined
     hip_bfloat16 x;

@@ -493,7 +493,7 @@ KNOWN_GAPS = {"__fns32", "__fns64"}
 def test_mapping_defines_every_rocm_device_api_name(tmp_path):
     """Reference every name of parity/data/hip_device_api.txt after including the mapping;
     nvcc's undefined identifiers must be exactly KNOWN_GAPS (types and macros count as defined)."""
-    from parity.hip_api import hip_device_api, undefined_identifiers
+    from parity.suite.hip_api import hip_device_api, undefined_identifiers
     names = sorted(hip_device_api())
     lines = [f"#include <hip/{h}>" for h in ("hip_runtime.h", "hip_bfloat16.h", "hip_bf16.h", "hip_fp8.h")]
     for i, n in enumerate(names):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from parity.render import html
-from parity.results import Results
+from parity.run.results import Results
 
 import runs
 

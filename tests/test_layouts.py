@@ -4,10 +4,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
-from parity.cases import Case
+from parity.run.cases import Case
 from parity.ops.elementwise import build
-from parity.dtypes import dtype
-from parity.layouts import (LAYOUT_CLASSES, Layout, candle_info, layout_names, logical, materialize,
+from parity.core.dtypes import dtype
+from parity.core.layouts import (LAYOUT_CLASSES, Layout, candle_info, layout_names, logical, materialize,
                             operand_layouts, strided)
 
 

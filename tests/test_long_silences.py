@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import parity.amd_static as amd_static
+import parity.suite.amd_static as amd_static
 import parity.host.routines as routines
 import parity.mutate.targets as targets
-from parity.cases import Filters, load_sweep
-from parity.cli import main
-from parity.compile_cache import CompileResult
+from parity.run.cases import Filters, load_sweep
+from parity.cli.main import main
+from parity.suite.compile_cache import CompileResult
 from parity.executors.base import Availability
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor
 

@@ -7,10 +7,10 @@ import pytest
 
 from fakes_matmul_conv import (Im2colIgnoresDilation, LdaFromWrongOperand, NeverRefuses, NoBatchStrideForBroadcast,
                                PoolIgnoresSwappedNames)
-from parity import resources
+from parity.core import resources
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Case
-from parity.engine import run_case
+from parity.run.cases import Case
+from parity.run.engine import run_case
 from parity.ops import CATALOG
 from parity.ops.matmul import GemmConfig, MatMulNonContiguous, gemm_config
 
@@ -254,7 +254,7 @@ def _naive_conv_t1d(x, w, s, p, d, op_):
 
 @pytest.mark.parametrize("s,p,d", [(1, 0, 1), (2, 1, 1), (1, 1, 2), (3, 2, 3)])
 def test_conv_reference_matches_naive_loops(s, p, d):
-    from parity.dtypes import dtype
+    from parity.core.dtypes import dtype
     from parity.ops.conv import compute
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((2, 3, 13)), rng.standard_normal((4, 3, 3))
@@ -282,7 +282,7 @@ def test_pool_and_nearest_formulas():
 
 
 def test_known_divergence_is_a_baseline_entry():
-    from parity.baseline import Entry
+    from parity.render.baseline import Entry
     from parity.ops.conv import KNOWN_DIVERGENCES
     kd = KNOWN_DIVERGENCES["cuda-conv1d-dilation"]
     e = Entry(**kd)
@@ -293,8 +293,8 @@ def test_known_divergence_is_a_baseline_entry():
 
 def test_library_ops_are_not_expected_suite_kernels():
     from parity.host.routines import is_library_kernel
-    from parity.coverage import coverage
-    from parity.suite import discover
+    from parity.suite.coverage import coverage
+    from parity.suite.scan import discover
     assert is_library_kernel("gemm_f32") and not is_library_kernel("conv2d_f32")
     rows = coverage(discover(resources.hip_suite()))
     names = {r.kernel: r.status for r in rows}
@@ -390,7 +390,7 @@ def test_miopen_unavailable_without_library(monkeypatch):
 
 # ------------------------------------------------------------------------------------ peak
 def test_peak_table_and_fallback():
-    from parity.peak import lookup, peak
+    from parity.timing.peak import lookup, peak
     peaks, src = lookup("NVIDIA H100 80GB HBM3")
     assert peaks == {"f16": 989.4, "bf16": 989.4, "f32": 66.9, "f64": 66.9} and "datasheet" in src
     assert lookup("NVIDIA H200")[0]["bf16"] == 989.4

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from fakes_matmul_conv import ConvGemmReadsOriginalKernel
-from parity.cases import Case, Filters, load_sweep
-from parity.engine import run_case, run_cases
+from parity.run.cases import Case, Filters, load_sweep
+from parity.run.engine import run_case, run_cases
 from parity.ops import CATALOG
 
 FAMILIES = {"matmul": "matmul.*", "pool": "pool.*,upsample.*", "conv": "conv.*"}
@@ -89,7 +89,8 @@ def test_conv_host_path_on_hip_on_nvidia(level):
 
 @pytest.fixture(scope="module", params=CUDA_CONV_SUITES, ids=lambda p: p.name)
 def cuda_level(request):
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     lv = make("cuda", DEFAULT_HIP_SRC, request.param, case_timeout=120)
     if not lv.availability.available:
         pytest.skip(f"cuda level unavailable: {lv.availability.reason}")
@@ -103,9 +104,9 @@ def test_conv_host_path_on_the_cuda_level(cuda_level):
     exactly the 8 kslice cases fail, each like the CPU model of that bug (the poisoned gaps come
     in as NaN: same count, same first element), and KD cuda-conv-noncontiguous-kernel turns
     them into xfail."""
-    from parity.baseline import Baseline, Entry, apply
+    from parity.render.baseline import Baseline, Entry, apply
     from parity.ops.conv import KNOWN_DIVERGENCES
-    from parity.results import Results
+    from parity.run.results import Results
     cases = _host_cases()
     rows = run_cases(cases, cuda_level.executor, cuda_level.availability.device)
     assert Counter(r["verdict"] for r in rows) == {"pass": 56, "fail": 8}, _listing(rows)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import main
+from parity.cli.main import main
 from parity.mutate.operators import mask, mutants_of_text, sample
 from parity.mutate.report import html_page, markdown, score, summary, write
 from parity.mutate.run import Outcome, evaluate
@@ -144,13 +144,13 @@ def test_gpu_known_killable_unary_mutant_is_killed(tmp_path: Path):
     """~5 mutants of the unary family (unary.h, compiled through unary_f32.hip) on hip-on-nvidia:
     swapping relu's arms is killed; dropping relu's NaN check is equivalent in f32 (the check is
     `N::nan_max && is_nan(x)`, nan_max false for f32: the compiler folds it away)."""
-    from parity.cases import Filters, load_sweep
+    from parity.run.cases import Filters, load_sweep
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
-    from parity.levels import DEFAULT_HIP_SRC
+    from parity.run.session import DEFAULT_HIP_SRC
     from parity.mutate.operators import mutants_of
     from parity.mutate.run import GpuRunner
     from parity.mutate.targets import targets
-    from parity.resources import hip_mapping
+    from parity.core.resources import hip_mapping
     if not HipOnNvidiaExecutor().availability().available:
         pytest.skip("no hip-on-nvidia level")
     cases = [c for c in load_sweep("smoke", Filters(["unary.relu", "unary.neg", "unary.abs"])) if c.dtype == "f32"]
@@ -190,7 +190,7 @@ def test_evaluate_in_parallel_keeps_the_mutants_order():
 
 
 def test_spread_interleaves_case_classes():
-    from parity.cases import Filters, load_sweep
+    from parity.run.cases import Filters, load_sweep
     from parity.mutate.targets import spread
     cases = load_sweep("smoke", Filters(["unary.neg"]))
     out = spread(cases)
@@ -271,7 +271,7 @@ def test_object_sections_name_the_kernels_a_mutant_changed(tmp_path: Path):
 
 
 def test_index_truncation_is_out_of_reach_without_a_case_that_large():
-    from parity.cases import load_sweep
+    from parity.run.cases import load_sweep
     from parity.mutate.scope import largest_case, unreachable
     [narrow, *_] = mutants_of_text("usize i = g;\n", "k.hip", ["index-truncation"])
     [rel] = mutants_of_text("if (i < n) {}\n", "k.hip", ["relational-boundary"])
@@ -298,7 +298,7 @@ def test_code_a_size_guard_runs_only_past_2_32_elements_is_out_of_reach():
     assert all("past 2^31" in unreachable(m, 163835, spans) for m in out if m.line in (7, 8))
     assert not [m for m in mutants_of_text(text, "k.hip") if unreachable(m, 2 ** 32, spans)
                 and m.operator != "index-truncation"]
-    from parity.levels import DEFAULT_HIP_SRC
+    from parity.run.session import DEFAULT_HIP_SRC
     fill = (DEFAULT_HIP_SRC / "fill.hip").read_text()
     wide = [m for m in mutants_of_text(fill, "fill.hip") if m.operator != "index-truncation"
             and unreachable(m, 163835, wide_spans(fill))]
@@ -328,7 +328,7 @@ def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
 
 
 def test_a_case_failing_on_the_unmutated_suite_kills_nothing():
-    from parity.cases import Filters, load_sweep
+    from parity.run.cases import Filters, load_sweep
     from parity.executors.cpu import CpuExecutor
     from parity.mutate.run import run_cases_until_fail
 
@@ -349,8 +349,8 @@ def test_a_kill_mid_pipeline_leaves_the_worker_answering_its_own_launches():
     launches already queued in the worker are collected and dropped, so the next mutant on the
     same worker gets its own answers, not the leftovers."""
     from fakes_worker import FailsNeg
-    from parity.cases import Filters, load_sweep
-    from parity.engine import run_case
+    from parity.run.cases import Filters, load_sweep
+    from parity.run.engine import run_case
     from parity.executors.worker import IsolatedExecutor
     from parity.mutate.run import run_cases_until_fail
     [m, *_] = mutants_of_text("if (i < n) {}\n", "k.hip")
@@ -370,7 +370,7 @@ def test_a_kill_mid_pipeline_leaves_the_worker_answering_its_own_launches():
 def test_every_bundled_argument_names_a_mutant_the_suite_has():
     """backends/hip/mutants-equivalent.toml is matched by (file, line, mutated line): an entry whose
     line was edited since would silently argue nothing."""
-    from parity.levels import DEFAULT_HIP_SRC
+    from parity.run.session import DEFAULT_HIP_SRC
     from parity.mutate.operators import mutants_of
     from parity.mutate.scope import EQUIVALENT_FILE, load_argued
     table = load_argued(DEFAULT_HIP_SRC / EQUIVALENT_FILE)
@@ -387,12 +387,12 @@ def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_p
     """The static source selection is sound: the smallest bundled source that source_order leaves
     out for a header mutant compiles (nvcc, the hip-on-nvidia flags, PTX) to exactly the original's."""
     import subprocess
-    from parity.cases import load_sweep
+    from parity.run.cases import load_sweep
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
-    from parity.levels import DEFAULT_HIP_SRC
+    from parity.run.session import DEFAULT_HIP_SRC
     from parity.mutate.operators import mutants_of
     from parity.mutate.targets import cases_for, source_order, sources_needed, targets
-    from parity.resources import hip_mapping
+    from parity.core.resources import hip_mapping
     file, line, op = where.split(":")
     suite = DEFAULT_HIP_SRC
     t = targets(suite, [hip_mapping()])[file]
@@ -420,12 +420,12 @@ def test_each_outcome_says_where_its_time_went():
     """GpuRunner's outcomes carry their phases (seconds waiting for a runner and running cases;
     compiling and sources compiled on a compiling level), and the runner sums them."""
     from fakes_worker import SuiteCpu
-    from parity.cases import Filters, load_sweep
-    from parity.levels import DEFAULT_HIP_SRC
+    from parity.run.cases import Filters, load_sweep
+    from parity.run.session import DEFAULT_HIP_SRC
     from parity.mutate.operators import mutants_of
     from parity.mutate.run import GpuRunner
     from parity.mutate.targets import targets
-    from parity.resources import hip_mapping
+    from parity.core.resources import hip_mapping
     cases = [c for c in load_sweep("smoke", Filters(["unary.neg"])) if c.dtype == "f32"][:4]
     files = {"unary.h": targets(DEFAULT_HIP_SRC, [hip_mapping()])["unary.h"]}
     ms = mutants_of(DEFAULT_HIP_SRC, ["unary.h"])[:2]
@@ -444,11 +444,11 @@ def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: P
     """`--resume FOLDER` after an interrupted run: the journal's outcomes are kept and only the rest
     run (GpuRunner on a suite-shaped cpu level: every mutant survives); a journal from another
     sample, or a folder without one, is a one-line usage error."""
-    import parity.levels
+    import parity.run.levels
     from fakes_worker import SuiteCpu
     from parity.executors.base import Availability
-    from parity.levels import Level
-    monkeypatch.setattr(parity.levels, "make", lambda *a, **k: Level("cpu", Availability(True, device="cpu"), SuiteCpu()))
+    from parity.run.levels import Level
+    monkeypatch.setattr(parity.run.levels, "make", lambda *a, **k: Level("cpu", Availability(True, device="cpu"), SuiteCpu()))
     args = ["mutate", "--sweep", "smoke", "--ops", "unary.neg", "--max", "4", "--jobs", "2", "--runners", "1",
             "--out", str(tmp_path)]
     r = CliRunner().invoke(main, args)

@@ -19,18 +19,18 @@ import types
 import numpy as np
 import pytest
 
-from parity.cases import Case, expand
-from parity.dtypes import dtype
-from parity.engine import run_case
+from parity.run.cases import Case, expand
+from parity.core.dtypes import dtype
+from parity.run.engine import run_case
 from parity.executors.cpu import CpuExecutor
 from parity.host.marshal import INT_KINDS, arg_values, scalar_arg, scalar_args, setup_error
-from parity.numerics import round_float, to_f64
+from parity.core.numerics import round_float, to_f64
 from parity.ops import CATALOG
 from parity.ops.base import Arg, Launch
 from parity.ops.quantized import matvec, q8_1
 
 NEW_PREFIXES = ("reduce.sum_atomic", "quant.get_rows_", "quant.mmvq_gguf_", "quant.indexed_moe_")
-# C size of each normalised parameter type (parity/coverage.py's ABI table)
+# C size of each normalised parameter type (parity/suite/coverage.py's ABI table)
 C_BYTES = {"size_t": 8, "u64": 8, "i64": 8, "u32": 4, "i32": 4, "u16": 2, "i16": 2, "u8": 1, "i8": 1,
            "bool": 1, "f32": 4, "f64": 8}
 

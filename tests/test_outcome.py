@@ -1,7 +1,7 @@
 """One truthful verdict for the whole run (#28): never green when nothing of the subject was verified.
 
 Each test is a user's run on a machine without a GPU, and asserts the one outcome every output
-shows: the terminal's last line, summary.md's heading, index.html's badge, JUnit's parity.outcome
+shows: the terminal's last line, summary.md's heading, index.html's badge, JUnit's parity.render.outcome
 suite, and the exit code.
 """
 import json
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import _run_folder, main
+from parity.cli.main import main
+from parity.run.session import run_folder
 
 HIPCC = shutil.which("hipcc") is not None
 needs_hipcc = pytest.mark.skipif(not HIPCC, reason="hipcc not installed (apt-get install hipcc libamdhip64-dev)")
@@ -141,11 +142,11 @@ def test_resume_takes_sweep_and_filters_from_its_folder(tmp_path):
 
 
 def test_runs_into_one_out_in_the_same_second_get_their_own_folders(tmp_path):
-    folders = {_run_folder(tmp_path, "smoke") for _ in range(3)}
+    folders = {run_folder(tmp_path, "smoke") for _ in range(3)}
     assert len(folders) == 3 and all(f.is_dir() for f in folders)
     (tmp_path / "file").write_text("")
     with pytest.raises(Exception, match="is a file, not a folder"):
-        _run_folder(tmp_path / "file", "smoke")
+        run_folder(tmp_path / "file", "smoke")
 
 
 def test_two_concurrent_runs_keep_both_results(tmp_path):
@@ -158,11 +159,11 @@ def test_two_concurrent_runs_keep_both_results(tmp_path):
 
 
 def test_an_internal_error_exits_3_with_its_traceback_in_a_file(tmp_path, monkeypatch):
-    import parity.engine
+    import parity.run.engine
 
     def broken(*a, **k):
         raise RuntimeError("planted")
-    monkeypatch.setattr(parity.engine, "run_cases", broken)
+    monkeypatch.setattr(parity.run.engine, "run_cases", broken)
     r = CliRunner().invoke(main, [*RUN, "--levels", "cpu", "--out", str(tmp_path)])
     assert r.exit_code == 3
     assert r.stderr.startswith("parity internal error: RuntimeError: planted (traceback: ")
@@ -216,7 +217,7 @@ def _gpu() -> bool:
 
 def test_the_header_names_the_suites_the_levels_that_ran_read():
     """A run of the cuda level alone (--cuda-src) read the CUDA suite, not the bundled HIP folder."""
-    from parity.outcome import suites_line
+    from parity.render.outcome import suites_line
     cuda = {"hip_src": "backends/hip", "cuda_src": "candle/src",
             "levels": [{"level": "cuda", "available": True}, {"level": "hip-on-nvidia", "available": False}]}
     assert suites_line(cuda) == "CUDA suite `candle/src`"

@@ -96,7 +96,7 @@ def test_wheel_carries_suite_mapping_and_sweeps(installed):
 
 def test_installed_parity_is_the_wheel(installed, tmp_path):
     bin_, _ = installed
-    r = _run([str(bin_ / "python"), "-c", "import parity, parity.resources as r; print(parity.__file__); "
+    r = _run([str(bin_ / "python"), "-c", "import parity, parity.core.resources as r; print(parity.__file__); "
               "print(r.check())"], tmp_path, env=_env())
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [str(bin_.parent / "lib" / f"python{sys.version_info.major}."

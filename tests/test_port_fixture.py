@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from fakes_port import PORT, PortModel, port_kernels
-from parity.amd_static import analyze, hipcc
+from parity.suite.amd_static import analyze, hipcc
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Filters, load_sweep
-from parity.coverage import coverage
-from parity.engine import run_case
-from parity.layouts import LAYOUT_CLASSES
-from parity.suite import discover
+from parity.run.cases import Filters, load_sweep
+from parity.suite.coverage import coverage
+from parity.run.engine import run_case
+from parity.core.layouts import LAYOUT_CLASSES
+from parity.suite.scan import discover
 
 _spec = importlib.util.spec_from_file_location(
     "make_inplace_fault", Path(__file__).parent / "fixtures" / "ports" / "make_inplace_fault.py")
@@ -245,8 +245,8 @@ def test_port_on_gpu_gets_the_models_verdicts(model_rows):
     lacks is our gap (mapping-gap), never the port's. Run as users run it (fault paths on): a kernel
     that crashed is not launched again, so the model's later crashes of that kernel are `not-run`
     (every crash case launched: test_fault_paths's --every-fault test)."""
-    from parity.engine import run_cases
-    from parity.levels import make
+    from parity.run.engine import run_cases
+    from parity.run.levels import make
     cases, want = model_rows
     level = make("hip-on-nvidia", PORT, None, case_timeout=60)
     assert level.availability.available, level.availability.reason

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from parity.executors.base import Availability
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor
-from parity.levels import Level
+from parity.run.levels import Level
 from parity.render.terminal import progress
 
 GOOD = Path(__file__).parent / "fixtures" / "suites" / "good"

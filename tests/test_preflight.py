@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from parity.executors.preflight import compile_failure, not_found, signature_mismatch
-from parity.cases import Case
-from parity.compile_cache import CompileError, CompileResult
-from parity.engine import prepare_case
-from parity.suite import discover
+from parity.run.cases import Case
+from parity.suite.compile_cache import CompileError, CompileResult
+from parity.run.engine import prepare_case
+from parity.suite.scan import discover
 
 ELU = "unary.elu/f32/contiguous/normal/s0@param=0.5"
 

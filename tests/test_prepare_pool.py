@@ -2,9 +2,9 @@
 import pickle
 
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Filters, load_sweep
+from parity.run.cases import Filters, load_sweep
 from parity.ops.elementwise import build
-from parity.engine import POOL_MIN_CASES, prepare_case, prepared_stream, run_cases
+from parity.run.engine import POOL_MIN_CASES, prepare_case, prepared_stream, run_cases
 
 
 def _cases():

@@ -8,8 +8,8 @@ import pytest
 
 from fakes_quantized import (FirstWarpOnlyReduction, KMinHighBitsMisread, NibblesSwapped, Q81SumIgnored,
                              RowStrideOffByOne, ScaleReadAsF32)
-from parity.cases import Case, expand, load_sweep
-from parity.engine import run_case
+from parity.run.cases import Case, expand, load_sweep
+from parity.run.engine import run_case
 from parity.executors.cpu import CpuExecutor
 from parity.ops import CATALOG
 from parity.ops.quantized import FORMATS, dequantize_reference
@@ -162,8 +162,8 @@ def test_the_quant_sweep_holds_the_family_pr_and_nightly_all_of_it_and_smoke_a_s
 def test_coverage_knows_candles_dequantize_declarations(tmp_path):
     """Declared as quantized.cu's DEQUANTIZE / DEQUANTIZE_K macros expand them: present, not extra;
     a k-less q4_0 is a signature mismatch."""
-    from parity.coverage import coverage
-    from parity.suite import discover
+    from parity.suite.coverage import coverage
+    from parity.suite.scan import discover
     (tmp_path / "q.cu").write_text(
         '#include <cuda_fp16.h>\n'
         'extern "C" __global__ void dequantize_block_q4_0_f32(const void * __restrict__ vx, float * __restrict__ y,'
@@ -256,8 +256,8 @@ def test_mmvq_reference_is_the_integer_dot_product():
 def test_coverage_knows_candles_matvec_declarations(tmp_path):
     """quantize_q8_1, a dmmv (legacy and the nrows-less q5_k), an mmvq, an mmq: present as quantized.cu
     declares them; an mmvq without nrows_dst is a signature mismatch."""
-    from parity.coverage import coverage
-    from parity.suite import discover
+    from parity.suite.coverage import coverage
+    from parity.suite.scan import discover
     (tmp_path / "q.cu").write_text(
         'extern "C" __global__ void quantize_q8_1(const float * __restrict__ x, void * __restrict__ vy, '
         'const int kx, const int kx_padded) {}\n'

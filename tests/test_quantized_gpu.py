@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from parity.cases import load_sweep
-from parity.engine import run_cases
+from parity.run.cases import load_sweep
+from parity.run.engine import run_cases
 from parity.ops import CATALOG
 
 # every (op, dtype) of the quantized family: dequantize, quantize_q8_1, dmmv, mmvq, mmq
@@ -31,7 +31,8 @@ def test_quant_sweep_passes_on_candles_cuda_kernels(candle_level):
 def test_quant_sweep_passes_on_the_bundled_suite(name):
     """backends/hip/quantized.hip, quantized_mmv.hip and quantized_mmq.hip compiled for NVIDIA in both
     wavefront modes (wave 64: -DPARITY_WAVE64, two warps a wavefront): every quant case, mmq's included."""
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     lv = make(name, DEFAULT_HIP_SRC, None)
     if not lv.availability.available:
         pytest.skip(f"{name} unavailable: {lv.availability.reason}")

@@ -14,12 +14,12 @@ import pytest
 
 import hip_host
 from fakes_quantized import CANDLE_MATVEC, CANDLE_MMQ
-from parity.cases import load_sweep
-from parity.levels import DEFAULT_HIP_SRC
+from parity.run.cases import load_sweep
+from parity.run.session import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
 from parity.ops.quantized.blocks import FORMATS, QK_K
 from parity.ops.quantized.matvec import DOTS
-from parity.suite import discover
+from parity.suite.scan import discover
 
 F = np.float32
 
@@ -458,7 +458,7 @@ def test_bundled_suite_declares_candles_mat_vec_and_mmq_kernels_and_no_other_ext
     finds each one present."""
     import os
     from pathlib import Path
-    from parity.coverage import coverage
+    from parity.suite.coverage import coverage
     suite = discover(DEFAULT_HIP_SRC)
     got = {k: d.params for k, d in suite.kernels.items() if d.file.name == file}
     assert got == expected

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import parity.compile_cache as cc
-from parity.cli import main
+import parity.suite.compile_cache as cc
+from parity.cli.main import main
 
 GOOD = Path(__file__).parent / "fixtures" / "suites" / "good"
 

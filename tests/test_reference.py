@@ -3,9 +3,9 @@ measured golden data (356 launches of Candle's CUDA kernels on an H200, as bit p
 import numpy as np
 import pytest
 
-from parity.dtypes import dtype
-from parity.golden import check, summary
-from parity.numerics import bits_of, cast, fma, round_float
+from parity.core.dtypes import dtype
+from parity.suite.golden import check, summary
+from parity.core.numerics import bits_of, cast, fma, round_float
 from parity.ops import CATALOG
 
 

@@ -1,9 +1,9 @@
-"""The bundled files are found through parity.resources (importlib.resources), the one place
+"""The bundled files are found through parity.core.resources (importlib.resources), the one place
 that knows where they are: no module reaches out of the package to the checkout's layout."""
 import re
 from pathlib import Path
 
-from parity import resources
+from parity.core import resources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,9 +28,9 @@ def test_in_a_checkout_the_links_resolve_to_the_edited_folders():
 
 def test_every_default_path_comes_from_resources():
     from parity.executors import hip_nvidia
-    from parity.cases import SWEEP_DIR
-    from parity.levels import DEFAULT_HIP_SRC
-    assert DEFAULT_HIP_SRC == hip_nvidia.DEFAULT_HIP_SUITE == resources.hip_suite()
+    from parity.run.cases import SWEEP_DIR
+    from parity.run.session import DEFAULT_HIP_SRC
+    assert DEFAULT_HIP_SRC == resources.hip_suite()
     assert hip_nvidia.HIP_MAPPING == resources.hip_mapping()
     assert hip_nvidia.CUDA_RTC_STUBS == resources.cuda_rtc_stubs()
     assert SWEEP_DIR == resources.sweep_dir()
@@ -41,6 +41,6 @@ def test_every_default_path_comes_from_resources():
 
 
 def test_doctor_reports_the_bundled_files():
-    from parity.doctor import doctor
+    from parity.run.doctor import doctor
     (row,) = [r for r in doctor() if r.level == "bundled"]
     assert row.available and str(resources.hip_suite()) in row.details

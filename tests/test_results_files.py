@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from parity import baseline as bl
-from parity import journal
-from parity.cli import main
-from parity.results import Results
+from parity.render import baseline as bl
+from parity.run import journal
+from parity.cli.main import main
+from parity.run.results import Results
 
 CPU = {"level": "cpu", "available": True, "reason": "", "device": "NumPy ABI emulation"}
 GPU = {"level": "hip-on-nvidia", "available": True, "reason": "", "device": "H100"}

@@ -19,13 +19,13 @@ import pytest
 
 from fakes_rocm_rs import DTYPES, FIXTURE, KERNELS, OPS, RocmRsBroken
 from parity import profiles
-from parity.amd_static import hipcc
-from parity.cases import Case, Filters, load_sweep
-from parity.coverage import coverage, summary
-from parity.engine import prepare_case, run_case, run_cases
+from parity.suite.amd_static import hipcc
+from parity.run.cases import Case, Filters, load_sweep
+from parity.suite.coverage import coverage, summary
+from parity.run.engine import prepare_case, run_case, run_cases
 from parity.executors.cpu import CpuExecutor
 from parity.ops import CATALOG, expected_kernels
-from parity.suite import discover
+from parity.suite.scan import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 ROCM_RS = Path(os.environ.get("PARITY_ROCM_RS_SRC") or ROOT / ".rocm-rs" / "src" / "rocarray")
@@ -180,7 +180,7 @@ def test_rocm_rs_master_on_amd_static():
     """kernels.hip does not compile with ROCm (no atomicAdd(long long*, long long): kernels.hip:581);
     sorting_kernels.hip does; with the one-overload compat header, everything does."""
     from parity.executors.amd_compile import AmdStaticExecutor
-    from parity.port import Port
+    from parity.suite.port import Port
     ex = AmdStaticExecutor(ROCM_RS, profile="rocm-rs")
     assert ex.availability().available
     suite = discover(ROCM_RS)
@@ -270,7 +270,7 @@ def test_fixture_on_amd_static():
 
 # ------------------------------------------------------------------------------ GPU
 def _run_on(level_name: str, suite: Path, cases, port=None, every_fault=True):
-    from parity.levels import make
+    from parity.run.levels import make
     level = make(level_name, suite, None, case_timeout=60, port=port, profile="rocm-rs")
     assert level.availability.available, level.availability.reason
     try:
@@ -324,7 +324,7 @@ def _kernels_hip_cases(cases):
 def test_rocm_rs_master_pr_sweep_on_gpu():
     """rocm-rs master as it is: every kernels.hip case a compile-error at kernels.hip:581; with the compat
     header, every kernel runs and the findings below are rocm-rs's own bugs."""
-    from parity.port import Port
+    from parity.suite.port import Port
     cases = load_sweep("pr", profile=RR)
     rows = _run_on("hip-on-nvidia", ROCM_RS, cases, every_fault=False)
     assert len(rows) == len(cases) and not [r for r in rows if r["verdict"] in ("error", "mapping-gap")]
@@ -382,7 +382,7 @@ def test_fixture_and_compat_compile_with_the_cuda_mapping():
     assert all(r.ok for r in ex.compile_all().values())
     if (ROCM_RS / "kernels.hip").is_file():
         from parity.executors.preflight import compile_failure
-        from parity.port import Port
+        from parity.suite.port import Port
         ex = HipOnNvidiaExecutor(ROCM_RS, compiler="nvcc", arch="90")
         res = ex.compile_all()
         bad = {p.name: compile_failure(p, r, True) for p, r in res.items() if not r.ok}
@@ -397,7 +397,7 @@ def test_fixture_and_compat_compile_with_the_cuda_mapping():
 def test_run_recognises_the_profile_names_it_and_resumes_with_it(tmp_path):
     from click.testing import CliRunner
 
-    from parity.cli import main
+    from parity.cli.main import main
     r = CliRunner().invoke(main, ["run", "--hip-src", str(ROOT / FIXTURE), "--levels", "cpu", "--ops", "reduce.sum",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
@@ -425,7 +425,7 @@ def test_run_recognises_the_profile_names_it_and_resumes_with_it(tmp_path):
 def test_candle_runs_name_their_profile_too(tmp_path):
     from click.testing import CliRunner
 
-    from parity.cli import main
+    from parity.cli.main import main
     r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.neg", "--dtypes", "f32",
                                   "--layouts", "contiguous", "--out", str(tmp_path), "-q"])
     assert r.exit_code == 0, r.output
@@ -437,7 +437,7 @@ def test_candle_runs_name_their_profile_too(tmp_path):
 
 
 def test_repro_replays_a_profile_case(tmp_path):
-    from parity import repro
+    from parity.run import repro
     r = repro.run("rocm-rs.broadcast.add/f32/transposed/normal/s0", "cpu", ROOT / FIXTURE, out=tmp_path / "c.npz")
     assert r.verdict == "pass" and r.kernel == "elementwise_add_broadcast_float" and (tmp_path / "c.npz").is_file()
     with pytest.raises(ValueError, match="host refuses"):

@@ -1,10 +1,10 @@
-"""The result schema (parity/row.py) and the one spec protocol every op implements."""
+"""The result schema (parity/core/row.py) and the one spec protocol every op implements."""
 import json
 
 from parity.ops import CATALOG
 from parity.ops.base import Spec
-from parity.results import COLUMNS, Results
-from parity.row import Row, Verdict
+from parity.run.results import COLUMNS, Results
+from parity.core.row import Row, Verdict
 
 
 def test_every_op_has_a_spec():

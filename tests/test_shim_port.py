@@ -1,5 +1,5 @@
 """Shim ports (issue #35, docs/shim-ports.md): CUDA sources compiled as HIP through a shim, described
-by their build line (parity.port), on hip-on-nvidia (wave 32 and 64), amd-static and amd.
+by their build line (parity.suite.port), on hip-on-nvidia (wave 32 and 64), amd-static and amd.
 
 Fixture `tests/fixtures/ports/shim-port/`: four `.cu` kernels in Candle's ABI, a shim of shadow
 headers and a force-included `hip_compat.h` with four planted bugs, each switched on alone by a
@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import main
-from parity.port import Port, PortError, discover_port, load_port
+from parity.cli.main import main
+from parity.suite.port import Port, PortError, discover_port, load_port
 
 ROOT = Path(__file__).parent / "fixtures" / "ports"
 PORT_DIR = ROOT / "shim-port"
@@ -113,7 +113,7 @@ def test_run_picks_up_parity_port_toml_and_shows_it(tmp_path):
 
 # --------------------------------------------------------------------- discovery, coverage
 def test_discovery_finds_the_ports_cu_kernels_with_the_abis_parameters():
-    from parity.coverage import coverage
+    from parity.suite.coverage import coverage
     suite = discover_port(port())
     assert sorted(suite.kernels) == list(KERNELS) and not suite.notes
     assert [s.name for s in suite.sources] == ["nn.cu", "quantized.cu", "reduce.cu", "sort.cu"]
@@ -276,15 +276,15 @@ def expected(bug: str | None, wave: int, case_id: str) -> str:
 
 
 def _cases():
-    from parity.cases import Filters, load_sweep
+    from parity.run.cases import Filters, load_sweep
     return load_sweep(str(SWEEP), Filters(None, None, None, None))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("bug", [None, *BUGS])
 def test_each_planted_shim_bug_gets_its_exact_verdicts_at_wave_32_and_64(bug):
-    from parity.engine import run_cases
-    from parity.levels import make
+    from parity.run.engine import run_cases
+    from parity.run.levels import make
     cases = _cases()
     p = port(*([bug] if bug else []))
     bad = []
@@ -366,7 +366,7 @@ def test_candle_through_a_minimal_shim_at_wave_32_and_64(sweep, tmp_path):
     """Counts per wave and every kernel that does not pass, with its first message: the closing note
     explains each (a wave-64 hazard in Candle's CUDA code, or a gap of ours)."""
     p = candle_port()
-    from parity.port import PORT_FILE
+    from parity.suite.port import PORT_FILE
     assert not (p.root / PORT_FILE).exists()
     args = ["run", "--sweep", sweep, "--hip-src", str(p.root), "--levels", "hip-on-nvidia", "--wave", "32,64",
             "--port-source", "*.cu", "--port-include", str(CANDLE_SHIM), "--port-force-include",

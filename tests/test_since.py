@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import main
-from parity.since import SinceError, kernels_changed
+from parity.cli.main import main
+from parity.suite.since import SinceError, kernels_changed
 
 GOOD = Path(__file__).parent / "fixtures" / "suites" / "good"
 

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 import parity.host.routines as routines
-import parity.since as since
-from parity.cases import Filters, load_sweep
-from parity.cli import _changed_cases, main
-from parity.since import selection_line
+import parity.suite.since as since
+from parity.run.cases import Filters, load_sweep
+from parity.cli.main import main
+from parity.run import session
+from parity.suite.since import selection_line
 
 
 def test_selection_line_names_the_files_the_kernels_and_the_cases():
@@ -26,7 +27,7 @@ def test_selection_line_names_the_files_the_kernels_and_the_cases():
     assert selection_line("main", [], set(), 0, 10) == "--since main: no kernel file changed: 0 of 10 cases"
 
 
-def test_since_works_out_each_kernel_once_not_once_per_case(monkeypatch, capsys):
+def test_since_works_out_each_kernel_once_not_once_per_case(monkeypatch):
     cases = load_sweep("pr", Filters(None, None, None, None))
     calls = []
     real = routines.expected_kernels
@@ -34,14 +35,14 @@ def test_since_works_out_each_kernel_once_not_once_per_case(monkeypatch, capsys)
     monkeypatch.setattr(since, "kernels_changed",
                         lambda ref, suite, include_dirs=(): ({"uneg_f32", "im2col_f32", "softmax_f16"},
                                                              [Path("unary.hip")]))
-    chosen = _changed_cases(cases, "HEAD~1", [Path(".")])
+    chosen, line = session.changed_cases(cases, "HEAD~1", session.subject(Path("."), profile="candle"))
     assert len(calls) < 50 < len(cases)             # once per host-routine name, not per case
     ops = {c.op for c in chosen}
     assert {"unary.neg", "nn.softmax"} <= ops       # a routine's own launches (conv: im2col) count too
     assert any(c.op.startswith("conv") for c in chosen), ops
     assert any(c.op.startswith("chain.") for c in chosen), ops   # a chain's softmax step
     assert all(c.op != "unary.exp" for c in chosen)
-    assert capsys.readouterr().err.strip().startswith("--since HEAD~1: 1 changed file (unary.hip) defines 3 kernels:")
+    assert line.startswith("--since HEAD~1: 1 changed file (unary.hip) defines 3 kernels:")
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -7,9 +7,9 @@ from fakes_structured import (ArgmaxWritesF32, ReduceIgnoresPermutation, RopeIgn
                               ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SumAccumulatesInFloat,
                               TieBlockSizeBug, UnrolledArgIndexBug)
 from parity.executors.cpu import CpuExecutor
-from parity.cases import Case, expand, load_sweep
-from parity.dtypes import dtype
-from parity.engine import run_case
+from parity.run.cases import Case, expand, load_sweep
+from parity.core.dtypes import dtype
+from parity.run.engine import run_case
 from parity.ops import CATALOG
 from parity.ops.reduce import cuda_block_reduce
 

@@ -2,8 +2,8 @@
 (`hip-on-nvidia`): every verdict must be pass. Needs a CUDA GPU (CuPy) and nvcc or NVRTC."""
 import pytest
 
-from parity.cases import Filters, load_sweep
-from parity.engine import run_cases
+from parity.run.cases import Filters, load_sweep
+from parity.run.engine import run_cases
 
 FAMILIES = {"reduce": "reduce.*", "nn": "nn.*", "indexing": "index.*", "sort": "sort.*"}
 

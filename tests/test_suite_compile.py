@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parity.compile_cache import cache_key, compile_source, error_locations
-from parity.coverage import coverage
+from parity.suite.compile_cache import cache_key, compile_source, error_locations
+from parity.suite.coverage import coverage
 from parity.ops import expected_kernels
 from parity.ops.base import Arg, Launch
-from parity.suite import discover, kernels_from_binary, normalize_type, unbundle
+from parity.suite.scan import discover, kernels_from_binary, normalize_type, unbundle
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -242,7 +242,7 @@ def test_judge_detects_oob_and_clobber_without_gpu():
 # ---------------------------------------------------------------------------- amd-static
 @needs_hipcc
 def test_amd_static_rows_for_good_suite():
-    from parity.amd_static import analyze
+    from parity.suite.amd_static import analyze
     rows = analyze(SUITES / "good", targets=("gfx90a", "gfx1030"))
     got = {(r.kernel, r.arch): r for r in rows}
     assert set(got) == {(k, a) for k in ("uneg_f32", "ucopy_f32") for a in ("gfx90a", "gfx1030")}
@@ -255,7 +255,7 @@ def test_amd_static_rows_for_good_suite():
 
 @needs_hipcc
 def test_amd_static_compile_error_and_wavefront_notes():
-    from parity.amd_static import analyze
+    from parity.suite.amd_static import analyze
     rows = analyze(SUITES / "compile_error", targets=("gfx90a",))
     (r,) = rows
     assert r.status == "compile-error" and r.kernel == "uneg_f32" and "broken.hip:6" in r.message
@@ -268,7 +268,7 @@ def test_amd_static_compile_error_and_wavefront_notes():
 
 @needs_hipcc
 def test_amd_static_reports_rejected_target():
-    from parity.amd_static import analyze
+    from parity.suite.amd_static import analyze
     rows = analyze(SUITES / "good", targets=("gfx90a", "gfx9999"))
     bad = [r for r in rows if r.arch == "gfx9999"]
     assert len(bad) == 1 and bad[0].status == "unavailable" and "gfx9999" in bad[0].message
@@ -276,7 +276,7 @@ def test_amd_static_reports_rejected_target():
 
 @needs_hipcc
 def test_hsaco_symbols_through_unbundle():
-    from parity.amd_static import compile_for_arch
+    from parity.suite.amd_static import compile_for_arch
     r = compile_for_arch((SUITES / "good" / "good.hip"), "gfx90a")
     assert r.ok
     assert any("gfx90a" in t for t in unbundle(r.read()))

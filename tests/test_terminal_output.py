@@ -8,10 +8,10 @@ from click.testing import CliRunner
 from rich.console import Console
 from rich.progress import Progress
 
-from parity.cli import main
+from parity.cli.main import main
 from parity.ops import expected_kernels, select
 from parity.render.terminal import LogProgress, progress
-from parity.termtable import Col, fit_table
+from parity.render.table import Col, fit_table
 
 MISNAMED = Path(__file__).parent / "fixtures" / "broken_hip" / "misnamed"
 

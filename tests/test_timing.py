@@ -9,14 +9,14 @@ import os
 import numpy as np
 import pytest
 
-from parity import shard
+from parity.run import shard
 from parity.executors.cpu import CpuExecutor
 from parity.executors.worker import IsolatedExecutor
-from parity.cases import Case, Filters, load_sweep
+from parity.run.cases import Case, Filters, load_sweep
 from parity.ops.elementwise import build
-from parity.engine import add_ratios, prepare_case, run_case, run_cases
-from parity.layouts import LAYOUT_CLASSES, contiguous, transposed
-from parity.results import Results
+from parity.run.engine import add_ratios, prepare_case, run_case, run_cases
+from parity.core.layouts import LAYOUT_CLASSES, contiguous, transposed
+from parity.run.results import Results
 from parity.timing import (Timing, TimingOptions, bytes_moved, bytes_moved_built, distinct_elements,
                            is_launch_bound, noise, sample, time_prepared)
 
@@ -211,7 +211,7 @@ def _keyed(res: Results) -> dict:
 
 
 def test_merge_of_shards_equals_unsharded_run_on_cpu(tmp_path):
-    from parity.cli_bench import merge_results
+    from parity.cli.bench import merge_results
     f = Filters(ops=["unary.neg", "binary.minimum", "where", "cast"], dtypes=["f32", "f16", "u8"])
     cases = load_sweep("smoke", f)
     ex = CpuExecutor()
@@ -230,7 +230,7 @@ def test_merge_of_shards_equals_unsharded_run_on_cpu(tmp_path):
 
 
 def test_parallel_pool_gives_the_rows_of_a_sequential_run():
-    from parity.levels import GpuPool
+    from parity.run.levels import GpuPool
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "binary.add"], dtypes=["f32"]))
     seq = run_cases(cases, CpuExecutor())
     seen = []
@@ -249,7 +249,7 @@ class DiesOnExp(CpuExecutor):
 
 
 def test_a_dying_drive_process_loses_no_case():
-    from parity.levels import GpuPool
+    from parity.run.levels import GpuPool
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "unary.exp"], dtypes=["f32"]))
     seen = []
     rows = run_cases(cases, GpuPool("cpu", [CpuExecutor(), DiesOnExp()]), on_row=seen.append)
@@ -286,8 +286,8 @@ def test_ratios_against_cuda_else_cupy():
 
 def test_cli_bench_refuses_cpu_and_run_accepts_time_and_shard(tmp_path):
     from click.testing import CliRunner
-    import parity.cli_bench  # noqa: F401  (registers bench/merge and the run options)
-    from parity.cli import main
+    import parity.cli.bench  # noqa: F401  (registers bench/merge and the run options)
+    from parity.cli.main import main
     r = CliRunner().invoke(main, ["bench", "--levels", "cpu"])
     assert r.exit_code == 2 and "GPU levels only" in r.output
     r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.neg", "--dtypes", "f32", "--time",
@@ -320,7 +320,7 @@ def test_cupy_reference_sources_cover_the_elementwise_catalog():
 @pytest.mark.gpu
 def test_gpu_timer_times_a_real_kernel():
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
-    from parity.engine import prepare_case
+    from parity.run.engine import prepare_case
     from parity.timing import time_launch
     p = prepare_case(Case("unary.neg", "f32", "len1025", "normal"))
     ex = HipOnNvidiaExecutor()

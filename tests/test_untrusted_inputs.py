@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from parity.cli import main
+from parity.cli.main import main
 
 KERNEL = 'extern "C" __global__ void uneg_f32(const size_t n, const float *x, float *y) {}\n'
 
@@ -44,7 +44,7 @@ def _planted_suite(tmp_path: Path, escape: Path) -> Path:
 
 
 def _discover_in_subprocess(suite: Path, env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
-    code = ("import sys; from parity.suite import discover; s = discover(sys.argv[1]); "
+    code = ("import sys; from parity.suite.scan import discover; s = discover(sys.argv[1]); "
             "print(sorted(s.kernels)); print(s.notes)")
     return subprocess.run([sys.executable, "-c", code, str(suite)], capture_output=True, text=True,
                           timeout=timeout, env=env)
@@ -59,7 +59,7 @@ def test_discovery_writes_no_stub_outside_its_temp_folder(tmp_path):
     env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache")}
     before = {p for p in tmp_path.rglob("*") if not p.is_relative_to(tmp_path / "cache")}
     p = subprocess.run([sys.executable, "-c",
-                        "import sys; from parity.suite import discover; s = discover(sys.argv[1]); "
+                        "import sys; from parity.suite.scan import discover; s = discover(sys.argv[1]); "
                         "print(sorted(s.kernels)); print(s.notes)", str(suite)],
                        capture_output=True, text=True, timeout=120, env=env, cwd=work)
     assert p.returncode == 0, p.stderr
@@ -94,7 +94,7 @@ def test_a_fifo_header_is_refused_not_read(tmp_path):
 
 
 def test_an_absolute_device_include_is_refused(tmp_path):
-    from parity.compile_cache import include_walk
+    from parity.suite.compile_cache import include_walk
     src = tmp_path / "k.hip"
     src.write_text('#include "/dev/zero"\n' + KERNEL)
     headers, refused = include_walk(src)
@@ -103,7 +103,7 @@ def test_an_absolute_device_include_is_refused(tmp_path):
 
 
 def test_compile_source_refuses_a_source_reaching_a_fifo(tmp_path):
-    from parity.compile_cache import compile_source
+    from parity.suite.compile_cache import compile_source
     os.mkfifo(tmp_path / "pipe.h")
     src = tmp_path / "k.hip"
     src.write_text('#include "pipe.h"\n' + KERNEL)
@@ -112,7 +112,7 @@ def test_compile_source_refuses_a_source_reaching_a_fifo(tmp_path):
 
 
 def test_stub_path_never_leaves_the_stub_folder(tmp_path):
-    from parity.suite import stub_path
+    from parity.suite.scan import stub_path
     assert stub_path(tmp_path, "/etc/x.h") is None
     assert stub_path(tmp_path, "../../../../../x.h") is None
     assert stub_path(tmp_path, "../../x.h") == tmp_path / "i" / "i" / "x.h"
@@ -148,7 +148,7 @@ def _sweep(tmp_path: Path, text: str) -> Path:
      "group 2: layouts: must be a list of names (strings), not 'transposed'"),
 ])
 def test_bad_sweep_file_is_one_line_naming_file_group_and_key(tmp_path, text, error):
-    from parity.cases import load_sweep
+    from parity.run.cases import load_sweep
     path = _sweep(tmp_path, text)
     with pytest.raises(ValueError) as e:
         load_sweep(str(path))
@@ -189,7 +189,7 @@ def test_a_valid_sweep_with_aliases_still_runs(tmp_path):
         values = ["normal"]
         exclude = ["*/f32/*"]
         ''')
-    from parity.cases import load_sweep
+    from parity.run.cases import load_sweep
     assert [c.id for c in load_sweep(str(path))] == ["unary.neg/f8_e4m3/transposed/normal/s0"]
 
 
@@ -251,8 +251,8 @@ def _no_building(monkeypatch):
 
 
 def test_huge_layout_on_cpu_is_unavailable_with_the_numbers_before_building(monkeypatch):
-    from parity import engine
-    from parity.cases import Case
+    from parity.run import engine
+    from parity.run.cases import Case
     from parity.executors.cpu import CpuExecutor
     monkeypatch.setattr(engine, "available_memory", lambda: 8 * 2**30)
     _no_building(monkeypatch)
@@ -264,8 +264,8 @@ def test_huge_layout_on_cpu_is_unavailable_with_the_numbers_before_building(monk
 
 
 def test_huge_layout_runs_on_cpu_when_memory_allows(monkeypatch):
-    from parity import engine
-    from parity.cases import Case
+    from parity.run import engine
+    from parity.run.cases import Case
     monkeypatch.setattr(engine, "available_memory", lambda: 2**40)
     assert engine.memory_refusal(Case.parse(HUGE), "cpu") is None
     monkeypatch.setattr(engine, "available_memory", lambda: 2**30)
@@ -274,7 +274,7 @@ def test_huge_layout_runs_on_cpu_when_memory_allows(monkeypatch):
 
 
 def test_repro_of_a_huge_case_exits_2_before_building(monkeypatch, tmp_path):
-    from parity import engine
+    from parity.run import engine
     monkeypatch.setattr(engine, "available_memory", lambda: 8 * 2**30)
     _no_building(monkeypatch)
     monkeypatch.chdir(tmp_path)
@@ -328,7 +328,7 @@ def test_repro_writes_under_reports_repro_not_the_current_folder(tmp_path, monke
 
 
 def test_repro_default_output_cannot_escape_its_folder(tmp_path):
-    from parity.repro import default_output
+    from parity.run.repro import default_output
     for cid in ("../../../etc/x/s0", "/abs/x/y/z/s0", "..", "a\\b/c"):
         out = default_output(cid, tmp_path)
         assert out.parent == tmp_path and not out.name.startswith(".")

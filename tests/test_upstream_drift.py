@@ -7,10 +7,10 @@ import json
 
 from click.testing import CliRunner
 
-from parity.cli import main
-from parity.coverage import snapshot_text, upstream_snapshot
-from parity.resources import data_dir
-from parity.suite import discover
+from parity.cli.main import main
+from parity.suite.coverage import snapshot_text, upstream_snapshot
+from parity.core.resources import data_dir
+from parity.suite.scan import discover
 
 AFFINE = """#include <stdint.h>
 extern "C" __global__ void affine_f32(const size_t numel, const size_t num_dims, const size_t *info,

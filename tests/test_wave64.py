@@ -21,7 +21,7 @@ import pytest
 
 from parity.executors.hip_nvidia import (HIP_MAPPING, HipOnNvidiaExecutor, HipOnNvidiaW32Executor,
                                         WAVE64_CRASH_HINT, hip_level_name)
-from parity.levels import expand_waves, level_wave, parse_waves
+from parity.run.levels import expand_waves, level_wave, parse_waves
 from parity.ops.base import Arg, Launch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def test_crash_message_names_divergent_wave_ops():
 
 
 def test_rows_say_which_wave():
-    from parity.engine import _wave
+    from parity.run.engine import _wave
     assert _wave(HipOnNvidiaExecutor(FIX, wave=64)) == 64
     assert _wave(HipOnNvidiaExecutor(FIX, wave=32)) == 32
     from parity.executors.worker import IsolatedExecutor
@@ -107,8 +107,9 @@ def test_rows_say_which_wave():
 
 def test_cli_wave_option(tmp_path):
     from click.testing import CliRunner
-    from parity.cli import main
-    from parity.levels import DEFAULT_HIP_SRC, make
+    from parity.cli.main import main
+    from parity.run.levels import make
+    from parity.run.session import DEFAULT_HIP_SRC
     r = CliRunner().invoke(main, ["run", "--levels", "cpu,hip-on-nvidia", "--wave", "32,64", "--ops", "unary.neg",
                                   "--dtypes", "f32", "--layouts", "contiguous", "-q", "--out", str(tmp_path / "a")])
     gpu = make("hip-on-nvidia", DEFAULT_HIP_SRC, None, isolate=False).availability
@@ -253,7 +254,7 @@ BLOCKS = {64: [64, 128, 1024, 96, 80], 32: [64, 128, 1024]}   # partial wavefron
 @pytest.fixture(scope="module")
 def levels():
     """One isolated hip-on-nvidia level per wavefront size on the unit kernels."""
-    from parity.levels import make
+    from parity.run.levels import make
     made = {}
     for w in (64, 32):
         lv = make(hip_level_name(w), FIX, None, case_timeout=60)
@@ -403,7 +404,7 @@ def test_divergent_halves(levels):
 
 
 def test_repro_snippet_compiles_at_the_levels_wave(tmp_path):
-    from parity.repro import snippet
+    from parity.run.repro import snippet
     assert "-DPARITY_WAVE64=1" in snippet(tmp_path / "c.npz", None, "hip-on-nvidia", "k")
     assert "PARITY_WAVE64" not in snippet(tmp_path / "c.npz", None, "hip-on-nvidia/w32", "k")
     assert "PARITY_WAVE64" not in snippet(tmp_path / "c.npz", None, "cuda", "k")

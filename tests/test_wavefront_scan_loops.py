@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parity.amd_static import wavefront_scan
-from parity.levels import DEFAULT_HIP_SRC
+from parity.suite.amd_static import wavefront_scan
+from parity.run.session import DEFAULT_HIP_SRC
 
 SHAPES = """\
 __device__ float warp_sum(float v) {

@@ -9,8 +9,8 @@ import pytest
 from fakes_worker import Scripted, launch
 from parity.executors.cpu import CpuExecutor
 from parity.executors.worker import IsolatedExecutor
-from parity.cases import Filters, load_sweep
-from parity.engine import PIPELINE_DEPTH, run_cases
+from parity.run.cases import Filters, load_sweep
+from parity.run.engine import PIPELINE_DEPTH, run_cases
 
 
 @pytest.fixture

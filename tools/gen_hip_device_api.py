@@ -8,7 +8,7 @@ It scans the public device headers for declared functions, types and macros of t
 (names starting with __, hip, HIP_, atomic..., plus warpSize/half/half2), drops AMD-internal
 helpers (__ocml_*, __ockl_*, __builtin_*, __hip_internal, _impl, include guards), and adds
 CURRENT_ROCM: names of newer ROCm releases (6.x: hip_bf16.h, hip_fp8.h, the _sync warp
-functions, half min/max...) that 5.2 lacks. parity.hip_api.mapping_gap uses the list to tell a
+functions, half min/max...) that 5.2 lacks. parity.suite.hip_api.mapping_gap uses the list to tell a
 gap in our mapping from a port's own undefined name.
 """
 from __future__ import annotations

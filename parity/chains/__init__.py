@@ -8,7 +8,7 @@ import fnmatch
 from functools import lru_cache
 from pathlib import Path
 
-from parity import resources
+from parity.core import resources
 from parity.ops.base import CHAIN_PREFIX, Op
 from parity.chains.format import Chain, ChainError, load_chain
 from parity.chains.spec import LAYOUT, chain_op

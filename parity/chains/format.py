@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
-from parity.layouts import Layout, row_major
-from parity.suggest import unknown
+from parity.core.layouts import Layout, row_major
+from parity.core.suggest import unknown
 
 VALUE_KINDS = ("normal", "weight", "positive", "causal-mask", "rope-cos", "rope-sin", "bool")
 _VIEW = re.compile(r"\.(\w+)\(([-\d,\s]*)\)")

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parity.dtypes import DType, dtype
-from parity.numerics import bits_of, round_float, to_f64, ulp_order
+from parity.core.dtypes import DType, dtype
+from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
 from parity.ops.base import ChainLaunch, ChainStep, Launch, Op, ShapeClass
-from parity.row import Verdict
+from parity.core.row import Verdict
 from parity.chains.format import Chain, TensorDecl
 from parity.chains.steps import StepBuilder, Tensor, unit, view64
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.dtypes import DType, dtype
-from parity.layouts import Layout, contiguous, logical
-from parity.numerics import to_f64
+from parity.core.dtypes import DType, dtype
+from parity.core.layouts import Layout, contiguous, logical
+from parity.core.numerics import to_f64
 from parity.ops import CATALOG
 from parity.ops.abi import pack
 from parity.ops.base import ExecResult, Op, Operands

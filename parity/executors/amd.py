@@ -14,19 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.hipcall import check
-from parity.compile_cache import CompileResult, cache_key, cached_build, header_closure
+from parity.core import resources
+from parity.host.hipcall import check
+from parity.suite.compile_cache import CompileResult, cache_key, cached_build, header_closure
 from parity.host.blas import HipBlas
 from parity.host.hip import HipMemory, detect, device_buffers
 from parity.host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from parity.host.miopen import Miopen
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
-from parity.port import Port, subject_suite
-from parity.suite import Suite, kernels_from_binary
+from parity.suite.port import Port, subject_suite
+from parity.suite.scan import Suite, kernels_from_binary
 from parity.timing import HipClock, hip_clock
 from parity.executors.base import Availability, Executor, loaded_for_timing
-from parity.executors.hip_nvidia import DEFAULT_HIP_SUITE
 from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
@@ -143,7 +143,7 @@ class AmdExecutor(Executor):
     def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
                  cache_root: str | os.PathLike | None = None, extra_flags: list[str] = (),
                  port: Port | None = None):
-        self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
+        self.suite_dir = Path(suite_dir) if suite_dir else resources.hip_suite()
         self.port = port                 # a shim port: its build line (hiprtc compiles HIP: no -x hip)
         if port is not None:
             f = port.hipcc_flags()

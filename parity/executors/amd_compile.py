@@ -5,7 +5,7 @@ each case gets the verdict of the kernels it needs, decided without building or 
 `compile-error` (the file does not compile for a target, with hipcc's first error), `missing`
 (no file defines the kernel), `signature-mismatch` (declared with another parameter list than the
 ABI's) or `compiled` (compiles for every target; not executed, so never a `pass`).
-The compiles are parity.amd_static's (`parity compile`): same flags, same cache entries.
+The compiles are parity.suite.amd_static's (`parity compile`): same flags, same cache entries.
 """
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from parity.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
+from parity.suite.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
                           toolchain, wavefront_size)
-from parity.compile_cache import CompileResult
-from parity.coverage import compare_signature
+from parity.suite.compile_cache import CompileResult
+from parity.suite.coverage import compare_signature
 from parity.host.routines import suite_kernels
 from parity.ops.base import ExecResult
-from parity.port import Port, subject_suite
-from parity.suite import Suite, kernels_from_binary
+from parity.suite.port import Port, subject_suite
+from parity.suite.scan import Suite, kernels_from_binary
 from parity.executors.base import Availability, Executor
 from parity.executors.preflight import compile_failure, not_found
 

@@ -12,7 +12,7 @@ into the output buffer, so a layout or packing mistake shows up here too.
 f16, bf16 and fp8 (e4m3) buffers are viewed as uint16 / uint8 and converted inside the kernel
 bodies with NVIDIA's own intrinsics (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h): this reference shares
 no conversion code with the bundled HIP suite (backends/hip/*.h) or the CPU reference
-(parity/numerics.py). Arithmetic runs in float (double for f64) and is rounded once, except
+(parity/core/numerics.py). Arithmetic runs in float (double for f64) and is rounded once, except
 where Candle's CUDA kernels round every step (f16/bf16 elu).
 
 Flush-to-zero: CuPy appends `-ftz=true` to every NVRTC build, which would flush f32 (and, once
@@ -35,9 +35,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from parity.dtypes import FLOATS
+from parity.core.dtypes import FLOATS
 from parity.host.marshal import GUARD_BYTES, guarded_image, judge_images
-from parity.numerics import scalar_to_dtype
+from parity.core.numerics import scalar_to_dtype
 from parity.ops.base import ExecResult, Launch, Op
 from parity.ops.structured import HostRefused
 from parity.timing import CupyClock, cupy_clock

@@ -21,21 +21,20 @@ from typing import Callable
 
 import numpy as np
 
-from parity.compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source, header_closure
-from parity.hip_api import unincluded_rocm_uses
+from parity.suite.compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source, header_closure
+from parity.suite.hip_api import unincluded_rocm_uses
 from parity.host.blas import CupyBlas
 from parity.host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
-from parity.port import Port, shadowed, subject_suite
-from parity.suite import Suite, kernels_from_binary
+from parity.suite.port import Port, shadowed, subject_suite
+from parity.suite.scan import Suite, kernels_from_binary
 from parity.executors.base import Availability, Executor, loaded_for_timing
 from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 
-from parity import resources
+from parity.core import resources
 from parity.timing import CupyClock, cupy_clock
 from parity.executors.device_images import CupyPrepared
-DEFAULT_HIP_SUITE = resources.hip_suite()
 HIP_MAPPING = resources.hip_mapping()
 CUDA_RTC_STUBS = resources.cuda_rtc_stubs()
 
@@ -88,7 +87,7 @@ class CudaToolchain:
             from cupy_backends.cuda.libs import nvrtc
             version = "nvrtc %d.%d" % nvrtc.getVersion()
         except Exception as e:  # library absent
-            from parity.compile_cache import CompileError
+            from parity.suite.compile_cache import CompileError
             return CompileResult(False, "", error=CompileError(
                 f"NVRTC unavailable ({e}); install nvcc or `pip install nvidia-cuda-nvrtc-cu12`"))
         incs = list(self.include_dirs) + ([CUDA_RTC_STUBS] if CUDA_RTC_STUBS.is_dir() else [])
@@ -299,7 +298,7 @@ class HipOnNvidiaExecutor(Executor):
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
                  cache_root: str | os.PathLike | None = None, timing: bool = False,
                  wave: int | None = None, lane_compile: bool = False, port: Port | None = None):
-        self.suite_dir = Path(suite_dir) if suite_dir else DEFAULT_HIP_SUITE
+        self.suite_dir = Path(suite_dir) if suite_dir else resources.hip_suite()
         if include_dirs is None:
             include_dirs = self.default_includes()
         if wave is not None and self.wave is not None:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parity.compile_cache import CompileResult
-from parity.coverage import compare_signature, suggestion_for
-from parity.hip_api import first_error, undeclared_rocm_names
+from parity.suite.compile_cache import CompileResult
+from parity.suite.coverage import compare_signature, suggestion_for
+from parity.suite.hip_api import first_error, undeclared_rocm_names
 from parity.ops.base import ExecResult, Launch
-from parity.suite import Suite
+from parity.suite.scan import Suite
 
 
 def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,

@@ -32,8 +32,8 @@ from parity.executors.base import Availability, Executor, Preparing
 
 
 # Imported once by the forkserver, so a forked worker starts with them (none of them touches CUDA
-# at import). parity.engine's preparation pool forks from the same server.
-FORKSERVER_PRELOAD = ["parity.engine", "parity.ops", "parity.executors.worker", "parity.executors.hip_nvidia",
+# at import). parity.run.engine's preparation pool forks from the same server.
+FORKSERVER_PRELOAD = ["parity.run.engine", "parity.ops", "parity.executors.worker", "parity.executors.hip_nvidia",
                       "numpy", "ml_dtypes", "cupy"]
 MAX_SPARES = 6                  # each spare holds a CUDA context (~0.5 GB of device memory)
 
@@ -365,7 +365,7 @@ class IsolatedExecutor(Executor):
 
     def __getstate__(self) -> dict:
         """The executor's settings, for another process (the drive processes of
-        parity.engine.run_cases): the copy starts a worker of its own."""
+        parity.run.engine.run_cases): the copy starts a worker of its own."""
         return {**self.__dict__, "_ctx": self._ctx.get_start_method(), "_proc": None, "_conn": None,
                 "_ready": set(), "_inflight": deque(), "_done": {}, "_last_launch": None, "_spares": deque(), "_dying": []}
 

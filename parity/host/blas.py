@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from parity.dtypes import dtype
+from parity.core.dtypes import dtype
 from parity.ops.base import ExecResult, Launch
 from parity.ops.matmul import GemmConfig, gemm_buffers
 from parity.host.hip import check, device_buffers

@@ -7,7 +7,7 @@ import contextlib
 
 import numpy as np
 
-from parity.hipcall import check
+from parity.host.hipcall import check
 from parity.ops.base import Launch
 from parity.host.marshal import GUARD_BYTES, guarded_image
 

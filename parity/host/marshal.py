@@ -10,8 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from parity.dtypes import dtype as dtype_of
-from parity.numerics import scalar_to_dtype
+from parity.core.dtypes import dtype as dtype_of
+from parity.core.numerics import scalar_to_dtype
 from parity.ops.base import Arg, ExecResult, Launch
 
 GUARD_BYTES = 256

@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from parity.cases import Case
-from parity.engine import Prepared, drive, prepare_case, run_case
+from parity.run.cases import Case
+from parity.run.engine import Prepared, drive, prepare_case, run_case
 from parity.executors.base import Compiling, Executor
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor
 from parity.executors.worker import IsolatedExecutor

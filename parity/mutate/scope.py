@@ -20,9 +20,9 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from parity.cases import Case
-from parity.layouts import LAYOUT_CLASSES
-from parity.suite import balanced_end
+from parity.run.cases import Case
+from parity.core.layouts import LAYOUT_CLASSES
+from parity.suite.scan import balanced_end
 from parity.mutate.operators import Mutant, mask
 from parity.mutate.run import Outcome
 

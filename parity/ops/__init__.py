@@ -6,7 +6,7 @@ import fnmatch
 from parity.ops import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
 from parity.ops import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
 from parity.ops import quantized, reduce_sum
-from parity.suggest import unknown
+from parity.core.suggest import unknown
 from parity.ops.base import Op
 
 CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import DType
-from parity.layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
+from parity.core.dtypes import DType
+from parity.core.layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
 from parity.ops.base import Arg, Launch, Op, Operands, elementwise_grid
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.numerics import fma, scalar_to_dtype
-from parity.tolerance import Tolerance
+from parity.core.numerics import fma, scalar_to_dtype
+from parity.core.tolerance import Tolerance
 from parity.ops.elementwise import elementwise_op
 
 

@@ -7,11 +7,11 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from parity.compare import mark_outside_view, mark_toward_exact
-from parity.dtypes import DType, dtype
-from parity.layouts import Layout
-from parity.row import Verdict
-from parity.tolerance import EXACT, Tolerance
+from parity.core.compare import mark_outside_view, mark_toward_exact
+from parity.core.dtypes import DType, dtype
+from parity.core.layouts import Layout
+from parity.core.row import Verdict
+from parity.core.tolerance import EXACT, Tolerance
 
 BLOCK = 1024  # cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import DType
-from parity.numerics import round_float, to_f64
-from parity.tolerance import EXACT, Tolerance
+from parity.core.dtypes import DType
+from parity.core.numerics import round_float, to_f64
+from parity.core.tolerance import EXACT, Tolerance
 from parity.ops.elementwise import elementwise_op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")

@@ -1,8 +1,8 @@
 """cast_S_D(numel, num_dims, info, inp, out) over the source x destination pairs Candle instantiates."""
 from __future__ import annotations
 
-from parity.numerics import cast
-from parity.tolerance import EXACT
+from parity.core.numerics import cast
+from parity.core.tolerance import EXACT
 from parity.ops.elementwise import elementwise_op
 
 _STD = ("u8", "u32", "i64", "f32", "f64")

@@ -37,9 +37,9 @@ from typing import Callable
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import Layout, contiguous, strided
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.layouts import Layout, contiguous, strided
+from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import pack, sentinel_fill
 from parity.ops.base import Arg, Launch, Op, Operands, ShapeClass, StructuredSpec
 from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
@@ -156,7 +156,7 @@ def _view(kind: str, shape) -> Layout:
         st = contiguous(full).strides
         return strided(shape, st, st[1])
     if kind == "transposed":                   # the last two dims swapped in memory
-        from parity.layouts import permuted
+        from parity.core.layouts import permuted
         n = len(shape)
         return permuted(shape, tuple(range(n - 2)) + (n - 1, n - 2))
     return contiguous(shape)

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from parity.compare import compare, mark_outside_view
-from parity.dtypes import DType
-from parity.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
+from parity.core.compare import compare, mark_outside_view
+from parity.core.dtypes import DType
+from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                        materialize, operand_layouts, strided)
-from parity.numerics import scalar_to_dtype
-from parity.row import Verdict
-from parity.values import generate
+from parity.core.numerics import scalar_to_dtype
+from parity.core.row import Verdict
+from parity.core.values import generate
 from parity.ops.abi import extract, pack
 from parity.ops.base import Launch, Op, Operands, ShapeClass
 
@@ -25,7 +25,7 @@ from parity.ops.base import Launch, Op, Operands, ShapeClass
 @dataclass
 class Built:
     """A case made concrete: operands in memory, the output layout, the scalar params."""
-    case: Any                                # parity.cases.Case (the layer above names ops)
+    case: Any                                # parity.run.cases.Case (the layer above names ops)
     op: Op
     operands: Operands
     params: dict[str, float]

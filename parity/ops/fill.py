@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.layouts import Layout
-from parity.numerics import scalar_to_dtype
-from parity.tolerance import COPY
+from parity.core.layouts import Layout
+from parity.core.numerics import scalar_to_dtype
+from parity.core.tolerance import COPY
 from parity.ops.elementwise import elementwise_op
 
 DTYPES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64", "f8_e4m3")

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
-from parity.numerics import round_float, to_f64
-from parity.tolerance import Tolerance
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
+from parity.core.numerics import round_float, to_f64
+from parity.core.tolerance import Tolerance
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, out_buffer
 
@@ -216,7 +216,7 @@ def _row_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 def _judge_with(tol: Tolerance):
     def judge(expected, got, b: StructuredBuilt):
-        from parity.compare import compare
+        from parity.core.compare import compare
         ins = {"src": b.inputs["src"]}
         return compare(expected, got, b.out_dtype, tol, ins, {"src": b.out_dtype})
     return judge

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import view
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.layouts import view
+from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import (StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value)
 

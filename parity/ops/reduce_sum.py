@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import view
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.layouts import view
+from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, StructuredSpec
 from parity.ops.reduce import reduce_shape
 from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, same_value

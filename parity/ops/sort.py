@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
-from parity.numerics import to_f64
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
+from parity.core.numerics import to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value
 

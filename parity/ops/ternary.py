@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.tolerance import COPY
+from parity.core.tolerance import COPY
 from parity.ops.elementwise import elementwise_op
 
 _VALUES = ("u8", "u32", "i64", "f16", "bf16", "f32", "f64")

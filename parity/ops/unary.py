@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from parity.dtypes import FLOATS, DType, dtype
-from parity.numerics import round_float, to_f64
-from parity.tolerance import COPY, EXACT, Tolerance
+from parity.core.dtypes import FLOATS, DType, dtype
+from parity.core.numerics import round_float, to_f64
+from parity.core.tolerance import COPY, EXACT, Tolerance
 from parity.ops.base import Op
 from parity.ops.elementwise import elementwise_op
 

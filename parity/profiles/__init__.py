@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from parity.ops.base import Op
-from parity.suggest import unknown
+from parity.core.suggest import unknown
 from parity.profiles.base import Profile, declaration_path
 
 DECLARATION_FILE = "parity-kernels.toml"

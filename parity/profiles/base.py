@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from parity.ops.base import Op
-from parity.suggest import unknown
+from parity.core.suggest import unknown
 
 
 @dataclass

@@ -21,7 +21,7 @@
                                            # { sum = "cols" }: an accumulation of that many terms in T, any order |
                                            # { roundings = N }: N operations rounded in T, fused or not
     scalars = [{ alpha = 2.5 }]            # one case parameter set each
-    values = ["normal", "special"]         # value classes (parity.values)
+    values = ["normal", "special"]         # value classes (parity.core.values)
     domain = { x = "positive" }            # per-operand input domain
     semantics = "out[i] = alpha * x[i] + y[i]"
     divergences = []
@@ -66,12 +66,12 @@ except ImportError:  # Python 3.10
 
 import numpy as np
 
-from parity.dtypes import ALIASES, DTYPES, dtype
-from parity.layouts import view
-from parity.numerics import round_float, scalar_to_dtype, to_f64
-from parity.suggest import unknown
-from parity.tolerance import Tolerance
-from parity.values import VALUE_CLASSES
+from parity.core.dtypes import ALIASES, DTYPES, dtype
+from parity.core.layouts import view
+from parity.core.numerics import round_float, scalar_to_dtype, to_f64
+from parity.core.suggest import unknown
+from parity.core.tolerance import Tolerance
+from parity.core.values import VALUE_CLASSES
 from parity.profiles.base import Profile, default_sweeps
 from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv, custom_shape,
                       evaluate, kernel_op, size_expr)

@@ -41,16 +41,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from parity.compare import Comparison, compare
-from parity.dtypes import DType, dtype
-from parity.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, logical, materialize,
+from parity.core.compare import Comparison, compare
+from parity.core.dtypes import DType, dtype
+from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, logical, materialize,
                        operand_layouts, view)
-from parity.numerics import round_float, to_f64
+from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import sentinel_fill
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, rng_values, same_value
-from parity.tolerance import Tolerance
-from parity.values import generate
+from parity.core.tolerance import Tolerance
+from parity.core.values import generate
 
 ROLES = ("in", "out", "inout", "temp", "len", "dims", "strides", "ndim", "size", "scalar")
 POINTER_ROLES = ("in", "out", "inout", "temp", "dims", "strides")
@@ -336,7 +336,7 @@ def custom_shape(name: str, doc: str, sizes: dict, views: dict | None = None, sh
                  **more) -> ShapeClass:
     """A shape class of a `custom` op: its sizes (operand shapes follow from the op's expressions, or
     `shapes`: operand -> shape, for ops whose operands' rank varies); views: operand -> a view kind of
-    parity.layouts (`transposed`, `narrowed`, ...); more: `order` (operand -> sorted | sorted-desc |
+    parity.core.layouts (`transposed`, `narrowed`, ...); more: `order` (operand -> sorted | sorted-desc |
     sorted-but-last), `fill` (operand -> nan-first)."""
     return ShapeClass(name, doc, _geo(dict(sizes), dict(shapes or {}), views, **more))
 
@@ -346,7 +346,7 @@ OPT_IN_SHAPES = ("huge",)
 
 # ------------------------------------------------------------------------------ values
 def draw(op: KernelOp, dt: DType, n: int, value_class: str, rng, domain: str | None) -> np.ndarray:
-    """n values of a value class (parity.values; `special` sprinkled at ~6% for non-map kernels, so
+    """n values of a value class (parity.core.values; `special` sprinkled at ~6% for non-map kernels, so
     sums, maxima and sorts stay meaningful), with the domain applied even to special values."""
     if value_class in ("ties",) or (value_class == "special" and not op.dense_special):
         v = rng_values(dt, n, value_class, rng, None if domain == "divisor" else domain)

@@ -31,9 +31,9 @@ import math
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.numerics import scalar_to_dtype
-from parity.tolerance import Tolerance
+from parity.core.dtypes import dtype
+from parity.core.numerics import scalar_to_dtype
+from parity.core.tolerance import Tolerance
 from parity.profiles.base import Profile, default_sweeps
 from parity.profiles.kernels import CONTIGUOUS_LENGTHS, LaunchRule, Param, cdiv, custom_shape, kernel_op
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 
-from parity.findings import of
-from parity.outcome import of as outcome_of
-from parity.results import Results
+from parity.render.findings import of
+from parity.render.outcome import of as outcome_of
+from parity.run.results import Results
 
 CAP = 50
 

@@ -1,7 +1,7 @@
 """One self-contained HTML scoreboard (`index.html`): no network, inline CSS, JS and SVG.
 
 Sections: the parity score (kernels at parity per family × level) and the findings grouped by
-cause (parity.findings) first; a summary bar per level (unavailable levels drawn hatched, never as passed), the
+cause (parity.render.findings) first; a summary bar per level (unavailable levels drawn hatched, never as passed), the
 op × dtype grid coloured by the worst verdict (click a cell: its cases by layout × value class),
 a filter box and verdict checkboxes (also driven by the URL: `index.html#filter=minimum&verdict=fail`),
 the failures with their worst element and a repro command (grid and failures collapsed in one
@@ -21,11 +21,11 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from parity.findings import of
-from parity.levels import REFERENCE, role
-from parity.outcome import explain, of as outcome_of, suites_line
-from parity.results import FAILING, ORDER, Results
-from parity.row import Verdict
+from parity.render.findings import of
+from parity.run.levels import REFERENCE, role
+from parity.render.outcome import explain, of as outcome_of, suites_line
+from parity.run.results import FAILING, ORDER, Results
+from parity.core.row import Verdict
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # worst first; anything unknown sorts with the failures
@@ -35,7 +35,7 @@ COLORS = {Verdict.PASS: "#2e9e4f", Verdict.FAIL: "#d62828", Verdict.CRASH: "#8b0
           Verdict.MISSING: "#e9c46a", Verdict.ERROR: "#7b2cbf", Verdict.SIGNATURE_MISMATCH: "#c1121f",
           Verdict.MAPPING_GAP: "#5a189a", Verdict.XPASS_STRICT: "#ff006e", Verdict.XFAIL: "#6c8ebf",
           Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e", Verdict.COMPILED: "#4ea8de"}
-# the badge says the run's outcome (parity.outcome) in the words of the markdown headline
+# the badge says the run's outcome (parity.render.outcome) in the words of the markdown headline
 BADGES = {"pass": ("PASS", "#2e9e4f"), "fail": ("FAIL", "#d62828"), "compiled": ("COMPILED, NOT RUN", "#b08900"),
           "reference-only": ("REFERENCE ONLY", "#b08900"), "nothing": ("NOTHING VERIFIED", "#d62828"),
           "stopped": ("STOPPED EARLY", "#b08900")}
@@ -338,3 +338,10 @@ def write(res: Results, folder: str | Path) -> Path:
     path = Path(folder) / "index.html"
     path.write_text(render(res), encoding="utf-8")
     return path
+
+
+def write_extra_reports(res: Results, folder: str | Path) -> list[str]:
+    """index.html beside summary.md; returns the GitHub annotations to print (under GitHub Actions)."""
+    from parity.render import github
+    write(res, folder)
+    return list(github.annotations(res)) if github.enabled() else []

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from parity import outcome
-from parity.results import FAILING, Results
-from parity.row import Verdict
+from parity.render import outcome
+from parity.run.results import FAILING, Results
+from parity.core.row import Verdict
 
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -62,7 +62,7 @@ def render(res: Results) -> str:
 
 
 def _outcome_suite(o) -> list[str]:
-    """The run's one verdict (parity.outcome) as a test of its own: passes only when the suite's kernels
+    """The run's one verdict (parity.render.outcome) as a test of its own: passes only when the suite's kernels
     ran and passed; skipped when they were only compiled or only the reference ran; fails otherwise."""
     state = ("" if o.status == "pass" else
              f"      <skipped message={_q(o.headline)} />" if o.status in ("compiled", "reference-only") else

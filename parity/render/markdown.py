@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from parity import findings as fnd
-from parity import outcome
-from parity.levels import REFERENCE, role
-from parity.results import FAILING, Results
-from parity.row import Verdict
+from parity.render import findings as fnd
+from parity.render import outcome
+from parity.run.levels import REFERENCE, role
+from parity.run.results import FAILING, Results
+from parity.core.row import Verdict
 
 LIMIT = 60_000          # GitHub's comment limit is 65,536 characters; headroom for a wrapper
 MAX_FINDINGS = 100      # past this a PR comment is no longer read; the rest are in index.html
@@ -45,7 +45,7 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
         lines += [f"Sweep `{meta['sweep']}` · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
-    if meta.get("port"):                         # a port given by its build line (parity.port)
+    if meta.get("port"):                         # a port given by its build line (parity.suite.port)
         lines += [f"Port (its build line, on every HIP level): `{meta['port']['description']}`", ""]
     prof = meta.get("profile")
     if isinstance(prof, dict) and prof.get("name") and prof["name"] != "candle":

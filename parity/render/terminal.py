@@ -9,10 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from parity.levels import REFERENCE, role
-from parity.outcome import Outcome
-from parity.results import Results
-from parity.row import Verdict
+from parity.run.levels import REFERENCE, role
+from parity.render.outcome import Outcome
+from parity.run.results import Results
+from parity.core.row import Verdict
 
 STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold red", Verdict.OOB_WRITE: "bold red",
          Verdict.INPUT_CLOBBERED: "bold red", Verdict.TIMEOUT: "red", Verdict.COMPILE_ERROR: "red",
@@ -91,7 +91,7 @@ class LogProgress:
 def show(res: Results, console: Console, max_findings: int = 12) -> None:
     """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
     (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
-    from parity import findings as fnd
+    from parity.render import findings as fnd
     f = fnd.of(res)
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
@@ -139,11 +139,11 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
 
 
 def headline(outcome: Outcome, console: Console, brief: bool = False) -> None:
-    """The run's one verdict, last on the screen (parity.outcome): the same words as summary.md's heading;
+    """The run's one verdict, last on the screen (parity.render.outcome): the same words as summary.md's heading;
     then, unless brief (-q), what ran and what would run the rest when nothing of the suite executed."""
     console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False,
                   soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
     if not brief and outcome.status in ("compiled", "reference-only", "nothing"):
-        from parity.outcome import explain
+        from parity.render.outcome import explain
         for line in explain(outcome, not_run=False):     # show() listed the levels
             console.print(f"  {escape(line)}", highlight=False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from parity.results import Results
+from parity.run.results import Results
 
 
 def _f(v, fmt: str = "{:.3g}") -> str:

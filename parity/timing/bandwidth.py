@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from parity.compile_cache import cache_dir
+from parity.suite.compile_cache import cache_dir
 from parity.timing.clocks import CupyClock
 from parity.timing.environment import gpu_environment
 from parity.timing.statistics import TimingOptions, sample
@@ -38,7 +38,7 @@ def bytes_moved(inputs: list[tuple[tuple, tuple, int]], out_numel: int, out_item
 
 
 def bytes_moved_built(b) -> int:
-    """bytes_moved for a built elementwise case (parity.cases.Built)."""
+    """bytes_moved for a built elementwise case (parity.run.cases.Built)."""
     op = b.op
     out_dt = op.out_dtype(b.case.dtype)
     if op.out_mode == "buffer":

@@ -7,7 +7,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from parity.hipcall import check
+from parity.host.hipcall import check
 from parity.timing.statistics import Timing
 
 

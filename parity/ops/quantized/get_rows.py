@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer, rng_values, same_value
 from parity.ops.quantized.blocks import FORMATS, QK_K, adversarial, dequantize_reference, random_blocks

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
-from parity.numerics import round_float, to_f64
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
+from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 from parity.ops.quantized import matvec, q8_1

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 from parity.ops.quantized import q8_1

@@ -26,8 +26,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt
 from parity.ops.quantized import matvec, q8_1

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.dtypes import dtype
-from parity.layouts import contiguous
+from parity.core.dtypes import dtype
+from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 

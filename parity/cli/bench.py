@@ -1,0 +1,228 @@
+"""Timing and scale commands: bench, merge
+(`parity run` itself takes --time/--mode/--max-noise/--gpus/--shard, see cli/run.py):
+
+* `parity bench`: timing-only sweep at bench shapes (cases/bench.toml) on GPU levels.
+* `parity merge`: shard results -> one results.json, equal to an unsharded run case for case.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, setup_errors, subject_of
+
+MODE = click.Choice(["cold", "hot"])
+
+
+def _timing_options(mode: str, max_noise: float, time_cap: float = 2.0, min_samples: int = 10):
+    from parity.timing import TimingOptions
+    try:
+        return TimingOptions(mode=mode, max_noise=max_noise, time_cap_s=time_cap, min_samples=min_samples)
+    except ValueError as e:
+        raise SetupError(str(e))
+
+
+# ------------------------------------------------------------------------------ parity bench
+GPU_LEVELS = ("hip-on-nvidia", "amd", "cuda", "cupy")
+
+
+@click.command("bench")
+@click.option("--sweep", default="bench", show_default=True, help="Sweep with bench-sized cases (cases/bench.toml).")
+@click.option("--ops", help="Op glob patterns, comma separated.")
+@click.option("--dtypes", help="Dtypes, comma separated.")
+@click.option("--layouts", help="Layout classes, comma separated (bench-contiguous, bench-transposed).")
+@click.option("--levels", default="auto", show_default=True,
+              help="GPU levels: auto (hip-on-nvidia and amd where available, plus cuda with --cuda-src, else the "
+                   "cupy reference, for the HIP/CUDA ratio) or a list.")
+@hip_src_option
+@cuda_src_option("CUDA kernel suite (the HIP-vs-CUDA ratio).")
+@click.option("--mode", type=MODE, default="cold", show_default=True, help="cold: L2 flushed between samples; hot: back to back.")
+@click.option("--max-noise", type=float, default=0.02, show_default=True, help="Stop sampling below this spread (IQR/(1.349*median)).")
+@click.option("--time-cap", type=float, default=2.0, show_default=True, help="Seconds of sampling per case and level at most.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--case-timeout", type=float, default=60.0, show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_noise, time_cap, out,
+              case_timeout, quiet) -> None:
+    """Time a sweep at bench shapes on GPU levels: each case is checked first (only passing cases
+    are timed), then timed with device events. Writes results.json (with the environment) and
+    summary.md with the timing table. Exit 0 when every case passed, 1 otherwise, 2 without a GPU level.
+    """
+    from dataclasses import asdict
+
+    from parity.render import terminal
+    from parity.render import timing as timing_report
+    from parity.run import session
+    from parity.run.cases import Filters
+    from parity.run.engine import add_ratios, run_cases_multi
+    from parity.run.results import Results, environment
+    opts = _timing_options(mode, max_noise, time_cap)
+    names = csv_list(levels) if levels != "auto" else list(GPU_LEVELS)
+    if "cpu" in names:
+        raise SetupError("parity bench times GPU levels only; the cpu level has no kernel time "
+                         "(check correctness with `parity run`)")
+    unknown = [n for n in names if n not in GPU_LEVELS]
+    if unknown:
+        raise SetupError(f"unknown GPU level {unknown[0]!r}; known: {', '.join(GPU_LEVELS)}")
+    with setup_errors():
+        cases = session.select_cases(sweep, Filters(csv_list(ops), csv_list(dtypes), csv_list(layouts), None))
+    subj = subject_of(hip_src, cuda_src)
+    if levels == "auto":                # the CUDA suite is the comparison when given, else the CuPy reference
+        names = [n for n in names if n != ("cupy" if cuda_src else "cuda")]
+    with setup_errors():
+        lvls = session.build_levels(names, subj, case_timeout=case_timeout, named=False)
+    runnable = [l for l in lvls if l.availability.available]
+    if not runnable:
+        why = "; ".join(f"{l.name}: {l.availability.reason}" for l in lvls)
+        raise SetupError(f"no GPU level available to time on ({why})")
+    console = Console(quiet=quiet)
+    meta = {"kind": "bench", "sweep": sweep, "timing": asdict(opts), "environment": environment(),
+            "levels": [l.meta() for l in lvls]}
+    t0 = time.perf_counter()
+    with terminal.progress(console) as prog:
+        session.start(runnable, set().union(*(c.kernels for c in cases)), prog)
+        task = prog.add_task("bench", total=len(cases) * len(runnable), status="", unit="cases")
+        try:
+            rows = run_cases_multi(cases, [(l.executor, l.availability.device) for l in runnable], opts,
+                                   on_row=lambda r: prog.update(task, advance=1, status=r["case_id"][:50]))
+        finally:
+            for l in runnable:
+                l.executor.close()
+    meta["elapsed_s"] = time.perf_counter() - t0
+    res = Results.from_rows(add_ratios(rows), meta)
+    with setup_errors():
+        folder = session.run_folder(out, f"bench-{Path(sweep).stem}")
+    res.to_json(folder / "results.json")
+    (folder / "summary.md").write_text(f"## parity bench: {len(cases)} cases x {len(runnable)} level(s), "
+                                       f"{mode} L2\n\n" + timing_report.markdown(res))
+    if not quiet:
+        timing_report.show(res, console)
+    counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}")
+    click.echo(f"reports: {folder}/ (results.json, summary.md)")
+    sys.exit(0 if res.ok else 1)
+
+
+# ------------------------------------------------------------------------------ parity merge
+MERGE_SCOPE = ("kind", "sweep", "filters", "levels", "hip_src", "cuda_src")
+MAX_CONFLICTS = 50                             # conflicts listed in meta (all are counted)
+
+
+def merge_results(paths: list[Path], allow_partial: bool = False):
+    """One run from its shards (or its GPU workers' files), keyed by (case ID, level).
+
+    ValueError (one line) when the files are not parts of one run: another sweep, filters, levels
+    or suite, shards of different splits, or — unless `allow_partial` — a shard K of N missing
+    (the merged meta then names them in `shards_missing`). Rows of one key with different verdicts
+    are a conflict: the worst verdict (results.ORDER: a failure before a pass) is kept whatever the
+    argument order, and meta `merge_conflicts` lists them."""
+    from parity.render.diff import scope_differences
+    from parity.run.results import Results
+    parts = [(Path(p), Results.from_json(p)) for p in paths]
+    for p, r in parts[1:]:
+        diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
+        if diff:
+            raise ValueError(f"cannot merge {p} with {parts[0][0]}: not parts of one run ({'; '.join(diff)})")
+    missing = _missing_shards([str(r.meta.get("shard") or "") for _, r in parts], [p for p, _ in parts])
+    if missing and not allow_partial:
+        raise ValueError(f"shard(s) {', '.join(missing)} missing: merge every shard, or pass --allow-partial "
+                         f"to write a merge that says so")
+    rows, conflicts = _merge_rows(parts)
+    metas = [r.meta for _, r in parts]
+    meta = dict(metas[0]) if metas else {}
+    meta["merged_from"] = [str(p) for p, _ in parts]
+    meta["shards"] = [m.get("shard") for m in metas]
+    meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
+    meta.pop("shard", None)
+    if missing:
+        meta["shards_missing"] = missing
+    if conflicts:
+        meta["merge_conflicts"] = {"count": len(conflicts), "rule": "the worst verdict is kept",
+                                   "first": conflicts[:MAX_CONFLICTS]}
+    return Results.from_rows(rows, meta)
+
+
+def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
+    """The K/N absent from `shards` ("" for a whole run); ValueError for splits that do not fit."""
+    from parity.run.shard import parse_shard
+    if not any(shards):
+        return []
+    if not all(shards):
+        whole = paths[shards.index("")]
+        raise ValueError(f"cannot merge {whole} (a whole run) with shards ({next(s for s in shards if s)})")
+    try:
+        split = [parse_shard(s) for s in shards]
+    except ValueError as e:
+        raise ValueError(f"meta {e}") from None
+    ns = sorted({n for _, n in split})
+    if len(ns) > 1:
+        raise ValueError(f"cannot merge shards of different splits (/{' and /'.join(map(str, ns))})")
+    have = {k for k, _ in split}
+    return [f"{k}/{ns[0]}" for k in range(1, ns[0] + 1) if k not in have]
+
+
+def _merge_rows(parts: list) -> tuple[list[dict], list[dict]]:
+    """Rows keyed by (case ID, level), first appearance order; of rows with different verdicts for a
+    key the worst is kept (never the later file's: argument order must not hide a failure)."""
+    from parity.run.results import ORDER
+
+    def rank(v) -> int:
+        return ORDER.index(v) if v in ORDER else -1         # unknown: first (from_json refuses them)
+    rows: dict[tuple, dict] = {}
+    seen: dict[tuple, dict[str, str]] = {}                   # key -> {file: verdict}
+    for p, r in parts:
+        for row in r.records():
+            key = (row["case_id"], row["level"])
+            seen.setdefault(key, {})[str(p)] = str(row["verdict"])
+            if key not in rows or rank(row["verdict"]) < rank(rows[key]["verdict"]):
+                rows[key] = row
+    conflicts = [{"case_id": k[0], "level": k[1], "verdicts": v, "kept": str(rows[k]["verdict"])}
+                 for k, v in seen.items() if len(set(v.values())) > 1]
+    return list(rows.values()), conflicts
+
+
+@click.command("merge")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Merged results.json to write.")
+@click.option("--allow-partial", is_flag=True,
+              help="Merge although shards of the split are missing; the merged meta and reports name them.")
+def merge_cmd(results, output: Path, allow_partial: bool) -> None:
+    """Merge results.json files (or run folders) of one run — its shards, or its GPU workers — into one.
+
+    Exit 2 when they are not parts of one run (another sweep, filters, levels or suite) or a shard
+    is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
+    in two files keeps the worst one, and the conflict is reported."""
+    if Path(output).is_dir():
+        raise SetupError(f"-o {output} is a folder; name the merged file, e.g. {Path(output) / 'results.json'}")
+    try:
+        res = merge_results(list(results), allow_partial)
+    except ValueError as e:
+        raise SetupError(str(e))
+    try:
+        res.to_json(output)
+    except OSError as e:
+        try:                                   # to_json writes OUTPUT.tmp first: leave none behind
+            Path(str(output) + ".tmp").unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise SetupError(f"cannot write {output}: {e.strerror or e}")
+    click.echo(f"{output}: {len(res.table)} rows from {len(results)} file(s): "
+               + ", ".join(f"{n} {v}" for v, n in res.counts().items()))
+    missing = res.meta.get("shards_missing")
+    if missing:
+        click.echo(f"⚠️ partial merge: shard(s) {', '.join(missing)} missing — their cases are not in {output}")
+    conflicts = res.meta.get("merge_conflicts")
+    if conflicts:
+        c = conflicts["first"][0]
+        where = ", ".join(f"{v} in {f}" for f, v in c["verdicts"].items())
+        click.echo(f"⚠️ {conflicts['count']} case(s) with different verdicts in different files; the worst verdict "
+                   f"kept (e.g. {c['case_id']} @{c['level']}: {where} -> {c['kept']})")
+    from parity.render.outcome import of as outcome_of
+    sys.exit(outcome_of(res).file_exit_code)
+
+
+COMMANDS = [bench_cmd, merge_cmd]

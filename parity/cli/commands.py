@@ -1,0 +1,174 @@
+"""Commands around a run's results: report, baseline, diff, repro."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from parity.cli.options import SetupError, cuda_src_option, hip_src_option
+
+
+# ------------------------------------------------------------------------------- report
+@click.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "junit", "json", "html"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here instead of stdout.")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path), help="Known failures: become xfail.")
+@click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes fails.")
+def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
+    """Render a results.json (or a run folder) as markdown, JUnit XML, JSON or the HTML scoreboard.
+
+    Given several (a shell glob over runs), the newest run is rendered and named on stderr."""
+    from parity.render import baseline as bl, html, junit, markdown
+    from parity.run.results import Results, newest
+    if output is not None and Path(output).is_dir():
+        raise SetupError(f"-o {output} is a folder; name the file to write")
+    try:
+        path, note = newest(list(results))
+        res = Results.from_json(path)
+    except ValueError as e:
+        raise SetupError(str(e))
+    if note:
+        click.echo(note, err=True)
+    if res.meta.get("shards_missing"):
+        click.echo(f"⚠️ partial merge: shard(s) {', '.join(res.meta['shards_missing'])} missing "
+                   "(their cases are in no report)", err=True)
+    try:
+        res = bl.apply(res, bl.load_optional(baseline_path, strict), strict)
+    except ValueError as e:
+        raise SetupError(str(e))
+    if fmt == "html":
+        text = html.render(res)
+    elif fmt == "md":
+        from parity.render import timing as timing_report
+        text = markdown.render(res, appendix=timing_report.markdown(res))
+    elif fmt == "junit":
+        text = junit.render(res)
+    else:
+        text = json.dumps({"schema": "parity.results/1", "meta": res.meta,
+                           "results": json.loads(res.table.to_json(orient="records"))}, indent=1)
+    if output:
+        try:
+            Path(output).write_text(text)
+        except OSError as e:
+            raise SetupError(f"cannot write {output}: {e.strerror or e}")
+    else:
+        click.echo(text)
+    from parity.render.outcome import of as outcome_of
+    sys.exit(outcome_of(res).file_exit_code)
+
+
+# ------------------------------------------------------------------------------- baseline
+@click.group()
+def baseline() -> None:
+    """Known-failure baselines: accepted failures become xfail, baselined passes xpass.
+
+    \b
+    parity baseline update reports/smoke-*/results.json -o parity-baseline.toml
+    parity run --baseline parity-baseline.toml [--strict]
+    """
+
+
+@baseline.command("update")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Baseline file to write (.toml or .json); reasons of entries already there are kept.")
+def baseline_update(results: tuple[Path, ...], output: Path) -> None:
+    """Write the current failures of RESULTS as a baseline, with reason placeholders.
+
+    RESULTS: a results.json or a run folder; given several (a shell glob over runs), the newest run
+    is used. Entries for levels or cases these results did not run are kept as they are."""
+    from parity.render import baseline as bl
+    from parity.run.results import Results, newest
+    try:
+        path, note = newest(list(results))
+        res = Results.from_json(path)
+        old = bl.load(output) if output.exists() else bl.Baseline([])
+    except ValueError as e:
+        raise SetupError(str(e))
+    if note:
+        click.echo(note, err=True)
+    up = bl.update(old, res)
+    try:
+        bl.dump(up.baseline, output)
+    except OSError as e:
+        raise SetupError(f"cannot write {output}: {e.strerror or e}")
+    todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in up.baseline.entries)
+    click.echo(f"{output}: {len(up.baseline.entries)} entries ({up.kept} kept from the old file, "
+               f"{up.dropped} dropped as no longer failing, {up.not_covered} kept for levels/cases these "
+               f"results did not run, {todo} need a reason)")
+
+
+# ----------------------------------------------------------------------------------- diff
+@click.command("diff")
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--slowdown", type=float, default=1.10, show_default=True,
+              help="Kernel-time ratio NEW/OLD beyond which a case counts as a slowdown.")
+@click.option("--min-ms", type=float, default=0.0, show_default=True,
+              help="Ignore timings where both runs are below this many milliseconds (noise).")
+def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
+    """Compare two results.json (or run folders): new failures, fixed cases, slowdowns.
+
+    Exit 1 on a regression, 2 when the runs share no case. Runs of different sweeps, filters,
+    levels or shards are compared on their common cases, and the report says so."""
+    from parity.render.diff import diff, render
+    from parity.run.results import Results
+    if slowdown <= 1.0:
+        raise SetupError("--slowdown must be greater than 1 (1.10 = 10% slower)")
+    try:
+        a, b = Results.from_json(old), Results.from_json(new)
+    except ValueError as e:
+        raise SetupError(str(e))
+    d = diff(a, b, slowdown, min_ms)
+    if not d.compared:                          # nothing in common: no verdict either way
+        why = "; ".join(d.differs) or "no case in common"
+        raise SetupError(f"nothing to compare: {old} and {new} share no case ({why}; "
+                         f"{d.removed:,} cases only in OLD, {d.added:,} only in NEW)")
+    click.echo(render(d), nl=False)
+    sys.exit(1 if d.regressions else 0)
+
+
+# ---------------------------------------------------------------------------------- repro
+@click.command("repro")
+@click.argument("case_id")
+@click.option("--level", default="cpu", show_default=True, help="cpu, hip-on-nvidia, amd or cuda.")
+@hip_src_option
+@cuda_src_option()
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Where to write the .npz (inputs' base buffers, layouts, expected, got, launch) "
+                   "[default: reports/repro/<case id>.npz].")
+@click.option("--no-snippet", is_flag=True, help="Do not print the CuPy replay script.")
+def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, no_snippet: bool) -> None:
+    """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
+
+    Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
+    is still written, without `got`) or the case ID or an option is wrong.
+    """
+    from parity.run.levels import ALL_LEVELS as LEVELS
+    from parity.run import repro
+    from parity.core.row import Verdict
+    from parity.core.suggest import unknown
+    if level not in LEVELS:
+        raise SetupError(unknown("level", level, LEVELS))
+    for p in [hip_src, cuda_src]:
+        if p is not None and not Path(p).is_dir():
+            raise SetupError(f"kernel suite folder {p} does not exist")
+    try:
+        r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id))
+    except (KeyError, ValueError) as e:
+        raise SetupError(str(e.args[0]) if e.args else str(e))
+    except OSError as e:                 # e.g. the .npz's folder cannot be made or written
+        raise SetupError(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+    if not no_snippet:
+        click.echo(r.snippet)
+    click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
+    click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
+    if r.verdict == Verdict.UNAVAILABLE:
+        sys.exit(2)
+    sys.exit(0 if r.verdict == Verdict.PASS else 1)
+
+
+COMMANDS = [report, baseline, diff_cmd, repro_cmd]

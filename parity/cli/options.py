@@ -1,0 +1,76 @@
+"""What the commands share: the setup error, the subject's options (declared once, with their one
+default) and the mapping of a session's one-line errors onto click's exit code 2."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from parity.run.session import SessionError, csv_list  # noqa: F401  (csv_list: the commands' list options)
+
+
+class SetupError(click.ClickException):
+    """A user mistake or a missing prerequisite: one line, exit code 2, no traceback."""
+    exit_code = 2
+
+
+@contextmanager
+def setup_errors():
+    """A SessionError (parity.run.session) inside becomes a SetupError: one line, exit 2."""
+    try:
+        yield
+    except SessionError as e:
+        raise SetupError(str(e)) from None
+
+
+PROFILE_HELP = ("The ABI profile: candle, rocm-rs, or a parity-kernels.toml declaring a port's own kernels "
+                "(docs/profiles.md) [default: --hip-src DIR/parity-kernels.toml when there, else the profile whose "
+                "kernel names the suite defines, else candle].")
+
+
+def hip_src_option(f):
+    """--hip-src: the one declaration (default worked out in parity.run.session.subject)."""
+    return click.option("--hip-src", type=click.Path(path_type=Path),
+                        help="HIP kernel suite folder [default: the bundled suite, backends/hip].")(f)
+
+
+def cuda_src_option(help_: str = "CUDA kernel suite folder (e.g. candle-kernels/src)."):
+    return click.option("--cuda-src", type=click.Path(path_type=Path), help=help_)
+
+
+def profile_option(f):
+    return click.option("--profile", "profile_opt", metavar="NAME|FILE", help=PROFILE_HELP)(f)
+
+
+def port_options(f):
+    """--port FILE and the --port-* options: a port's build line (parity.suite.port), and --profile (its kernel
+    conventions, parity.profiles), for run, coverage, compile."""
+    opts = [
+        profile_option,
+        click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
+                     help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
+                          "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there]."),
+        click.option("--port-source", multiple=True, metavar="GLOB",
+                     help="Add sources of the port (relative to --hip-src; .cu included)."),
+        click.option("--port-include", multiple=True, metavar="DIR",
+                     help="Add an include folder of the port, after its own (repeatable)."),
+        click.option("--port-force-include", multiple=True, metavar="FILE",
+                     help="Add a header force-included ahead of every source (-include), after the port's own."),
+        click.option("--port-define", multiple=True, metavar="K=V", help="Add a define of the port's build line (repeatable)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def subject_of(hip_src, cuda_src=None, profile_opt=None, port_file=None, port_source=(), port_include=(),
+               port_force_include=(), port_define=(), check: bool = True):
+    """The session's subject from a command's --hip-src/--cuda-src/--profile/--port* options; exit 2 on a mistake."""
+    from parity.run.session import subject
+    with setup_errors():
+        subj = subject(hip_src, cuda_src, profile=profile_opt, port_file=port_file, port_source=port_source,
+                       port_include=port_include, port_force_include=port_force_include, port_define=port_define)
+        if check:
+            subj.check_folders()
+    return subj

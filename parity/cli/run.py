@@ -1,0 +1,344 @@
+"""`parity run`: its options, --resume, and the reports it writes; the run itself is the session's
+(parity.run.session)."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+
+from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, port_options, setup_errors
+
+if TYPE_CHECKING:
+    from parity.timing import TimingOptions
+
+EPILOG_RUN = """\b
+Examples:
+  parity run                                  # smoke sweep on every level this machine has
+  parity run --sweep pr --ops 'unary.*' --dtypes f16,bf16
+  parity run --ops binary.minimum --layouts transposed,broadcast-leading
+  parity run --hip-src ~/candle-rocm/kernels --require hip-on-nvidia
+Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 usage or setup error.
+"""
+INTERNAL_ERROR = 3
+RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
+           "profile_opt")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`parity run`'s options that reach below the CLI; passed down as arguments, never held globally."""
+    timing: TimingOptions | None = None   # --time: time every passing case (None: no timing)
+    gpus: str | None = None               # --gpus all|N: one worker per GPU (None: one worker)
+    shard: tuple[int, int] | None = None  # --shard K/N, 1-based (None: every case)
+    every_fault: bool = False             # --every-fault: launch cases on a path that already crashed
+
+    def meta(self) -> dict:
+        """The results.json meta entries of the options that were given."""
+        out: dict = {}
+        if self.timing is not None:
+            out["timing"] = asdict(self.timing)
+        if self.shard:
+            out["shard"] = "/".join(map(str, self.shard))
+        if self.gpus:
+            out["gpus"] = self.gpus
+        if self.every_fault:
+            out["every_fault"] = True
+        return out
+
+
+@click.command(epilog=EPILOG_RUN)
+@click.option("--sweep", default="smoke", show_default=True,
+              help="Bundled sweep (smoke, pr, nightly) or a path to a sweep TOML file.")
+@click.option("--ops", help="Op glob patterns, comma separated ('unary.*,cast').")
+@click.option("--dtypes", help="Dtypes, comma separated (f16,bf16,fp8).")
+@click.option("--layouts", help="Layout classes, comma separated (transposed,broadcast-leading).")
+@click.option("--values", "value_classes", help="Value classes, comma separated (normal,special,out-of-range).")
+@click.option("--levels", default="auto", show_default=True,
+              help="Levels to run: auto (cpu + every GPU level this machine has) or a list of "
+                   "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).")
+@click.option("--wave", default="64", show_default=True,
+              help="Wavefront size of the hip-on-nvidia level: 64 (AMD CDNA, emulated as two NVIDIA warps per "
+                   "wavefront), 32 (RDNA wave32 / NVIDIA warps; level hip-on-nvidia/w32) or 32,64 (both, as two levels).")
+@click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
+@hip_src_option
+@cuda_src_option()
+@port_options
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
+@click.option("--case-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds a GPU launch may take before the case is a `timeout` (its worker is restarted).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or tables; just the summary line.")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path),
+              help="Known failures (TOML/JSON, see `parity baseline`): matching failures become xfail.")
+@click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes (xpass) fails the run.")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+              help="Resume an interrupted run in this report folder: finished cases are not run again.")
+@click.option("--time", "time_cases", is_flag=True,
+              help="Time every passing case on GPU levels (device events; kernel_ms = median, "
+                   "time_p10/p90, gbps, pct_peak, launch_bound, samples columns).")
+@click.option("--mode", "time_mode", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
+              help="With --time: cold (L2 flushed, outputs restored before each sample) or hot (back to back).")
+@click.option("--max-noise", "time_max_noise", type=float, default=0.02, show_default=True,
+              help="With --time: sample until IQR/(1.349*median) is below this (or the time cap).")
+@click.option("--gpus", default=None, help="Spread GPU levels over 'all' or N GPUs: one process per GPU prepares, "
+                                          "launches (pinned with CUDA_VISIBLE_DEVICES) and compares every Nth case.")
+@click.option("--shard", default=None, help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
+@click.option("--since", "since", metavar="REF",
+              help="Only the cases whose kernels are defined in suite files changed since this git ref "
+                   "(committed, staged, unstaged or untracked; a changed header selects the files including it).")
+@click.option("--every-fault", is_flag=True,
+              help="Launch every case. By default, once a kernel crashes or times out on a code path (in place, "
+                   "empty, a layout class), its later cases on that path are `not-run` (failing, counted, listed): "
+                   "each fault costs a worker restart.")
+def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, every_fault: bool, **kw) -> None:
+    """Run a sweep of cases on every selected level and write the reports."""
+    from parity.run.levels import resolve_gpus
+    from parity.run.shard import parse_shard
+    from parity.timing import TimingOptions
+    try:
+        opts = RunOptions(TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None,
+                          gpus, parse_shard(shard), every_fault)
+        if gpus is not None:
+            resolve_gpus(gpus)
+    except ValueError as e:
+        raise SetupError(str(e))
+    _guarded(_run, opts, **kw)
+
+
+def _guarded(fn, opts: RunOptions, **kw) -> None:
+    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143), a SessionError is a usage
+    error (exit 2), and an unexpected internal error exits 3 with its traceback saved to a file:
+    exit 1 means a case failed, nothing else."""
+    import signal
+    import traceback
+
+    def term(signum, frame):
+        raise Terminated()
+    previous = signal.signal(signal.SIGTERM, term)
+    try:
+        with setup_errors():
+            fn(opts, **kw)
+    except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        folder = Path(kw.get("resume") or kw.get("out") or "reports")
+        path = _save_traceback(folder, traceback.format_exc())
+        click.echo(f"parity internal error: {type(e).__name__}: {e}" + (f" (traceback: {path})" if path else "")
+                   + "; please report it", err=True)
+        sys.exit(INTERNAL_ERROR)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
+
+
+def _save_traceback(folder: Path, text: str) -> Path | None:
+    import tempfile
+    for where in (folder, Path(tempfile.gettempdir())):
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            path = where / f"parity-error-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+            path.write_text(text)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def _resume_options(folder: Path, given: dict) -> dict:
+    """The options of the run in `folder` (its run.json); an option given now that differs is an error."""
+    from click.core import ParameterSource
+
+    from parity.run.session import read_run_file
+    saved = read_run_file(folder)
+    ctx = click.get_current_context()
+    out = dict(given)
+    for k in RESUMED:
+        if k not in saved:
+            continue
+        now = given.get(k)
+        if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE and _norm(now) != _norm(saved[k]):
+            flag = {"value_classes": "--values", "profile_opt": "--profile"}.get(k, "--" + k.replace("_", "-"))
+            raise SetupError(f"--resume {folder} continues a run with {flag} {saved[k] or '(none)'}; "
+                             f"this command says {flag} {now}: drop the option, or start a new run")
+        out[k] = saved[k]
+    return out
+
+
+def _norm(v):
+    return None if v in (None, "") else str(v)
+
+
+def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
+         cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
+         wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
+         port_define=(), profile_opt: str | None = None) -> None:
+    from parity.render import baseline
+    from parity.render import terminal
+    from parity.run import session
+    from parity.run.cases import Filters
+    from parity.run.results import environment
+    from parity.suite.golden import summary as golden_summary
+
+    if resume:
+        if not Path(resume).is_dir():
+            raise SetupError(f"--resume: run folder {resume} does not exist")
+        o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
+                                              value_classes=value_classes, levels=levels, wave=wave,
+                                              hip_src=hip_src, cuda_src=cuda_src, shard=None,
+                                              profile_opt=profile_opt))
+        sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
+            o[k] for k in RESUMED if k != "shard")
+        if o.get("shard") and not opts.shard:
+            from parity.run.shard import parse_shard
+            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
+    console = Console(stderr=False, quiet=quiet)
+    subj = session.subject(hip_src, cuda_src, profile=profile_opt, port_file=port_file, port_source=port_source,
+                           port_include=port_include, port_force_include=port_force_include, port_define=port_define)
+    profile = subj.profile
+    filters = Filters(csv_list(ops), csv_list(dtypes), csv_list(layouts), csv_list(value_classes), profile=profile)
+    cases = session.select_cases(sweep, filters, shard=opts.shard, profile=profile)
+    if profile.name != "candle" and not subj.given and levels != "cpu":
+        raise SetupError(f"profile {profile.name} has no bundled suite: give --hip-src DIR (the kernels to check), "
+                         "or --levels cpu for its reference alone")
+    subj.check_folders()
+    if subj.port is not None:
+        console.print(f"port: {subj.port.describe()}", highlight=False, markup=False)
+    if profile.name != "candle":
+        console.print(f"profile: {profile.name} ({subj.how})", highlight=False, markup=False)
+    lvls = session.build_levels(levels, subj, wave, case_timeout, opts.gpus, require)
+    reference_only = session.reference_only(lvls, levels, subj)
+    if since:
+        cases, line = session.changed_cases(cases, since, subj)
+        if not quiet:
+            click.echo(line, err=True)
+        if not cases:
+            click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
+            sys.exit(0)
+    runnable = [lv for lv in lvls if lv.availability.available]
+    _warn_ignored(opts, runnable)
+    try:
+        known = baseline.load_optional(baseline_path, strict)
+    except ValueError as e:
+        raise SetupError(str(e))
+    folder = Path(resume) if resume else session.run_folder(out, Path(sweep).stem)
+    session.write_run_file(folder, dict(
+        sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes, levels=levels, wave=wave,
+        hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
+        shard="/".join(map(str, opts.shard)) if opts.shard else None,
+        profile_opt=profile_opt if profile_opt or profile.name == "candle"
+        else profile.name if profile.source == "built-in" else profile.source))
+    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
+            "hip_src": str(subj.hip_src), "cuda_src": str(subj.cuda_src) if subj.cuda_src else None,
+            "environment": environment(), "levels": [lv.meta() for lv in lvls], "levels_requested": levels,
+            "reference_only_requested": reference_only, "profile": {**profile.meta(), "how": subj.how},
+            "planned_rows": len(cases) * len(runnable)}
+    if profile.name == "candle":                 # measured CUDA outputs of Candle's kernels
+        meta["golden"] = golden_summary()
+    if subj.port is not None:
+        meta["port"] = subj.port.as_dict()
+    static = next((lv for lv in runnable if lv.name == "amd-static"), None)
+    if static is not None:
+        meta["amd_targets"] = list(static.executor.targets)
+    journal = session.open_journal(folder, cases, runnable, bool(resume))
+    for why in journal.skipped:                # a damaged or foreign row is said, never counted
+        click.echo(f"--resume {folder}: skipped {why}", err=True)
+    with terminal.progress(console) as prog:
+        stopped_by = session.execute(cases, runnable, journal, prog, meta, opts.timing, opts.every_fault)
+    _report(opts, cases, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj.port)
+
+
+def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, port=None) -> list[dict]:
+    """A kernel failing at wave 64 gets a handful of its failing cases run again at wave 32 (when the
+    run had no wave-32 level): the evidence table then says whether the failure is a wave-size bug.
+    The rows feed the evidence only: the run's table keeps the levels it asked for."""
+    from parity.render.waves import W32, W64, recheck_ids
+    from parity.run.engine import run_cases
+    from parity.run.levels import make
+    w64 = next((lv for lv in lvls if lv.name == W64 and lv.availability.available), None)
+    if w64 is None or any(lv.name == W32 for lv in lvls):
+        return []
+    ids = set(recheck_ids(rows))
+    if not ids:
+        return []
+    lv = make(W32, Path(meta["hip_src"]), None, gpus=None, port=port)
+    if not lv.availability.available:
+        return []
+    todo = [c for c in cases if c.id in ids]
+    console.print(f"wave 32 recheck: {len(todo)} of the cases failing at wave 64 ({len(ids)} picked)")
+    try:
+        got = run_cases(todo, lv.executor, lv.availability.device)
+    finally:
+        lv.executor.close()
+    meta["wave32_recheck"] = {"cases": len(got), "failing": sum(r["verdict"] not in ("pass", "xfail") for r in got)}
+    return got
+
+
+def _warn_ignored(opts: RunOptions, runnable: list) -> None:
+    """--time and --gpus need a GPU level: without one they are ignored, and the user is told so."""
+    from parity.run.levels import EXECUTES, role
+    gpu = [lv for lv in runnable if role(lv.name) == EXECUTES]
+    if opts.timing is not None and not gpu:
+        click.echo("--time: no GPU level runs here, so nothing is timed", err=True)
+    if opts.gpus and not gpu:
+        click.echo(f"--gpus {opts.gpus}: no GPU level runs here; ignored", err=True)
+
+
+def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known,
+            strict: bool, static, journal, signal_: BaseException | None, port) -> None:
+    from parity.render import junit, markdown, terminal
+    from parity.render import timing as timing_report
+    from parity.render import baseline
+    from parity.render.html import write_extra_reports
+    from parity.render.outcome import of as outcome_of
+    from parity.render.waves import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
+    from parity.run.results import Results
+    rows = journal.rows
+    if opts.timing is not None:
+        from parity.run.engine import add_ratios
+        rows = add_ratios(rows)
+    meta.update(opts.meta())
+    res = baseline.apply(Results.from_rows(rows, meta), known, strict)
+    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, port), meta["hip_src"])
+    if waves:
+        res.meta["wave_evidence"] = waves
+    if static is not None:
+        notes = static.executor.notes(set().union(*(c.kernels for c in cases)))
+        if notes:
+            res.meta["static_notes"] = notes
+    res.to_json(folder / "results.json")
+    timing_md = timing_report.markdown(res)
+    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
+                + (timing_md or ""))
+    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
+    for line in write_extra_reports(res, folder):
+        click.echo(line)
+    (folder / "junit.xml").write_text(junit.render(res))
+    journal.close(finished=signal_ is None)
+    terminal.show(res, console)
+    outcome = outcome_of(res)
+    counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
+    runnable = [lv for lv in lvls if lv.availability.available]
+    click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
+               f"({meta['compile_s']:.1f} s compiling): {counts or 'no rows'}")
+    if console.quiet:                          # (terminal.show lists the levels otherwise)
+        for line in outcome.not_run:
+            click.echo(f"not run: {line}")
+    click.echo(f"reports: {folder}/ (results.json, summary.md, junit.xml, index.html)")
+    terminal.headline(outcome, console if not console.quiet else Console(highlight=False), brief=console.quiet)
+    if signal_ is not None:
+        click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
+                   f"parity run --resume {folder}")
+        sys.exit(143 if isinstance(signal_, Terminated) else 130)
+    sys.exit(outcome.exit_code)
+
+
+COMMANDS = [run]

@@ -1,0 +1,1 @@
+"""The vocabulary every layer speaks: dtypes, numerics, layouts, value classes, tolerances, the comparator, the result row, bundled resources, "did you mean" errors. Imports nothing else of parity."""

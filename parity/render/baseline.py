@@ -1,0 +1,249 @@
+"""Known-failure baselines: failures a team has accepted (with a reason) stop failing the run.
+
+A baseline is a TOML or JSON file of entries {pattern, level?, reason}: `pattern` is an fnmatch
+glob over case IDs (`binary.minimum/f16/*`), `level` an optional glob over level names.
+
+    # parity baseline (TOML)
+    [[known]]
+    pattern = "binary.minimum/f16/*"
+    level = "hip-on-nvidia"
+    reason = "NaN handling of __hmin, tracked in #123"
+
+`apply` turns a failing case that matches an entry into `xfail` (the original verdict is kept in
+the `raw_verdict` column, the reason in `baseline_reason`). A *passing* case that matches becomes
+`xpass`: reported, not failing, unless `strict`, where it is `xpass-strict` (in results.FAILING) so
+that a fixed bug forces the baseline to be trimmed.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from parity.run.results import FAILING, Results
+from parity.core.row import Verdict
+
+SCHEMA = "parity.baseline/1"
+PLACEHOLDER = "TODO: why this failure is accepted (issue link)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    pattern: str
+    level: str | None = None
+    reason: str = ""
+
+    def matches(self, case_id: str, level: str | None) -> bool:
+        if not fnmatch.fnmatchcase(case_id, self.pattern):
+            return False
+        return self.level is None or fnmatch.fnmatchcase(str(level or ""), self.level)
+
+
+@dataclass
+class Baseline:
+    entries: list[Entry]
+    path: str = ""
+
+    def match(self, case_id: str, level: str | None) -> Entry | None:
+        return next((e for e in self.entries if e.matches(case_id, level)), None)
+
+
+def load_optional(path: str | Path | None, strict: bool = False) -> Baseline | None:
+    """The baseline of a command's --baseline (None without one); ValueError for a bad file, or for
+    --strict alone."""
+    if path is None:
+        if strict:
+            raise ValueError("--strict needs --baseline FILE")
+        return None
+    return load(path)
+
+
+def load(path: str | Path) -> Baseline:
+    """Read a .toml or .json baseline; ValueError with a readable message when malformed."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read baseline {path}: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"baseline {path}: {e}") from None
+    raw = _entries_of(doc, path)
+    return Baseline([_entry(e, i, path) for i, e in enumerate(raw)], str(path))
+
+
+KEYS = {"pattern", "level", "reason"}
+
+
+def _entries_of(doc, path: Path) -> list:
+    """The entry list of a baseline document: `known` of a table/object, or a bare JSON list."""
+    if isinstance(doc, list):
+        return doc
+    if not isinstance(doc, dict):
+        raise ValueError(f"baseline {path}: expected a table with a `known` list of entries")
+    from parity.core.suggest import unknown
+    for k in doc:
+        if k not in ("known", "schema"):
+            raise ValueError(f"baseline {path}: {unknown('key', k, ['known', 'schema'])}")
+    if "schema" in doc and doc["schema"] != SCHEMA:
+        raise ValueError(f"baseline {path}: schema {doc['schema']!r}, expected {SCHEMA!r}")
+    raw = doc.get("known", [])
+    if not isinstance(raw, list):
+        raise ValueError(f"baseline {path}: expected a list of entries under `known`")
+    return raw
+
+
+def _entry(e, i: int, path: Path) -> Entry:
+    """One entry, every key checked: a str pattern, an optional str level, an optional str reason."""
+    where = f"baseline {path}: entry {i + 1}"
+    if not isinstance(e, dict):
+        raise ValueError(f"{where} is {type(e).__name__}, not a table {{pattern, level?, reason}}")
+    from parity.core.suggest import unknown
+    for k in e:
+        if k not in KEYS:
+            raise ValueError(f"{where}: {unknown('key', k, sorted(KEYS))}")
+    if not isinstance(e.get("pattern"), str) or not e["pattern"]:
+        raise ValueError(f"{where} has no `pattern`" if "pattern" not in e
+                         else f"{where}: `pattern` must be a non-empty string (got {e['pattern']!r})")
+    for k in ("level", "reason"):
+        if k in e and not isinstance(e[k], str):
+            raise ValueError(f"{where}: `{k}` must be a string (got {e[k]!r})")
+    return Entry(e["pattern"], e.get("level") or None, e.get("reason", ""))
+
+
+def dump(baseline: Baseline, path: str | Path) -> None:
+    """Write as TOML when the file name ends in .toml, else as JSON."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".toml":
+        q = json.dumps                     # a JSON string is a valid TOML basic string
+        lines = ["# parity baseline: known failures (see parity/render/baseline.py)", ""]
+        for e in baseline.entries:
+            lines.append("[[known]]")
+            lines.append(f"pattern = {q(e.pattern, ensure_ascii=False)}")
+            if e.level:
+                lines.append(f"level = {q(e.level, ensure_ascii=False)}")
+            lines.append(f"reason = {q(e.reason, ensure_ascii=False)}")
+            lines.append("")
+        path.write_text("\n".join(lines))
+    else:
+        doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None}
+                                            for e in baseline.entries]}
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Results:
+    """A copy of `res` with known failures as xfail and baselined passes as xpass (xpass-strict);
+    `res` itself without a baseline.
+
+    Idempotent: re-applying starts from `raw_verdict` when the table already has it.
+    """
+    if baseline is None:
+        return res
+    t = res.table.copy()
+    raw = t["raw_verdict"] if "raw_verdict" in t.columns else t["verdict"]
+    raw = raw.where(raw.notna(), t["verdict"])
+    verdicts, reasons, matched = [], [], set()
+    for case_id, level, v in zip(t["case_id"], t["level"], raw):
+        e = baseline.match(str(case_id), level)
+        if e is None:
+            verdicts.append(v)
+            reasons.append(None)
+            continue
+        matched.add(e)
+        if v in FAILING:
+            verdicts.append(Verdict.XFAIL)
+        elif v == Verdict.PASS:
+            verdicts.append(Verdict.XPASS_STRICT if strict else Verdict.XPASS)
+        else:                                   # unavailable and friends: not evidence either way
+            verdicts.append(v)
+        reasons.append(e.reason)
+    t["raw_verdict"] = list(raw)
+    t["verdict"] = verdicts
+    t["baseline_reason"] = reasons
+    meta = dict(res.meta)
+    meta["baseline"] = {"path": baseline.path, "entries": len(baseline.entries), "strict": strict,
+                        Verdict.XFAIL: int((t["verdict"] == Verdict.XFAIL).sum()),
+                        Verdict.XPASS: int(t["verdict"].isin([Verdict.XPASS, Verdict.XPASS_STRICT]).sum()),
+                        "unused": [e.pattern + (f" @{e.level}" if e.level else "")
+                                   for e in baseline.entries if e not in matched]}
+    return Results(t, meta)
+
+
+def from_results(res: Results, reason: str = PLACEHOLDER) -> Baseline:
+    """One exact entry per currently failing (or already known-failing) case and level."""
+    t = res.table
+    raw = t["raw_verdict"] if "raw_verdict" in t.columns else t["verdict"]
+    raw = raw.where(raw.notna(), t["verdict"])
+    entries, seen = [], set()
+    for case_id, level, v, r in zip(t["case_id"], t["level"], raw, t["message"]):
+        if v not in FAILING or v == Verdict.XPASS_STRICT or (case_id, level) in seen:
+            continue
+        seen.add((case_id, level))
+        first = str(r or "").splitlines()[0][:160] if r else ""
+        entries.append(Entry(_escape(str(case_id)), level, f"{reason} [{v}: {first}]" if first else f"{reason} [{v}]"))
+    return Baseline(entries)
+
+
+def _escape(case_id: str) -> str:
+    """A case ID as an fnmatch pattern matching exactly itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in case_id)
+
+
+@dataclass
+class Update:
+    """What `update` did: the new baseline and where each old entry went."""
+    baseline: Baseline
+    kept: int = 0             # old entries still failing (their reason kept)
+    dropped: int = 0          # old entries whose cases these results ran, none failing
+    not_covered: int = 0      # old entries these results cannot judge: kept as they were
+    added: int = 0            # new failures, with the placeholder reason
+
+
+def update(old: Baseline, res: Results) -> Update:
+    """`old` brought up to date with `res`: an old entry stays while a case it matches fails (its
+    hand-written reason kept), goes when the results ran its cases on its level and none fails,
+    and stays untouched when the results did not run them (another level, another sweep) — a cpu
+    run says nothing about GPU entries. An entry without a level (every level) is never dropped:
+    no run covers every level. Each failure no entry covers gets a new exact entry."""
+    fresh = from_results(res)
+    failing = {e for e in fresh.entries}
+    keys = list(zip(res.table["case_id"].astype(str), res.table["level"], res.table["verdict"]))
+    evidence = list(dict.fromkeys((c, lv) for c, lv, v in keys if v != Verdict.UNAVAILABLE))
+    ran = {lv for _, lv in evidence}
+    out = Update(Baseline([]))
+    kept_old, covering = [], set()
+    for e in old.entries:
+        hits = [f for f in failing if e.matches(_unescape(f.pattern), f.level)]
+        if hits:
+            covering.update(hits)
+            kept_old.append(e)
+            out.kept += 1
+        elif e.level is not None and _judged(e, evidence, ran):
+            out.dropped += 1
+        else:
+            kept_old.append(e)
+            out.not_covered += 1
+    new = [f for f in fresh.entries if f not in covering]
+    out.added = len(new)
+    out.baseline = Baseline(kept_old + new)
+    return out
+
+
+def _judged(e: Entry, evidence: list[tuple[str, str]], ran: set) -> bool:
+    """Whether the results ran a case of `e` (on a level of `e`): its passes are evidence then."""
+    if not any(fnmatch.fnmatchcase(str(lv or ""), e.level) for lv in ran):
+        return False                       # quick: none of its levels ran (a cpu run, a GPU entry)
+    return any(e.matches(c, lv) for c, lv in evidence)
+
+
+def _unescape(pattern: str) -> str:
+    """The case ID `_escape` made an exact pattern of."""
+    return pattern.replace("[*]", "*").replace("[?]", "?").replace("[[]", "[")

@@ -1,0 +1,186 @@
+"""Compare two runs: new failures, fixed cases, verdict changes and kernel-time slowdowns.
+
+Cases are keyed by (case ID, level). A regression is a case failing in NEW that was not failing
+in OLD (passing, known failure, or absent), or a kernel time that grew by more than the slowdown
+threshold; `parity diff` exits 1 on a regression and 0 otherwise. Two runs of different sweeps,
+filters, levels or shards are compared on the cases they share only: the report says so (and how
+many cases it could not compare) instead of a clean bill of health.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from parity.run.results import FAILING, Results
+from parity.core.row import Verdict
+
+
+@dataclass
+class Change:
+    case_id: str
+    level: str
+    old: str | None                 # verdict in OLD (None: absent)
+    new: str | None
+    detail: str = ""
+
+
+@dataclass
+class Slowdown:
+    case_id: str
+    level: str
+    old_ms: float
+    new_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.new_ms / self.old_ms
+
+
+@dataclass
+class Diff:
+    new_failures: list[Change] = field(default_factory=list)
+    fixed: list[Change] = field(default_factory=list)
+    changed: list[Change] = field(default_factory=list)       # failing in both, different verdict
+    still_failing: int = 0
+    slowdowns: list[Slowdown] = field(default_factory=list)
+    speedups: list[Slowdown] = field(default_factory=list)
+    added: int = 0
+    removed: int = 0
+    compared: int = 0
+    timed: int = 0
+    threshold: float = 1.10
+    differs: list[str] = field(default_factory=list)           # "sweep smoke vs pr", from scope_differences
+
+    @property
+    def regressions(self) -> bool:
+        return bool(self.new_failures or self.slowdowns)
+
+    @property
+    def partial(self) -> bool:
+        """Some cases could not be compared: the runs differ in what they ran."""
+        return bool(self.differs or self.added or self.removed)
+
+
+SCOPE = ("kind", "sweep", "filters", "levels", "shard")
+
+
+def scope(meta: dict, keys: tuple[str, ...] = SCOPE) -> dict[str, str]:
+    """What a run ran, as comparable text per key: its sweep, filters, levels that ran, shard,
+    suites (`hip_src`, `cuda_src`). Absent keys read as "none"."""
+    out = {}
+    for k in keys:
+        v = meta.get(k)
+        if k == "levels":
+            v = [lv.get("level") for lv in v if isinstance(lv, dict) and lv.get("available")] \
+                if isinstance(v, list) else None
+            v = ", ".join(sorted(map(str, v))) if v else None
+        elif k == "filters" and isinstance(v, dict):
+            v = " ".join(f"{f}={','.join(map(str, x)) if isinstance(x, list) else x}"
+                         for f, x in sorted(v.items()) if x) or None
+        out[k] = "none" if v in (None, "", [], {}) else str(v)
+    return out
+
+
+def scope_differences(a: dict, b: dict, keys: tuple[str, ...] = SCOPE) -> list[str]:
+    """'sweep smoke vs pr' for every scope key where meta `a` and `b` differ."""
+    sa, sb = scope(a, keys), scope(b, keys)
+    return [f"{k} {sa[k]} vs {sb[k]}" for k in keys if sa[k] != sb[k]]
+
+
+def _index(res: Results) -> dict[tuple[str, str], dict]:
+    cols = [c for c in ("case_id", "level", "verdict", "kernel_ms", "message") if c in res.table.columns]
+    return {(str(r["case_id"]), str(r["level"])): r for r in res.table[cols].to_dict(orient="records")}
+
+
+def _ms(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) and f > 0 else None
+
+
+def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0) -> Diff:
+    a, b = _index(old), _index(new)
+    d = Diff(threshold=slowdown, differs=scope_differences(old.meta, new.meta))
+    d.added = len(b.keys() - a.keys())
+    d.removed = len(a.keys() - b.keys())
+    for key, rn in b.items():
+        ro = a.get(key)
+        vo, vn = (ro or {}).get("verdict"), rn["verdict"]
+        first = str(rn.get("message") or "").splitlines()
+        msg = first[0][:300] if first else ""
+        if ro is not None:
+            d.compared += 1
+        if vn in FAILING:
+            if vo in FAILING:
+                d.still_failing += 1
+                if vo != vn:
+                    d.changed.append(Change(key[0], key[1], vo, vn, msg))
+            else:
+                d.new_failures.append(Change(key[0], key[1], vo, vn, msg))
+        elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.XFAIL):
+            d.fixed.append(Change(key[0], key[1], vo, vn))
+        if ro is None:
+            continue
+        mo, mn = _ms(ro.get("kernel_ms")), _ms(rn.get("kernel_ms"))
+        if mo is None or mn is None:
+            continue
+        d.timed += 1
+        if max(mo, mn) < min_ms:
+            continue
+        if mn > mo * slowdown:
+            d.slowdowns.append(Slowdown(key[0], key[1], mo, mn))
+        elif mo > mn * slowdown:
+            d.speedups.append(Slowdown(key[0], key[1], mo, mn))
+    d.slowdowns.sort(key=lambda s: -s.ratio)
+    d.speedups.sort(key=lambda s: s.ratio)
+    return d
+
+
+def partial_line(d: Diff) -> str:
+    """⚠️ what the two runs do not share, and what was compared."""
+    what = "The runs differ: " + "; ".join(d.differs) + "; " if d.differs else "The runs do not have the same cases: "
+    verdict = "regressions found" if d.regressions else "no regressions among them"
+    return (f"⚠️ {what}{d.added:,} cases only in NEW, {d.removed:,} only in OLD — compared "
+            f"{d.compared:,} common cases: {verdict}")
+
+
+def render(d: Diff, limit: int = 50) -> str:
+    """Markdown-ish text for a terminal or a PR comment."""
+    icon = "❌" if d.regressions else "⚠️" if d.partial else "✅"
+    head = (f"## {icon} parity diff: {len(d.new_failures)} new failure(s), {len(d.fixed)} fixed, "
+            f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
+    lines = [head, ""]
+    if d.partial:
+        lines += [partial_line(d), ""]
+    lines += [f"{d.compared} cases in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
+              f"{d.still_failing} still failing; {d.timed} with kernel times in both.", ""]
+
+    def table(title: str, header: str, rows: list[str], total: int) -> None:
+        if not total:
+            return
+        lines.extend([f"### {title} ({total})", "", header,
+                      "| " + " | ".join("---" for _ in header.strip("|").split("|")) + " |"])
+        lines.extend(rows[:limit])
+        if total > limit:
+            lines.append(f"… {total - limit} more")
+        lines.append("")
+
+    table("New failures", "| case | level | was | now | worst element / message |",
+          [f"| `{c.case_id}` | {c.level} | {c.old or '(new case)'} | **{c.new}** | {c.detail} |"
+           for c in d.new_failures], len(d.new_failures))
+    table("Fixed", "| case | level | was | now |",
+          [f"| `{c.case_id}` | {c.level} | {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
+    table("Verdict changed (still failing)", "| case | level | was | now |",
+          [f"| `{c.case_id}` | {c.level} | {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
+    table(f"Slowdowns beyond {d.threshold:g}x", "| case | level | old ms | new ms | ratio |",
+          [f"| `{s.case_id}` | {s.level} | {s.old_ms:.4g} | {s.new_ms:.4g} | **{s.ratio:.2f}x** |"
+           for s in d.slowdowns], len(d.slowdowns))
+    table("Speedups", "| case | level | old ms | new ms | ratio |",
+          [f"| `{s.case_id}` | {s.level} | {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
+           for s in d.speedups], len(d.speedups))
+    lines.append("Regressions found: exit 1." if d.regressions
+                 else "No regressions among the cases both runs have." if d.partial else "No regressions.")
+    return "\n".join(lines) + "\n"
+

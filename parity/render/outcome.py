@@ -1,0 +1,228 @@
+"""The one verdict of a whole run, computed here and only here: every report (terminal, markdown,
+HTML, JUnit, GitHub annotations, the pytest plugin) and the exit code show this same outcome.
+
+It is decided by what actually executed or compiled the subject's kernels (parity.run.levels.role),
+never by counts alone: a run whose only rows come from the reference (the cpu level's emulation)
+verified none of the port's code, `0/0` is never a pass, and a run that stopped early says so.
+
+    status          exit  when
+    pass            0     a level executed the suite's kernels and no case failed
+    compiled        0     nothing executed them, amd-static compiled them, no case failed
+    reference-only  0     only the reference ran, and the user asked for exactly that (--levels cpu)
+    fail            1     a case failed (fail, missing, compile-error, crash, ...)
+    nothing         2     no level ran or compiled any kernel of the suite (a setup problem)
+    stopped         130   interrupted before every case ran (a failure seen so far is still named)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from parity.render.findings import of as findings_of
+from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_RUNS_IT, role
+from parity.run.results import FAILING, Results
+from parity.core.row import Verdict
+
+OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)
+PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there
+ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "nothing": "❌", "stopped": "⏹️"}
+EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "fail": 1, "nothing": 2, "stopped": 130}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str                       # a key of EXIT
+    headline: str                     # one line, no icon, no markup: "parity: 9,081/9,081 cases pass ..."
+    proves: list[str] = field(default_factory=list)      # "level(s): what their rows prove"
+    not_run: list[str] = field(default_factory=list)     # "level: why not" (unavailable levels)
+    stopped: str = ""                 # why the run ended early ("" if it ran to the end)
+    notes: list[str] = field(default_factory=list)       # what a merge decided (missing shards, conflicts)
+    kernels_executed: int = 0
+    kernels_compiled: int = 0
+
+    @property
+    def icon(self) -> str:
+        return ICONS[self.status]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.status]
+
+    @property
+    def file_exit_code(self) -> int:
+        """The exit code of a command over a results file (report, merge): the run's, except that
+        a run that stopped early is not an interrupt of this command (1: not a verified run)."""
+        return 1 if self.status == "stopped" else self.exit_code
+
+    @property
+    def green(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def title(self) -> str:
+        """The headline with its icon: the terminal's last line, the markdown heading, the HTML badge."""
+        return f"{self.icon} {self.headline}"
+
+
+def of(res: Results) -> Outcome:
+    """The outcome of a run (cached on the Results, like findings)."""
+    if res._outcome is None:
+        found = findings_of(res).findings
+        res._outcome = decide(res.table, res.meta, len(found),
+                              sum(f.cause != Verdict.MISSING and f.blame != "parity" for f in found))
+    return res._outcome
+
+
+def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int = 0) -> Outcome:
+    """The outcome of a results table and its run's meta (levels, interrupted, planned_rows, ...);
+    n_findings: the findings of the run, n_causes: the port's (not a missing kernel, not parity's gap)."""
+    levels = meta.get("levels") or []
+    t = table[table["verdict"] != Verdict.UNAVAILABLE] if len(table) else table
+    if len(t):                                   # a row without a kernel (an internal error): its op's
+        t = t.assign(kernel=t["kernel"].fillna(t["op"]).astype(str))
+    roles = t["level"].astype(str).map(role) if len(t) else pd.Series([], dtype=str)
+    by_role = {r: t[roles == r] for r in (EXECUTES, COMPILES, REFERENCE)}
+    failing = int(t["verdict"].isin(FAILING).sum()) if len(t) else 0
+    proves = [f"{', '.join(dict.fromkeys(g['level'].astype(str)))}: {PROVES[r]}"
+              for r, g in by_role.items() if len(g)]
+    not_run = [f"{lv['level']}: {lv.get('reason') or 'unavailable'}" for lv in levels if not lv.get("available")]
+    executed = _kernels(by_role[EXECUTES])
+    compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
+    stopped = _stopped(meta, len(table))
+    common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
+                  kernels_compiled=compiled, notes=merge_notes(meta))
+    ok = int(t["verdict"].isin(OK).sum()) if len(t) else 0
+    if failing:
+        subject = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
+        good = "at parity" if len(by_role[EXECUTES]) else "compile"
+        head = ("parity: " + (_port_score(subject, n_causes, good) if len(subject) else
+                              f"{ok:,}/{len(t):,} cases pass, {failing:,} failing — {_plural(n_findings, 'finding')}")
+                + _on(by_role))
+        status = "stopped" if stopped else "fail"
+    elif len(by_role[EXECUTES]):
+        e = by_role[EXECUTES]
+        head = (f"parity: {int(e['verdict'].isin(OK).sum()):,}/{len(e):,} cases pass on "
+                f"{_names(e)} — {executed:,} kernel{'s' if executed != 1 else ''} executed")
+        status = "stopped" if stopped else "pass"
+    elif len(by_role[COMPILES]):
+        c = by_role[COMPILES]
+        total = _kernels(c, None)
+        targets = meta.get("amd_targets") or []
+        head = (f"parity: compiled, not executed — {compiled:,}/{total:,} kernels compile"
+                + (f" for {', '.join(targets)}" if targets else "") + " (amd-static); no level here ran them")
+        status = "stopped" if stopped else "compiled"
+    elif len(by_role[REFERENCE]) and meta.get("reference_only_requested"):
+        r = by_role[REFERENCE]
+        head = (f"parity: reference only — {_names(r)} passed {ok:,}/{len(r):,} cases of the case machinery; "
+                "no kernel of the suite ran or compiled")
+        status = "stopped" if stopped else "reference-only"
+    else:
+        head = "parity: nothing verified — no level here ran or compiled the suite's kernels"
+        if len(by_role[REFERENCE]):
+            head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
+        status = "stopped" if stopped else "nothing"
+    if stopped:
+        head = f"{head} · stopped early: {stopped}"
+    if meta.get("shards_missing"):               # a merge the user allowed to be partial says so first
+        head = f"{head} · partial merge: shard(s) {', '.join(meta['shards_missing'])} missing"
+    return Outcome(status, head, **common)
+
+
+def _port_score(subject: pd.DataFrame, n_causes: int, good: str) -> str:
+    """Coverage and correctness as separate numbers, by kernel over the levels that ran or compiled
+    the suite: `ported 200/739 kernels (27%) · 134 at parity, 66 wrong · 4 families not started`."""
+    ours = subject["verdict"].isin(PARITYS)
+    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours,
+                       _bad=subject["verdict"].isin(FAILING) & ~ours)
+    per = g.groupby("kernel", sort=False).agg(missing=("_missing", "all"), bad=("_bad", "any"),
+                                               ours=("_ours", "any"), family=("family", "first"))
+    ported = per[~per["missing"]]
+    wrong = int(ported["bad"].sum())
+    unverified = int((ported["ours"] & ~ported["bad"]).sum())      # parity's gap: the port is not to blame
+    fams = per.groupby("family")["missing"].all()
+    not_started = int(fams.sum())
+    ok = int(subject["verdict"].isin(OK + (Verdict.COMPILED,)).sum())
+    parts = [f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%})"]
+    if len(ported):
+        parts.append(f"{len(ported) - wrong - unverified:,} {good}, {wrong:,} wrong ({_plural(n_causes, 'cause')})"
+                     + (f", {unverified:,} not verified (parity's error)" if unverified else "")
+                     + f" · {ok:,}/{len(subject):,} cases {'pass' if good == 'at parity' else 'compile'}")
+    if not_started:
+        parts.append(f"{_plural(not_started, 'family', 'families')} not started")
+    return " · ".join(parts)
+
+
+def _plural(n: int, one: str, many: str = "") -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def _on(by_role: dict) -> str:
+    """' · nothing executed' when the failures come from compile checks or the reference alone."""
+    if len(by_role[EXECUTES]):
+        return ""
+    if len(by_role[COMPILES]):
+        return " · compile checks only (amd-static), nothing executed"
+    return " · on the reference only: no kernel of the suite ran"
+
+
+def _names(g: pd.DataFrame) -> str:
+    return ", ".join(dict.fromkeys(g["level"].astype(str)))
+
+
+def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING)) -> int:
+    """Distinct kernels among rows (with one of `verdicts`, None: any)."""
+    if not len(g):
+        return 0
+    if verdicts is not None:
+        g = g[g["verdict"].isin(verdicts)]
+    return int(g["kernel"].dropna().astype(str).nunique())
+
+
+def _stopped(meta: dict, rows: int) -> str:
+    planned = meta.get("planned_rows")
+    if meta.get("interrupted"):
+        return f"interrupted after {rows:,} of {planned:,} case runs" if planned else "interrupted"
+    if planned and rows < planned:
+        return f"{planned - rows:,} of {planned:,} case runs have no result"
+    return ""
+
+
+def explain(o: Outcome, not_run: bool = True) -> list[str]:
+    """The lines every long report gives under the headline: what ran, what that proves, and (not_run:
+    for a report without a level table) the levels that did not run."""
+    lines = [f"Verified here — {p}" for p in o.proves]
+    if o.status in ("compiled", "reference-only", "nothing") or (o.status == "stopped" and not o.kernels_executed):
+        lines.append("Not verified — the suite's kernels did not run here: "
+                     + (WHAT_EXECUTES_IT if o.kernels_compiled else WHAT_RUNS_IT) + ".")
+    if not_run:
+        lines += [f"Not run — {n}" for n in o.not_run]
+    return o.notes + lines
+
+
+def merge_notes(meta: dict) -> list[str]:
+    """What `parity merge` had to decide (parity.cli.bench): missing shards, conflicting rows."""
+    out = []
+    if meta.get("shards_missing"):
+        out.append(f"Partial merge — shard(s) {', '.join(meta['shards_missing'])} missing: their cases are in "
+                   "no report.")
+    c = meta.get("merge_conflicts")
+    if c:
+        out.append(f"Merge conflicts — {c.get('count', 0)} case(s) had different verdicts in different files; "
+                   f"{c.get('rule', 'the worst verdict is kept')}.")
+    return out
+
+
+def suites_line(meta: dict) -> str:
+    """The suites the levels that ran read: the HIP levels the HIP suite (or port), `cuda` the CUDA suite;
+    led by the run's ABI profile when results.json names one."""
+    ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
+    hip = any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or not ran
+    out = [f"HIP suite `{meta.get('hip_src', '')}`"] if hip and meta.get("hip_src") else []
+    if "cuda" in ran and meta.get("cuda_src"):
+        out.append(f"CUDA suite `{meta['cuda_src']}`")
+    line = " · ".join(out) or "no suite ran (reference levels only)"
+    prof = meta.get("profile")
+    if isinstance(prof, dict) and prof.get("name"):     # the ABI profile (parity.profiles): whose kernel conventions
+        line = f"ABI profile `{prof['name']}` · {line}"
+    return line

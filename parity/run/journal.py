@@ -1,0 +1,121 @@
+"""Resumable runs: every finished case is appended to `results.partial.jsonl` in the run folder.
+
+An interrupted run (Ctrl-C, a killed CI job, a machine that went away) keeps what it finished;
+`parity run ... --resume FOLDER` reloads those rows (and `results.json`, when the run got that
+far), skips the (case ID, level) pairs already there and appends the rest to the same folder.
+Rows are flushed to disk at least every 0.2 s (and on close, Ctrl-C included); a process killed
+outright loses at most that much. A line that is not a row of this run (cut short mid-write,
+not UTF-8, not a row, a case the run does not have) is skipped and reported, never a row.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from parity.run.results import Results, _from_json, row_json, row_problem
+
+NAME = "results.partial.jsonl"
+
+
+class Loaded(list):
+    """The rows `load` found (a list of row dicts) and `skipped`: one line per thing it did not
+    take — a bad journal line, an unreadable results.json, rows of cases outside the run."""
+
+    def __init__(self, rows=(), skipped: list[str] | None = None):
+        super().__init__(rows)
+        self.skipped: list[str] = skipped or []
+
+
+def load(folder: str | Path, cases: set[str] | None = None, levels: set[str] | None = None) -> Loaded:
+    """Rows already finished in `folder`: results.json (if any), then the journal; last one wins.
+
+    Nothing read becomes a row unless it is one (`results.row_problem`): bad lines are skipped and
+    reported in `.skipped`. With `cases` (the run's case IDs) / `levels` (its level names), rows of
+    other cases or levels are dropped and counted too: a resumed run reports only what it ran.
+    """
+    folder = Path(folder)
+    rows: dict[tuple[str, str], dict] = {}
+    skipped: list[str] = []
+    if (folder / "results.json").exists():
+        try:
+            for r in Results.from_json(folder / "results.json").records():
+                rows[(r["case_id"], r["level"])] = dict(r)
+        except ValueError as e:
+            skipped.append(f"{e} — its rows are run again")
+    path = folder / NAME
+    if path.exists():
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            data = b""
+            skipped.append(f"cannot read {path}: {e.strerror or e}")
+        lines = data.split(b"\n")
+        for n, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            r, why = _parse(raw)
+            if why:
+                cut = n == len(lines) and not data.endswith(b"\n")
+                skipped.append(f"{path.name} line {n}: " + ("cut short (the run was interrupted mid-write)"
+                                                           if cut and why.startswith("not JSON") else why))
+                continue
+            rows[(r["case_id"], r["level"])] = r
+    out, stray = [], []
+    for r in rows.values():
+        ours = (cases is None or r["case_id"] in cases) and (levels is None or r["level"] in levels)
+        (out if ours else stray).append(r)
+    if stray:
+        skipped.append(f"{len(stray)} row(s) of cases or levels outside this run dropped "
+                       f"(e.g. {stray[0]['case_id']} @{stray[0]['level']})")
+    return Loaded(out, skipped)
+
+
+def _parse(raw: bytes) -> tuple[dict | None, str | None]:
+    """One journal line as a row, or why it is not one."""
+    try:
+        r = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return None, f"byte 0x{raw[e.start]:02x} is not UTF-8"
+    except json.JSONDecodeError as e:
+        return None, f"not JSON ({e.msg})"
+    why = row_problem(r)
+    if why is None and not isinstance(r.get("level"), str):
+        why = f"level {r.get('level')!r} is not a level name"
+    return (None, why) if why else (_from_json(r), None)
+
+
+class Journal:
+    """Append-only row log of one run folder; `rows` holds the resumed rows plus the new ones,
+    `skipped` the one-line reasons for what resuming did not take (print them)."""
+
+    def __init__(self, folder: str | Path, resume: bool = False, cases: set[str] | None = None,
+                 levels: set[str] | None = None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / NAME
+        loaded = load(self.folder, cases, levels) if resume else Loaded()
+        self.rows: list[dict] = list(loaded)
+        self.skipped: list[str] = loaded.skipped
+        self.resumed = len(self.rows)
+        self.done = {(r["case_id"], r.get("level")) for r in self.rows}
+        self._f = open(self.path, "a", encoding="utf-8")
+        self._flushed = time.monotonic()
+
+    def todo(self, cases: list, level: str) -> list:
+        """The cases of `level` not finished yet."""
+        return [c for c in cases if (c.id, level) not in self.done]
+
+    def append(self, row: dict) -> None:
+        self._f.write(row_json(row) + "\n")
+        if time.monotonic() - self._flushed > 0.2:   # at most 0.2 s of rows lost if the process is killed
+            self._f.flush()
+            self._flushed = time.monotonic()
+        self.rows.append(row)
+        self.done.add((row["case_id"], row.get("level")))
+
+    def close(self, finished: bool) -> None:
+        """Close; a finished run's journal is removed (results.json holds every row then)."""
+        self._f.close()
+        if finished:
+            self.path.unlink(missing_ok=True)

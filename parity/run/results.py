@@ -1,0 +1,241 @@
+"""One results table per run (pandas), with the run's metadata; JSON with a versioned schema."""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from parity import __version__
+from parity.core.row import Row, Verdict
+
+SCHEMA = "parity.results/1"
+COLUMNS = Row.columns()
+# Verdicts that mean "the subject is wrong or broken" (exit 1); unavailable is neither pass nor fail.
+# signature-mismatch: a kernel declared with a parameter list other than the ABI's; mapping-gap: parity's
+# HIP->CUDA mapping lacks an identifier ROCm declares (parity's bug, but the port was not verified: exit 1).
+# Their rows may carry extra columns (kept by from_rows, lists survive JSON): `source` (file of a
+# compile error), `expected_params` / `found_params` (type names, e.g. ["size_t", "ptr", "f32"]).
+FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, Verdict.TIMEOUT,
+           Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.ERROR, Verdict.XPASS_STRICT,
+           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN)
+ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.NOT_RUN,
+         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING, Verdict.ERROR,
+         Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.COMPILED, Verdict.PASS]
+
+
+@dataclass
+class Results:
+    table: pd.DataFrame
+    meta: dict = field(default_factory=dict)      # run info: sweep, filters, levels, environment, golden
+    _records: list | None = field(default=None, init=False, repr=False, compare=False)
+    _findings: object = field(default=None, init=False, repr=False, compare=False)   # findings.of()
+    _outcome: object = field(default=None, init=False, repr=False, compare=False)    # outcome.of()
+
+    @staticmethod
+    def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":
+        df = pd.DataFrame(rows)
+        for c in COLUMNS:
+            if c not in df.columns:
+                df[c] = None
+        return Results(df[COLUMNS + [c for c in df.columns if c not in COLUMNS]], meta or {})
+
+    def records(self) -> list[dict]:
+        """The rows as plain dicts, NaN cells as None; built once (a nightly sweep has 60,000 rows:
+        DataFrame.to_dict(orient="records") takes seconds, column lists a fraction of that).
+        Treat the table as frozen once this was called."""
+        if self._records is None:
+            cols = list(self.table.columns)
+            values = []
+            for c in cols:
+                col = self.table[c]
+                vals = col.tolist()
+                if col.dtype.kind in "fO":
+                    vals = [None if isinstance(v, float) and v != v else v for v in vals]
+                values.append(vals)
+            self._records = [dict(zip(cols, row)) for row in zip(*values)]
+        return self._records
+
+    def counts(self) -> dict[str, int]:
+        vc = self.table["verdict"].value_counts()
+        return {v: int(vc[v]) for v in sorted(vc.index, key=lambda v: ORDER.index(v) if v in ORDER else 99)}
+
+    def failures(self) -> pd.DataFrame:
+        return self.table[self.table["verdict"].isin(FAILING)]
+
+    @property
+    def ok(self) -> bool:
+        return self.failures().empty
+
+    def to_json(self, path: Path) -> None:
+        """One row per line (compact rows: the C encoder; a nightly sweep has 60,000 of them)."""
+        head = json.dumps({"schema": SCHEMA, "meta": self.meta}, indent=1, default=_json_default, allow_nan=False)
+        rows = ",\n".join(row_json(r) for r in self.records())
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}")
+        tmp.replace(path)
+
+    @staticmethod
+    def from_json(path: Path) -> "Results":
+        """Read a results.json (or a run folder's); ValueError with one line naming the file for
+        anything that is not one: unreadable, not UTF-8, not JSON, no `results` list, a row that is
+        not an object, lacks a str case_id or carries a verdict parity does not know."""
+        path = results_path(path)
+        doc = _read_doc(path)
+        rows = doc.get("results")
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: no `results` list (a {SCHEMA} file has one row object per case and level)")
+        meta = doc.get("meta", {})
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path}: `meta` is {type(meta).__name__}, not an object")
+        out = []
+        for i, r in enumerate(rows):
+            why = row_problem(r)
+            if why:
+                raise ValueError(f"{path}: row {i + 1}: {why}")
+            out.append(_from_json(r))
+        return Results.from_rows(out, meta)
+
+
+def results_path(path: str | Path) -> Path:
+    """A results file, or a run folder standing for its results.json."""
+    path = Path(path)
+    return path / "results.json" if path.is_dir() else path
+
+
+def _read_doc(path: Path) -> dict:
+    """The parsed results document; ValueError (one line, naming the file) when it is not one."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        runs = sorted(str(p.parent) for p in path.parent.glob("*/results.json")) if path.name == "results.json" else []
+        hint = f" (a folder of runs: name one, e.g. {runs[-1]}, or several)" if runs else ""
+        raise ValueError(f"cannot read results {path}: {e.strerror or e}{hint}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
+                         f"{e.start} is not UTF-8") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not a parity results file: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
+    return doc
+
+
+def read_meta(path: str | Path) -> dict:
+    """Only the meta of a results file (ValueError as from_json)."""
+    meta = _read_doc(results_path(path)).get("meta", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def row_problem(row) -> str | None:
+    """Why `row` cannot be a result row (None when it can): an object with a str case_id, a str
+    level (or null) and a verdict parity knows; non-finite numbers as results.json writes them."""
+    if not isinstance(row, dict):
+        return f"not an object ({type(row).__name__})"
+    if not isinstance(row.get("case_id"), str) or not row["case_id"]:
+        return f"case_id {row.get('case_id')!r} is not a case ID"
+    if row.get("level") is not None and not isinstance(row["level"], str):
+        return f"level {row['level']!r} is not a level name"
+    v = row.get("verdict")
+    if not isinstance(v, str) or v not in VERDICTS:
+        from parity.core.suggest import unknown
+        return unknown("verdict", v, VERDICTS) if isinstance(v, str) else f"verdict {v!r} is not a verdict"
+    if isinstance(row.get("max_ulp"), str) and row["max_ulp"] not in _NONFINITE:
+        return f"max_ulp {row['max_ulp']!r} is not a number"
+    w = row.get("worst")
+    if isinstance(w, dict) and isinstance(w.get("ulps"), str) and w["ulps"] not in _NONFINITE:
+        return f"worst.ulps {w['ulps']!r} is not a number"
+    return None
+
+
+def newest(paths: list[Path]) -> tuple[Path, str | None]:
+    """The results file of the run that started last (meta.environment.started, else the file's
+    mtime), and a note saying which one was chosen when there were several; ValueError as from_json."""
+    files = [results_path(p) for p in paths]
+    if len(files) == 1:
+        return files[0], None
+
+    def started(p: Path) -> datetime:
+        env = read_meta(p).get("environment")
+        text = env.get("started") if isinstance(env, dict) else None
+        try:
+            t = datetime.fromisoformat(str(text))
+            return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+        except ValueError:
+            return datetime.fromtimestamp(p.stat().st_mtime, timezone.utc)
+    when = {p: started(p) for p in files}
+    best = max(files, key=lambda p: when[p])
+    return best, (f"{len(files)} results files given; using the newest run, {best} "
+                  f"(started {when[best].isoformat(timespec='seconds')})")
+
+
+_NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+VERDICTS = [v.value for v in Verdict]
+
+
+def _finite_json(o):
+    """Strict JSON: non-finite floats become "inf"/"-inf"/"nan" strings, NaN cells become null."""
+    if isinstance(o, dict):
+        return {k: _finite_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite_json(v) for v in o]
+    if isinstance(o, (float, np.floating)):
+        f = float(o)
+        if f != f:
+            return None
+        return f if np.isfinite(f) else ("inf" if f > 0 else "-inf")
+    return o
+
+
+def row_json(row: dict) -> str:
+    """A result row as strict, compact JSON (non-finite floats as _finite_json writes them)."""
+    try:                                   # most rows hold only finite numbers: no Python walk
+        return json.dumps(row, default=_json_default, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite_json(row), default=_json_default, allow_nan=False)
+
+
+def _from_json(row: dict) -> dict:
+    for k in ("max_ulp",):
+        if isinstance(row.get(k), str):
+            row[k] = _NONFINITE[row[k]]
+    w = row.get("worst")
+    if isinstance(w, dict) and isinstance(w.get("ulps"), str):
+        w["ulps"] = _NONFINITE[w["ulps"]]
+    return row
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def environment() -> dict:
+    import ml_dtypes
+    env = {"parity": __version__, "python": platform.python_version(), "numpy": np.__version__,
+           "ml_dtypes": ml_dtypes.__version__, "pandas": pd.__version__, "host": platform.node(),
+           "platform": platform.platform(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    try:                                   # GPU name, SMs, clocks, driver, CUDA, CuPy, hip-python
+        from parity.timing import gpu_environment
+        gpu = gpu_environment()
+    except Exception as e:                 # never let the environment probe break a run
+        gpu = {"error": f"{type(e).__name__}: {e}"}
+    for k in ("cupy", "hip_python"):
+        if k in gpu:
+            env[k] = gpu.pop(k)
+    if gpu:
+        env["gpu"] = gpu
+    return env

@@ -1,0 +1,329 @@
+"""The sweep session: everything between a front end's options and its reports.
+
+`parity run`, `bench`, `mutate`, `repro`, `coverage`, `compile` and the pytest plugin all go through
+here: the subject (the suite folder and its one default, a port's build line, the ABI profile, the
+suite discovered once), the sweep's cases (filters, shard, `--since`), the levels, and the run itself
+(workers started, the needed files precompiled, every case on every level, journalled). A mistake of
+the user's is a `SessionError`: one line, which each front end shows as its usage error (exit 2,
+`pytest.UsageError`); nothing here prints, exits or knows about click.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from parity.core import resources
+from parity.core.suggest import unknown
+
+if TYPE_CHECKING:
+    from parity.profiles import Profile
+    from parity.run.cases import Case, Filters
+    from parity.run.journal import Journal
+    from parity.run.levels import Level
+    from parity.suite.port import Port
+    from parity.suite.scan import Suite
+    from parity.timing import TimingOptions
+
+DEFAULT_HIP_SRC = resources.hip_suite()       # the bundled HIP suite: the subject when --hip-src is not given
+RUN_FILE = "run.json"                         # a run folder's options, for --resume
+
+
+class SessionError(ValueError):
+    """A user mistake or a missing prerequisite, said in one line."""
+
+
+def csv_list(value: str | None) -> list[str] | None:
+    """'a, b,,c' -> ['a', 'b', 'c']; None or '' -> None (the option was not given)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+# ------------------------------------------------------------------------------------- the subject
+@dataclass
+class Subject:
+    """What a run checks: the HIP suite folder (or a port of it), the CUDA suite, the ABI profile."""
+    hip_src: Path
+    cuda_src: Path | None
+    port: Port | None
+    profile: Profile
+    how: str                                  # how the profile was chosen, for the reports
+    given: bool                               # the user named the suite (--hip-src or a port)
+    _suite: Suite | None = field(default=None, repr=False)
+
+    @property
+    def folders(self) -> list[Path]:
+        return [self.hip_src] + ([self.cuda_src] if self.cuda_src else [])
+
+    def suite(self) -> Suite:
+        """The HIP suite's sources and kernels, discovered once for the whole session."""
+        if self._suite is None:
+            from parity.suite.port import discover_port
+            from parity.suite.scan import discover
+            self._suite = discover_port(self.port) if self.port is not None else discover(self.hip_src)
+        return self._suite
+
+    def check_folders(self) -> None:
+        for p in self.folders:
+            if not p.is_dir():
+                raise SessionError(f"kernel suite folder {p} does not exist")
+
+
+def subject(hip_src: str | Path | None = None, cuda_src: str | Path | None = None, *, profile: str | None = None,
+            port_file: str | Path | None = None, port_source=(), port_include=(), port_force_include=(),
+            port_define=()) -> Subject:
+    """The subject of a command from its options: --hip-src (default: the bundled suite), --cuda-src,
+    --port FILE (default: DIR/parity-port.toml) and the --port-* additions, --profile (default:
+    DIR/parity-kernels.toml, else the built-in profile whose kernel names the suite defines, else candle)."""
+    given = Path(hip_src) if hip_src else None
+    port = _port(given, port_file, port_source, port_include, port_force_include, port_define)
+    root = given or (port.root if port is not None else None)
+    subj = Subject(root or DEFAULT_HIP_SRC, Path(cuda_src) if cuda_src else None, port, None, "", root is not None)
+    subj.profile, subj.how = _profile(profile, root, subj)
+    return subj
+
+
+def _port(hip_src: Path | None, port_file, sources, includes, forced, defines) -> Port | None:
+    from parity.suite.port import Port, PortError, find_port
+    try:
+        port = find_port(hip_src, Path(port_file) if port_file else None)
+        if port is None and (sources or includes or forced or defines):
+            if hip_src is None:
+                raise SessionError("--port-source/--port-include/--port-force-include/--port-define describe the "
+                                   "port of --hip-src DIR: give --hip-src (or --port FILE)")
+            port = Port(root=hip_src)
+        if port is not None:
+            port = port.extended(sources=sources, include_dirs=includes, force_includes=forced, defines=defines)
+    except PortError as e:
+        raise SessionError(str(e))
+    if port is not None and not port.source_files():
+        raise SessionError(f"the port's sources ({', '.join(port.sources) or '*.hip, *.cu'}) match no file "
+                           f"under {port.root}")
+    return port
+
+
+def _profile(option: str | None, root: Path | None, subj: Subject) -> tuple[Profile, str]:
+    from parity import profiles
+
+    def names() -> list[str]:
+        return list(subj.suite().kernels)
+    try:
+        return profiles.resolve(option, root, names if root is not None and Path(root).is_dir() else None)
+    except KeyError as e:
+        raise SessionError(str(e.args[0]) if e.args else str(e))
+    except ValueError as e:
+        raise SessionError(str(e))
+
+
+def profile_only(option: str | None) -> Profile:
+    """The profile a command without a suite names (`parity list --profile`)."""
+    return subject(None, profile=option).profile
+
+
+# ------------------------------------------------------------------------------------- the cases
+def select_cases(sweep: str, filters: Filters | None = None, shard: tuple[int, int] | None = None,
+                 profile: Profile | None = None, allow_empty: bool = False) -> list[Case]:
+    """The sweep's cases, narrowed by the filters and the shard; SessionError for a sweep or filter
+    that names nothing known, and (unless allow_empty) for filters that select no case."""
+    from parity.run.cases import load_sweep
+    try:
+        cases = load_sweep(sweep, filters, shard=shard, profile=profile)
+    except (KeyError, ValueError, FileNotFoundError) as e:
+        raise SessionError(str(e.args[0]) if e.args else str(e)) from None
+    if not cases and not allow_empty:
+        raise SessionError("the filters select no case (see `parity list` and `parity run --help`)")
+    return cases
+
+
+def changed_cases(cases: list[Case], ref: str, subj: Subject) -> tuple[list[Case], str]:
+    """(the cases whose kernels, or a host routine's kernels, are defined in suite files changed since
+    `ref`, the line that says which files chose them)."""
+    from parity.host.routines import is_library_kernel, suite_kernels
+    from parity.suite.since import SinceError, kernels_changed, selection_line
+    kernels: set[str] = set()
+    files: list[Path] = []
+    try:
+        for folder in subj.folders:
+            k, f = kernels_changed(ref, folder)
+            kernels |= k
+            files += f
+    except SinceError as e:
+        raise SessionError(str(e))
+    # worked out once per distinct (op, dtype), not per case (a pr sweep: 26,000 cases, ~700 pairs);
+    # a chain's step kernels and a host routine's own launches count
+    needs: dict[tuple[str, str], set[str]] = {}
+    for c in cases:
+        if (c.op, c.dtype) not in needs:
+            needs[c.op, c.dtype] = {k for n in c.kernels for k in (suite_kernels([n]) if is_library_kernel(n) else [n])}
+    chosen = [c for c in cases if kernels & needs[c.op, c.dtype]]
+    return chosen, selection_line(ref, files, kernels, len(chosen), len(cases))
+
+
+# ------------------------------------------------------------------------------------- the levels
+def build_levels(levels: str | list[str], subj: Subject, wave: str | int = "64", case_timeout: float = 30.0,
+                 gpus: str | None = None, require: str | None = None, named: bool = True) -> list[Level]:
+    """The selected levels, built ("auto": cpu and every GPU level of levels.LEVELS). A level named
+    in `levels` (unless named=False) or in `require` that is unavailable is a SessionError; `auto`
+    keeps the unavailable ones as rows of the report."""
+    from parity.run.levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
+    auto = levels == "auto"
+    names = list(LEVELS) if auto else (csv_list(levels) if isinstance(levels, str) else list(levels)) or []
+    required = csv_list(require) or []
+    for n in names + required:
+        if n not in ALL_LEVELS:
+            raise SessionError(unknown("level", n, ALL_LEVELS))
+    try:
+        names = expand_waves(names, parse_waves(wave))
+    except ValueError as e:
+        raise SessionError(str(e))
+    lvls = [make(n, subj.hip_src, subj.cuda_src, case_timeout, gpus=gpus, port=subj.port, profile=subj.profile.name)
+            for n in names]
+    must = [] if auto or not named else [(lv, "named in --levels") for lv in lvls]
+    for r in required:
+        lv = next((lv for lv in lvls if lv.name == r or lv.name.split("/")[0] == r), None)
+        if lv is None:
+            raise SessionError(f"required level {r} is not selected by --levels {levels}")
+        must.insert(0, (lv, "required"))
+    for lv, why in must:
+        if not lv.availability.available:
+            head = f"required level {lv.name}" if why == "required" else f"level {lv.name} ({why})"
+            raise SessionError(f"{head} is unavailable: {lv.availability.reason}")
+    return lvls
+
+
+def reference_only(lvls: list[Level], levels: str, subj: Subject) -> bool:
+    """True when only reference levels were asked for by name. SessionError when no selected level
+    runs or compiles the subject's kernels and the user did not ask for the reference alone."""
+    from parity.run.levels import REFERENCE, WHAT_RUNS_IT, role
+    runnable = [lv for lv in lvls if lv.availability.available]
+    if any(role(lv.name) != REFERENCE for lv in runnable):
+        return False
+    if levels != "auto" and runnable and all(role(lv.name) == REFERENCE for lv in lvls):
+        return True
+    why = "; ".join(f"{lv.name}: {lv.availability.reason}" for lv in lvls if not lv.availability.available)
+    raise SessionError(f"nothing here runs or compiles the kernels of {subj.hip_src}: {WHAT_RUNS_IT}"
+                       + (f" ({why})" if why else "")
+                       + ". `--levels cpu` runs the reference's case machinery alone (no kernel of the suite).")
+
+
+# ------------------------------------------------------------------------------------- the run folder
+def run_folder(out: Path, stem: str) -> Path:
+    """A new folder for this run, made atomically: a second run in the same second gets `-2`, `-3`."""
+    base = f"{stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise SessionError(f"--out {out} is a file, not a folder")
+    except OSError as e:
+        raise SessionError(f"--out {out}: cannot make the folder: {e.strerror or e}")
+    for i in range(1, 1000):
+        folder = Path(out) / (base if i == 1 else f"{base}-{i}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise SessionError(f"--out {out}: cannot write there: {e.strerror or e}")
+    raise SessionError(f"--out {out}: 999 runs named {base} already")
+
+
+def read_run_file(folder: Path) -> dict:
+    """The options a run folder was made with (its run.json)."""
+    path = folder / RUN_FILE
+    try:
+        saved = json.loads(path.read_text())
+        if not isinstance(saved, dict):
+            raise ValueError("not an object")
+    except FileNotFoundError:
+        raise SessionError(f"--resume {folder}: no {RUN_FILE} there (not a parity run folder, or one made by a "
+                           "parity before 0.4: start a new run)")
+    except (OSError, ValueError) as e:
+        raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: {e}")
+    return saved
+
+
+def write_run_file(folder: Path, options: dict) -> None:
+    path = folder / RUN_FILE
+    if path.exists():
+        return
+    try:
+        path.write_text(json.dumps(options, indent=1) + "\n")
+    except OSError as e:
+        raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
+
+
+def open_journal(folder: Path, cases: list[Case], runnable: list[Level], resume: bool) -> Journal:
+    from parity.run.journal import Journal
+    try:
+        return Journal(folder, resume=resume, cases={c.id for c in cases}, levels={lv.name for lv in runnable})
+    except OSError as e:
+        raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
+
+
+# ------------------------------------------------------------------------------------- the run
+def start(runnable: list[Level], kernels: set[str], progress=None) -> float:
+    """Start the levels' workers (they warm up meanwhile), then compile in parallel the suite files
+    these kernels need, and only those; the seconds it took."""
+    t0 = time.perf_counter()
+    for lv in runnable:
+        lv.prestart()
+    for lv in runnable:
+        lv.precompile(kernels, progress)
+    return time.perf_counter() - t0
+
+
+def execute(cases: list[Case], runnable: list[Level], journal: Journal, progress, meta: dict,
+            timing: TimingOptions | None = None, every_fault: bool = False) -> BaseException | None:
+    """Compile, then run every case on every runnable level, journalled; fills meta's `compile_s`,
+    `elapsed_s`, `resumed_rows` and `interrupted`. progress: a rich Progress (or parity.render's plain
+    one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None."""
+    from parity.run.engine import run_cases
+    interrupted: BaseException | None = None
+    t0 = time.perf_counter()
+    kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', built once here)
+    try:
+        meta["compile_s"] = start(runnable, kernels, progress)
+        for lv in runnable:
+            todo = journal.todo(cases, lv.name)
+            task = progress.add_task(lv.name, total=len(todo), status="", unit="cases")
+            tick = _Ticker(journal, progress, task)
+            try:
+                run_cases(todo, lv.executor, lv.availability.device, on_row=tick, timing=timing,
+                          every_fault=every_fault)
+            finally:
+                tick.flush()
+                lv.executor.close()
+    except KeyboardInterrupt as e:                 # Ctrl-C or SIGTERM: keep what finished
+        interrupted = e
+        for lv in runnable:
+            if lv.executor is not None:
+                lv.executor.close()
+    meta.setdefault("compile_s", time.perf_counter() - t0)
+    meta["elapsed_s"] = time.perf_counter() - t0
+    meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted is not None
+    return interrupted
+
+
+class _Ticker:
+    """Each finished row goes to the journal; the bar moves ~10 times a second (a nightly sweep has
+    60,000 rows)."""
+
+    def __init__(self, journal: Journal, progress, task):
+        self.journal, self.progress, self.task = journal, progress, task
+        self.fails = self.pending = 0
+        self.shown = time.perf_counter()
+
+    def __call__(self, row: dict) -> None:
+        self.journal.append(row)
+        self.fails += row["verdict"] not in ("pass", "xfail", "compiled")
+        self.pending += 1
+        if time.perf_counter() - self.shown > 0.1:
+            self.flush()
+
+    def flush(self) -> None:
+        self.progress.update(self.task, advance=self.pending,
+                             status=f"[red]{self.fails} not passing[/]" if self.fails else "")
+        self.pending, self.shown = 0, time.perf_counter()

@@ -1,0 +1,550 @@
+"""A kernel suite: a folder of `.hip` / `.cu` sources, and the kernels it defines.
+
+Kernels are found two ways, and both are kept:
+
+* from the sources: each file is run through the C preprocessor (gcc's `cpp`, with every
+  `<...>` header it cannot find replaced by an empty stub), so kernels stamped out by
+  instantiation macros (`PK_UNARY_ALL(f32, f32)`) are seen with their real names, then
+  `extern "C" __global__ void NAME(params)` declarations are parsed. Line markers map each
+  kernel back to the file and line that produced it (the macro invocation). Without `cpp`
+  only literal declarations are found.
+* from a compiled binary (`kernels_from_binary`): the ELF symbol table of an NVIDIA cubin or
+  of an AMD code object (offload bundles are unbundled in Python), read in Python, with
+  `nm` / `llvm-readelf` / `cuobjdump` as fall-backs.
+
+Parameter types are normalised to the vocabulary of `Op.signature`: "size_t", "u32", "i32",
+"f32", "f64", "bool", "ptr", and dtype names for scalars ("f16", "bf16", "f8_e4m3", "u8", ...).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SOURCE_SUFFIXES = (".hip", ".cu")
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc", ".inl")
+
+
+@dataclass
+class KernelDecl:
+    name: str
+    file: Path | None                 # source that defines it (None: only seen in a binary)
+    line: int | None                  # line of the declaration or of the macro invocation
+    params: list[str] | None          # normalised C types, None when unknown
+    raw_params: list[str] = field(default_factory=list)
+    origin: str = "source"            # "source" | "symbols"
+
+    def where(self) -> str:
+        if self.file is None:
+            return "(binary symbol table)"
+        return f"{self.file}:{self.line}" if self.line else str(self.file)
+
+
+@dataclass
+class Suite:
+    root: Path
+    sources: list[Path]
+    headers: list[Path]
+    kernels: dict[str, KernelDecl]
+    language: str                     # "hip" | "cuda" | "mixed" | "empty"
+    notes: list[str] = field(default_factory=list)   # discovery problems (no cpp, parse failures)
+
+    def names(self) -> list[str]:
+        return sorted(self.kernels)
+
+    def file_of(self, kernel: str) -> Path | None:
+        k = self.kernels.get(kernel)
+        return k.file if k else None
+
+    def by_file(self) -> dict[Path, list[str]]:
+        out: dict[Path, list[str]] = {s: [] for s in self.sources}
+        for k in self.kernels.values():
+            if k.file is not None:
+                out.setdefault(k.file, []).append(k.name)
+        return out
+
+    def add_symbols(self, names: list[str], source: Path | None = None) -> list[str]:
+        """Merge kernel names read from a compiled binary; returns the ones sources did not show."""
+        new = []
+        for n in names:
+            if n not in self.kernels:
+                self.kernels[n] = KernelDecl(n, source, None, None, origin="symbols")
+                new.append(n)
+        return new
+
+
+# ------------------------------------------------------------------------- type normalisation
+_TYPE_NAMES = {
+    "size_t": "size_t", "std::size_t": "size_t", "unsigned long": "size_t",
+    "unsigned long int": "size_t", "long unsigned int": "size_t", "decltype(sizeof(0))": "size_t",
+    "uintptr_t": "size_t", "usize": "size_t",
+    "unsigned long long": "u64", "unsigned long long int": "u64", "uint64_t": "u64", "u64": "u64",
+    "long long": "i64", "long long int": "i64", "int64_t": "i64", "long": "i64", "long int": "i64",
+    "ptrdiff_t": "i64", "ssize_t": "i64", "i64": "i64",
+    "unsigned int": "u32", "unsigned": "u32", "uint32_t": "u32", "uint": "u32", "u32": "u32",
+    "int": "i32", "signed int": "i32", "signed": "i32", "int32_t": "i32", "i32": "i32",
+    "unsigned short": "u16", "unsigned short int": "u16", "uint16_t": "u16", "u16": "u16",
+    "short": "i16", "short int": "i16", "signed short": "i16", "int16_t": "i16", "i16": "i16",
+    "unsigned char": "u8", "uint8_t": "u8", "u8": "u8", "uchar": "u8",
+    "char": "i8", "signed char": "i8", "int8_t": "i8", "i8": "i8",
+    "float": "f32", "f32": "f32", "double": "f64", "f64": "f64", "bool": "bool",
+    "__half": "f16", "half": "f16", "_Float16": "f16", "__fp16": "f16", "f16": "f16",
+    "__nv_bfloat16": "bf16", "__hip_bfloat16": "bf16", "hip_bfloat16": "bf16", "__bf16": "bf16",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "__nv_fp8_e4m3": "f8_e4m3", "__hip_fp8_e4m3": "f8_e4m3", "fp8_e4m3": "f8_e4m3",
+    "__hip_fp8_e4m3_fnuz": "f8_e4m3fnuz",
+}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "class",
+               "typename", "register", "__grid_constant__", "enum"}
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _heuristic(name: str) -> str | None:
+    n = name.lower()
+    if ("fp8" in n or "f8" in n) and "e4m3" in n:
+        return "f8_e4m3fnuz" if "fnuz" in n else "f8_e4m3"
+    if "bf16" in n or "bfloat16" in n:
+        return "bf16"
+    if n in ("f16", "fp16", "half") or n.endswith("_f16") or "float16" in n:
+        return "f16"
+    return None
+
+
+def normalize_type(ctype: str, typedefs: dict[str, str] | None = None) -> str:
+    """A C parameter type (with or without a parameter name) -> "ptr", "size_t", "f32", ..."""
+    typedefs = typedefs or {}
+    t = re.sub(r"\s+", " ", ctype.replace("\n", " ")).strip()
+    t = t.split("=")[0].strip()                              # default argument
+    if "*" in t or "[" in t:
+        return "ptr"
+    t = re.sub(r"__attribute__\s*\(\(.*?\)\)", "", t)
+    words = [w for w in t.replace("&", " ").split() if w not in _QUALIFIERS]
+    if not words:
+        return "?"
+    # drop the parameter name: the last identifier when more than one word remains and the
+    # remaining words still name a type ("unsigned int n" -> "unsigned int")
+    if len(words) > 1 and _IDENT.fullmatch(words[-1]):
+        head = " ".join(words[:-1])
+        if _lookup(head, typedefs) is not None or "::" in head or _IDENT.fullmatch(head) or \
+                head.startswith("decltype"):
+            words = words[:-1]
+    base = " ".join(words)
+    got = _lookup(base, typedefs)
+    return got if got is not None else base
+
+
+def _lookup(base: str, typedefs: dict[str, str], depth: int = 0) -> str | None:
+    base = base.strip()
+    if base in _TYPE_NAMES:
+        return _TYPE_NAMES[base]
+    if base.startswith("decltype") and "sizeof" in base:
+        return "size_t"
+    short = base.split("::")[-1].strip()
+    if short in _TYPE_NAMES and "::" in base and base.split("::")[0] in ("std", ""):
+        return _TYPE_NAMES[short]
+    for key in (base, short):
+        if key in typedefs and depth < 12:
+            target = typedefs[key]
+            if "*" in target:
+                return "ptr"
+            got = _lookup(" ".join(w for w in target.split() if w not in _QUALIFIERS), typedefs, depth + 1)
+            if got is not None:
+                return got
+    if short in _TYPE_NAMES:
+        return _TYPE_NAMES[short]
+    return _heuristic(short)
+
+
+_TYPEDEF = re.compile(r"\btypedef\s+([^;{}()]+?)\s+(\w+)\s*;")
+_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([^;{}]+);")
+_STRUCT = re.compile(r"\b(?:struct|class)\s+(\w+)\s*[{:]")
+
+
+def collect_typedefs(text: str) -> dict[str, str]:
+    tds: dict[str, str] = {}
+    for m in _TYPEDEF.finditer(text):
+        tds[m.group(2)] = m.group(1).strip()
+    for m in re.finditer(r"\btypedef\s+(decltype\s*\(\s*sizeof\s*\(\s*0\s*\)\s*\))\s+(\w+)\s*;", text):
+        tds[m.group(2)] = "decltype(sizeof(0))"
+    for m in _USING.finditer(text):
+        tds[m.group(1)] = m.group(2).strip()
+    return tds
+
+
+def split_params(params: str) -> list[str]:
+    """Split a parameter list at top-level commas."""
+    out, depth, cur = [], 0, []
+    for ch in params:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    last = "".join(cur).strip()
+    if last and last != "void":
+        out.append(last)
+    return [p for p in out if p]
+
+
+# ------------------------------------------------------------------------------ parsing
+_GLOBAL = re.compile(r"__global__|__attribute__\s*\(\(\s*global\s*\)\)")
+_DECL_TAIL = re.compile(
+    r"\s*((?:__launch_bounds__\s*\([^)]*\)\s*|__attribute__\s*\(\(.*?\)\)\s*|static\s+|inline\s+|"
+    r"__forceinline__\s+|__noinline__\s+)*)void\s+((?:__launch_bounds__\s*\([^)]*\)\s*)?)(\w+)\s*\(",
+    re.S)
+
+
+def _strip_comments(text: str) -> str:
+    def repl(m: re.Match) -> str:
+        s = m.group(0)
+        return s if s.startswith(('"', "'")) else re.sub(r"[^\n]", " ", s)
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', repl, text, flags=re.S)
+
+
+def balanced_end(text: str, i: int, pair: str = "{}") -> int:
+    """Offset just past the bracket that closes the one opened just before `i` (`pair`: its open
+    and close characters), counting nested pairs; len(text) when it never closes."""
+    depth = 1
+    while i < len(text) and depth:
+        depth += {pair[0]: 1, pair[1]: -1}.get(text[i], 0)
+        i += 1
+    return i
+
+
+def _extern_c_blocks(text: str) -> list[tuple[int, int]]:
+    return [(m.end(), balanced_end(text, m.end())) for m in re.finditer(r'extern\s+"C"\s*\{', text)]
+
+
+def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
+    """(name, char offset, raw params, extern "C") for every non-template __global__ function."""
+    blocks = _extern_c_blocks(text)
+    out = []
+    for g in _GLOBAL.finditer(text):
+        m = _DECL_TAIL.match(text, g.end())
+        if not m:
+            continue
+        name = m.group(3)
+        start = m.end()
+        i = balanced_end(text, start, "()")
+        params = split_params(text[start:i - 1])
+        # the declaration prefix: back to the previous ; } or { (or 200 chars)
+        j = g.start()
+        while j > 0 and text[j - 1] not in ";}{" and g.start() - j < 400:
+            j -= 1
+        prefix = text[j:g.start()]
+        if re.search(r"\btemplate\s*<", prefix):
+            continue
+        extern_c = bool(re.search(r'extern\s+"C"', prefix)) or any(a <= g.start() < b for a, b in blocks)
+        out.append((name, g.start(), params, extern_c))
+    return out
+
+
+# ------------------------------------------------------------------------- preprocessing
+_MISSING = re.compile(r"fatal error: ([^:\n]+): No such file or directory")
+_LINEMARK = re.compile(r'^#\s*(\d+)\s+"([^"]*)"')
+
+
+def default_defines(suffix: str) -> dict[str, str]:
+    d = {"__CUDA_ARCH__": "900", "__PARITY_DISCOVERY__": "1"}
+    if suffix == ".hip":
+        d.update({"__HIPCC__": "1", "__HIP__": "1", "__HIP_DEVICE_COMPILE__": "1",
+                  "__HIP_PLATFORM_AMD__": "1", "__HIP_PLATFORM_HCC__": "1"})
+    else:
+        d.update({"__CUDACC__": "1", "__NVCC__": "1"})
+    return d
+
+
+STUB_DEPTH = 4           # `#include "../x.h"` up to this many levels up still lands in the stub folder
+CPP_TIMEOUT_S = 120      # a computed include of a FIFO or device would block cpp forever
+
+
+def stub_path(stubs: Path, name: str) -> Path | None:
+    """Where an empty stub for the missing header `name` (as written in the #include) goes so cpp
+    finds it through `-I stubs/i/i/...`, or None when that would lie outside `stubs` (an absolute
+    name, or more `../` than STUB_DEPTH): such a header is not stubbed."""
+    if os.path.isabs(name) or "\0" in name:
+        return None
+    target = Path(os.path.normpath(stubs.joinpath(*["i"] * STUB_DEPTH, name)))
+    return target if target != stubs and target.is_relative_to(stubs) else None
+
+
+def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
+               cpp: str | None = None, max_stubs: int = 200,
+               force_includes: list[Path] = ()) -> tuple[str | None, str]:
+    """Run `cpp` with an empty stub for every header it cannot find. Returns (text, problem).
+    Stubs live in a temporary folder of this call (removed after it) and never outside it.
+    force_includes: `-include` headers ahead of the source (a shim port's compat header)."""
+    cpp = cpp or shutil.which("cpp")
+    if not cpp:
+        return None, "no C preprocessor (cpp) on PATH: only literal kernel declarations are found"
+    defines = default_defines(source.suffix) if defines is None else defines
+    with tempfile.TemporaryDirectory(prefix="parity-stubs-") as tmp:
+        stubs = Path(tmp).resolve()
+        inc = stubs.joinpath(*["i"] * STUB_DEPTH)
+        inc.mkdir(parents=True)
+        for _ in range(max_stubs):
+            cmd = [cpp, "-x", "c++", "-std=c++17", "-nostdinc", "-w", f"-I{source.parent}"]
+            cmd += [f"-I{d}" for d in include_dirs] + [f"-I{inc}"]
+            cmd += [f"-D{k}={v}" for k, v in defines.items()]
+            cmd += [a for f in force_includes for a in ("-include", str(f))] + [str(source)]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                   timeout=CPP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                return None, (f"cpp did not finish in {CPP_TIMEOUT_S} s (an include of a FIFO or device?): "
+                              "only literal kernel declarations are found")
+            miss = _MISSING.search(p.stderr)
+            if miss:
+                name = miss.group(1).strip()
+                stub = stub_path(stubs, name)
+                if stub is None:
+                    return None, (f"#include {name!r} is not found and is not stubbed (an absolute or ../ "
+                                  "name outside the include folders): only literal kernel declarations are found")
+                if stub.exists():
+                    return None, p.stderr.strip()[-2000:]
+                stub.parent.mkdir(parents=True, exist_ok=True)
+                stub.write_text("")
+                continue
+            if p.returncode != 0 and not p.stdout:
+                return None, p.stderr.strip()[-2000:]
+            return p.stdout, ""
+    return None, "too many missing headers"
+
+
+def _line_map(text: str) -> list[tuple[str, int]]:
+    """For every line of cpp output, the (file, line) it came from."""
+    res, cur_file, cur_line = [], "", 1
+    for ln in text.split("\n"):
+        m = _LINEMARK.match(ln)
+        if m:
+            cur_line, cur_file = int(m.group(1)), m.group(2)
+            res.append((cur_file, 0))
+            continue
+        res.append((cur_file, cur_line))
+        cur_line += 1
+    return res
+
+
+def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
+                use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
+    """Kernels declared in one source file (through macros when `cpp` is there). Served from a
+    disk cache keyed by the file, the headers it includes, and the options: every worker process
+    discovers the suite, and cpp over a large file costs a second."""
+    import hashlib
+    import json
+
+    from parity.suite.compile_cache import cache_dir, include_walk
+    headers, refused = include_walk(source, list(include_dirs))
+    for f in force_includes:                 # force-included headers enter the key by content too
+        more, why = include_walk(Path(f), list(include_dirs))
+        headers, refused = [*headers, Path(f).resolve(), *more], refused + why
+    if refused:                      # cpp would block reading a FIFO: the literal declarations only
+        decls, _ = _scan_source(source, include_dirs, defines, use_cpp=False)
+        return decls, f"{refused[0]}; only literal kernel declarations are found"
+    h = hashlib.sha256(b"scan/1")
+    for f in [Path(source).resolve(), *headers]:
+        h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""]
+                        + ([[str(f) for f in force_includes]] if force_includes else []), sort_keys=True).encode())
+    h.update(b"\0as given: " + str(source).encode())   # the decls record the file as this call spells it
+                                                          # (relative or absolute): one entry per spelling
+    entry = cache_dir() / "scan" / f"{h.hexdigest()}.json"
+    try:
+        data = json.loads(entry.read_text())
+        return [KernelDecl(d["name"], Path(d["file"]), d["line"], d["params"], d["raw_params"]) for d in data["decls"]], \
+            data["problem"]
+    except (OSError, ValueError, KeyError):
+        pass
+    decls, problem = _scan_source(source, include_dirs, defines, use_cpp, force_includes)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"problem": problem, "decls": [
+            {"name": d.name, "file": str(d.file), "line": d.line, "params": d.params, "raw_params": d.raw_params}
+            for d in decls]}))
+        tmp.replace(entry)
+    except OSError:                  # a read-only cache only costs the scan
+        pass
+    return decls, problem
+
+
+def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
+                 use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
+    text, problem = (preprocess(source, include_dirs, defines, force_includes=force_includes) if use_cpp
+                     else (None, "cpp disabled"))
+    literal = text is None
+    if literal:
+        text = _strip_comments(source.read_text(errors="replace"))
+    typedefs = collect_typedefs(text)
+    lines = None if literal else _line_map(text)
+    starts = [0]
+    for ln in text.split("\n"):
+        starts.append(starts[-1] + len(ln) + 1)
+    import bisect
+    decls = []
+    for name, off, params, extern_c in parse_declarations(text):
+        if not extern_c:
+            continue
+        if literal and "##" in "".join(params) + name:
+            continue
+        row = bisect.bisect_right(starts, off) - 1
+        if lines is None:
+            file, line = source, row + 1
+        else:
+            f, line = lines[row] if row < len(lines) else (str(source), 0)
+            file = Path(f) if f and not f.startswith("<") else source
+        decls.append(KernelDecl(name, file, line or None, [normalize_type(p, typedefs) for p in params],
+                                raw_params=params))
+    return decls, problem
+
+
+def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = (),
+             defines: dict[str, str] | None = None, use_cpp: bool = True,
+             force_includes: list[str | os.PathLike] = (), sources: list[Path] | None = None) -> Suite:
+    """Find the sources of a suite folder (or a single file) and the kernels they declare.
+    sources: the files to scan (a port's globs, parity.suite.port), instead of every .hip/.cu under path."""
+    root = Path(path)
+    from parity.suite.compile_cache import special_file
+    notes: list[str] = []
+    why = special_file(root)
+    if why:
+        notes.append(why)
+        return Suite(root, [], [], {}, "empty", notes)
+    if sources is not None:
+        sources, hdr_root = sorted(Path(s) for s in sources), (root.parent if root.is_file() else root)
+    elif root.is_file():
+        sources, hdr_root = [root], root.parent
+    else:
+        sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+        hdr_root = root
+    found = list(hdr_root.rglob("*")) if hdr_root.is_dir() else []
+    headers = sorted(p for p in found if p.suffix in HEADER_SUFFIXES and p.is_file())
+    notes += [special_file(p) for p in found if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES and special_file(p)]
+    kinds = {s.suffix for s in sources}
+    language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
+    kernels: dict[str, KernelDecl] = {}
+    for src in sources:
+        decls, problem = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
+                                     [Path(f) for f in force_includes])
+        if problem:
+            notes.append(f"{src}: {problem}")
+        for d in decls:
+            if d.name in kernels and kernels[d.name].file != d.file:
+                notes.append(f"{d.name} defined twice: {kernels[d.name].where()} and {d.where()}")
+            kernels.setdefault(d.name, d)
+    return Suite(root, sources, headers, kernels, language, notes)
+
+
+# --------------------------------------------------------------------------- binaries
+BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+
+
+def unbundle(data: bytes) -> dict[str, bytes]:
+    """Entries of a clang offload bundle (what `hipcc --genco` writes) by target triple."""
+    if not data.startswith(BUNDLE_MAGIC):
+        return {}
+    n = struct.unpack_from("<Q", data, 24)[0]
+    p, out = 32, {}
+    for _ in range(n):
+        off, size, tl = struct.unpack_from("<QQQ", data, p)
+        p += 24
+        triple = data[p:p + tl].decode(errors="replace")
+        p += tl
+        out[triple] = data[off:off + size]
+    return out
+
+
+def device_elf(data: bytes, arch: str | None = None) -> bytes:
+    """The device ELF inside a bundle (or the data itself when it is an ELF already)."""
+    if data[:4] == b"\x7fELF":
+        return data
+    entries = unbundle(data)
+    for triple, blob in entries.items():
+        if "amdgcn" in triple and (arch is None or triple.endswith(arch)) and blob[:4] == b"\x7fELF":
+            return blob
+    raise ValueError("no device ELF in the code object" + (f" for {arch}" if arch else ""))
+
+
+def elf_symbols(elf: bytes) -> list[tuple[str, int, int, int, int]]:
+    """(name, type, bind, other, shndx) for every symbol of a 64-bit little-endian ELF."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    out = []
+    for sec in secs:
+        if sec[1] not in (2, 11):            # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        off, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
+        stroff = secs[link][4]
+        for k in range(size // entsize):
+            st_name, st_info, st_other, st_shndx = struct.unpack_from("<IBBH", elf, off + k * entsize)
+            end = elf.index(b"\0", stroff + st_name)
+            name = elf[stroff + st_name:end].decode(errors="replace")
+            out.append((name, st_info & 0xF, st_info >> 4, st_other, st_shndx))
+        if sec[1] == 2:
+            break                            # .symtab has everything .dynsym has
+    return out
+
+
+def _kernels_from_elf(elf: bytes) -> list[str]:
+    syms = elf_symbols(elf)
+    names = {s[0] for s in syms}
+    amd = any(n.endswith(".kd") for n in names)
+    out = set()
+    for name, typ, bind, other, shndx in syms:
+        if typ != 2 or bind not in (1, 2) or shndx == 0 or not name or name.startswith("$"):
+            continue
+        if amd and f"{name}.kd" not in names:
+            continue                          # AMD: a kernel has a kernel descriptor
+        if not amd and bind != 1:
+            continue                          # cubin: kernels are GLOBAL, helpers WEAK
+        out.add(name)
+    return sorted(out)
+
+
+def _kernels_with_tools(path: Path) -> list[str]:
+    for tool, args in (("cuobjdump", ["-symbols"]), ("nm", ["--defined-only"]),
+                       ("llvm-readelf", ["--syms"]), ("readelf", ["--syms", "-W"])):
+        exe = shutil.which(tool)
+        if not exe:
+            continue
+        p = subprocess.run([exe, *args, str(path)], capture_output=True, text=True, errors="replace")
+        if p.returncode != 0:
+            continue
+        found = set()
+        for ln in p.stdout.splitlines():
+            parts = ln.split()
+            if tool == "nm" and len(parts) == 3 and parts[1] == "T":
+                found.add(parts[2])
+            elif tool == "cuobjdump" and "STO_ENTRY" in ln:
+                found.add(parts[-1])
+            elif tool.endswith("readelf") and len(parts) >= 8 and parts[3] == "FUNC" and parts[4] == "GLOBAL":
+                found.add(parts[7])
+        if found:
+            return sorted(found)
+    return []
+
+
+def kernels_from_binary(path_or_bytes: str | os.PathLike | bytes, arch: str | None = None) -> list[str]:
+    """extern "C" kernel names in a cubin, an AMD code object, or an offload bundle of one."""
+    data = path_or_bytes if isinstance(path_or_bytes, bytes) else Path(path_or_bytes).read_bytes()
+    try:
+        return _kernels_from_elf(device_elf(data, arch))
+    except (ValueError, struct.error, IndexError):
+        if isinstance(path_or_bytes, bytes):
+            with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+                f.write(data)
+                f.flush()
+                return _kernels_with_tools(Path(f.name))
+        return _kernels_with_tools(Path(path_or_bytes))
