@@ -26,7 +26,7 @@ def measure(level: str, sweep: str, ops: str | None, limit: int | None, isolate:
     from parity.run.levels import make
     from parity.run.session import DEFAULT_HIP_SRC
     cases = [c for c in load_sweep(sweep, Filters(ops=ops.split(",") if ops else None))
-             if c.op_spec.spec.elementwise]                     # elementwise: the phases are separable
+             if c.catalog_op.spec.elementwise]                     # elementwise: the phases are separable
     if limit:
         cases = cases[:limit]
     lv = make(level, DEFAULT_HIP_SRC, None, isolate=isolate)

@@ -29,7 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import gpu_clock, suite_kernel as kernel, timed  # noqa: E402,F401 (launch_floor.py imports them here)
-from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor  # noqa: E402
+from parity.executors.cuda import CudaExecutor
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor  # noqa: E402
 from parity.ops.quantized.blocks import FORMATS, dequantize_reference, random_blocks  # noqa: E402
 
 ROWS, COLS = 4096, 14336

@@ -275,7 +275,8 @@ def main() -> None:
                     help="judge each nn row's kernel at 96 rows on these HIP suites (comma separated; all if bare)")
     a = ap.parse_args()
     import cupy as cp
-    from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor
+    from parity.executors.cuda import CudaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     suites = dict(s.split("=", 1) for s in a.suite) or {"after": str(ROOT / "backends" / "hip")}
     variants = dict(s.split("=", 1) for s in a.variant)
     hips = {name: HipOnNvidiaExecutor(suite_dir=Path(d), wave=a.wave) for name, d in {**suites, **variants}.items()}

@@ -10,10 +10,11 @@ from parity.executors.amd import AmdExecutor
 from parity.executors.base import Compiling, Pooled, Preparing, Queued, TimedWhereRun
 from parity.executors.cpu import CpuExecutor
 from parity.executors.cupy_ref import CupyRefExecutor
-from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor, HipOnNvidiaW32Executor
+from parity.executors.cuda import CudaExecutor
+from parity.executors.hip_nvidia import HipOnNvidiaExecutor, HipOnNvidiaW32Executor
 from parity.executors.worker import IsolatedExecutor
 from parity.host.conv import MiopenCapable
-from parity.run.levels import GpuPool
+from parity.executors.pool import GpuPool
 
 PARITY = Path(__file__).resolve().parent.parent / "parity"
 

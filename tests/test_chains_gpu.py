@@ -71,7 +71,7 @@ def test_resident_chains_keep_tensors_on_the_device_bit_for_bit():
             assert set(host.outputs) == set(dev.outputs)
             for n, a in host.outputs.items():
                 assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(dev.outputs[n]).view(np.uint8)), (cid, n)
-            spec = p.case.op_spec.spec
+            spec = p.case.catalog_op.spec
             assert spec.verdict(p.built, p.expected, dev)[0]["verdict"] == "pass", cid
     finally:
         ex.close()

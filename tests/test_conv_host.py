@@ -232,7 +232,8 @@ def test_hip_nvidia_precompiles_what_the_host_routine_launches():
 
 def test_cuda_level_reads_the_original_kernel_and_the_rocm_levels_the_copy():
     from parity.executors.amd import AmdExecutor
-    from parity.executors.hip_nvidia import CudaExecutor, HipOnNvidiaExecutor
+    from parity.executors.cuda import CudaExecutor
+    from parity.executors.hip_nvidia import HipOnNvidiaExecutor
     assert CudaExecutor.conv_gemm_kernel == "original"
     assert HipOnNvidiaExecutor.conv_gemm_kernel == AmdExecutor.conv_gemm_kernel == "copy"
 

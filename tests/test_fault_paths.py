@@ -25,7 +25,7 @@ def cases():
 
 
 def path(case) -> str:
-    return fault_path(case.op_spec.kernel_name(case.dtype), case.layout)[1]
+    return fault_path(case.catalog_op.kernel_name(case.dtype), case.layout)[1]
 
 
 def expected(cs) -> list[tuple[str, str]]:
@@ -34,7 +34,7 @@ def expected(cs) -> list[tuple[str, str]]:
     first: dict = {}
     out = []
     for c in cs:
-        key = (c.op_spec.kernel_name(c.dtype), path(c))
+        key = (c.catalog_op.kernel_name(c.dtype), path(c))
         if key[1] not in FAULTY:
             out.append(("pass", None))
         elif key in first:
@@ -130,7 +130,7 @@ def test_an_executor_in_this_process_skips_faulted_paths_too(tmp_path):
 
 
 def test_each_gpu_of_a_pool_launches_a_faulting_path_once(tmp_path):
-    from parity.run.levels import GpuPool
+    from parity.executors.pool import GpuPool
     log = str(tmp_path / "launches")
     cs = cases()
     pool = lambda: GpuPool("fake-gpu", [PathFaults(log, FAULTY, "contained") for _ in range(2)])  # noqa: E731
@@ -236,7 +236,7 @@ def test_inplace_fault_suite_launches_each_faulting_path_once_on_gpu(tmp_path):
     inplace = [c.layout.startswith("inplace") for c in cs]
     first = {}
     for c, r in zip(cs, runs[False]):
-        key = fault_path(c.op_spec.kernel_name(c.dtype), c.layout)
+        key = fault_path(c.catalog_op.kernel_name(c.dtype), c.layout)
         if not c.layout.startswith("inplace"):
             assert r["verdict"] == "pass", (c.id, r["verdict"], r["message"][:200])
         elif key in first:

@@ -37,7 +37,7 @@ C_BYTES = {"size_t": 8, "u64": 8, "i64": 8, "u32": 4, "i32": 4, "u16": 2, "i16":
 
 def _prepared(case_id):
     c = Case.parse(case_id)
-    return c.op_spec.spec.prepare(c)
+    return c.catalog_op.spec.prepare(c)
 
 
 # ------------------------------------------------------------------------ 1. by-value arguments
@@ -83,7 +83,7 @@ def test_every_new_kernels_launch_marshals_with_the_c_sizes_of_its_parameters():
         if not name.startswith(NEW_PREFIXES):
             continue
         case = next(iter(expand(op, None, None, None, [0])))
-        _, launch, _ = case.op_spec.spec.prepare(case)
+        _, launch, _ = case.catalog_op.spec.prepare(case)
         if launch is None:
             continue
         vals = scalar_args(launch)
@@ -144,7 +144,7 @@ def test_executor_launches_get_rows_with_an_int64_ne00(monkeypatch):
 @pytest.mark.parametrize("why", ["unknown kind", "out of range", "upload fails"])
 def test_a_launch_parity_cannot_set_up_is_parity_error_not_a_crash(monkeypatch, why):
     case = Case.parse("quant.get_rows_f32/f32/h512/normal/s0")
-    built, launch, expected = case.op_spec.spec.prepare(case)
+    built, launch, expected = case.catalog_op.spec.prepare(case)
     if why == "unknown kind":
         launch.args[3] = Arg("i128", 512, name="ne00")
     elif why == "out of range":
@@ -154,7 +154,7 @@ def test_a_launch_parity_cannot_set_up_is_parity_error_not_a_crash(monkeypatch, 
     assert res.status == "error" and not k.calls, res
     assert "not launched" in res.message and "parity internal error" in res.message
     assert not ex._dead                                       # the context is not declared lost
-    fields, _ = case.op_spec.spec.verdict(built, expected, res)
+    fields, _ = case.catalog_op.spec.verdict(built, expected, res)
     assert fields["verdict"] == "error"
     if why != "upload fails":                                 # the next launch runs normally
         _, good, _ = _prepared("quant.get_rows_f32/f32/h512/normal/s0")
@@ -281,7 +281,7 @@ def test_every_q8_0_case_matches_the_literal_kernel_including_nans(fmt, batch):
     for dt in ("f32", "f16", "bf16"):
         op = CATALOG[f"quant.mmvq_gguf_{fmt}_{dt}_b{batch}"]
         for case in expand(op, None, None, None, [0]):
-            built, launch, expected = case.op_spec.spec.prepare(case)
+            built, launch, expected = case.catalog_op.spec.prepare(case)
             g = built.geo
             out = candle_q8_0_mmvq(built.inputs["vx"], built.inputs["vy"], g["ncols"], g["nrows"], batch,
                                    q8_1.padded(g["ncols"]) // 32, int(launch.block[1]))

@@ -74,7 +74,7 @@ def port_cases():
 
 
 def kernel_of(case) -> str:
-    return case.op_spec.kernel_name(case.dtype)
+    return case.catalog_op.kernel_name(case.dtype)
 
 
 def planted_verdict(case) -> str:
@@ -86,7 +86,7 @@ def planted_verdict(case) -> str:
         return "signature-mismatch"
     if k not in PRESENT:
         return "missing"
-    if case.layout in LAYOUT_CLASSES and LAYOUT_CLASSES[case.layout].inplace and case.op_spec.family in ("unary", "affine"):
+    if case.layout in LAYOUT_CLASSES and LAYOUT_CLASSES[case.layout].inplace and case.catalog_op.family in ("unary", "affine"):
         return "crash"                            # bug 2: PORT_MAP_KERNEL has no null-input path
     if (case.op, case.dtype, case.values) in FAIL_GROUPS:
         return "fail?"                            # fails wherever the data hits the bug

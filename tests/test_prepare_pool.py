@@ -16,13 +16,13 @@ def _cases():
 def test_built_pickles_without_its_op():
     c = load_sweep("pr", Filters(ops=["unary.exp"]))[0]
     b = pickle.loads(pickle.dumps(build(c)))
-    assert b.op is c.op_spec
+    assert b.op is c.catalog_op
 
 
 def test_structured_built_pickles_without_its_op():
     c = load_sweep("pr", Filters(ops=["reduce.sum"]))[0]
     p = pickle.loads(pickle.dumps(prepare_case(c)))
-    assert p.built.op is c.op_spec
+    assert p.built.op is c.catalog_op
     assert p.expected.tobytes() == prepare_case(c).expected.tobytes()
 
 

@@ -67,7 +67,7 @@ def test_every_op_resolves_from_its_case_id():
     for name, op in RR.ops.items():
         assert name.startswith("rocm-rs.") and profiles.lookup_op(name) is op
         case = Case(name, op.dtypes[0], op.spec.layouts()[0], op.value_classes[0])
-        assert Case.parse(case.id).op_spec is op
+        assert Case.parse(case.id).catalog_op is op
     with pytest.raises(KeyError):
         profiles.lookup_op("rocm-rs.no.such")
 
@@ -148,7 +148,7 @@ def test_cpu_level_runs_every_rocm_rs_kernel():
     cases = load_sweep("smoke", Filters(values=["normal"]), profile=RR)
     seen, pick = set(), []
     for c in cases:
-        k = c.op_spec.kernel_name(c.dtype)
+        k = c.catalog_op.kernel_name(c.dtype)
         if k not in seen:
             seen.add(k)
             pick.append(c)
@@ -316,7 +316,7 @@ def test_fixture_index_overflow_on_huge_on_gpu():
 
 def _kernels_hip_cases(cases):
     suite = discover(ROCM_RS)
-    return [c for c in cases if suite.kernels[c.op_spec.kernel_name(c.dtype)].file.name == "kernels.hip"]
+    return [c for c in cases if suite.kernels[c.catalog_op.kernel_name(c.dtype)].file.name == "kernels.hip"]
 
 
 @pytest.mark.gpu

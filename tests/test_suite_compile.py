@@ -15,7 +15,8 @@ from parity.suite.compile_cache import cache_key, compile_source, error_location
 from parity.suite.coverage import coverage
 from parity.ops import expected_kernels
 from parity.ops.base import Arg, Launch
-from parity.suite.scan import discover, kernels_from_binary, normalize_type, unbundle
+from parity.suite.elf import kernels_from_binary, unbundle
+from parity.suite.scan import discover, normalize_type
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

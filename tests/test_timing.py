@@ -230,7 +230,7 @@ def test_merge_of_shards_equals_unsharded_run_on_cpu(tmp_path):
 
 
 def test_parallel_pool_gives_the_rows_of_a_sequential_run():
-    from parity.run.levels import GpuPool
+    from parity.executors.pool import GpuPool
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "binary.add"], dtypes=["f32"]))
     seq = run_cases(cases, CpuExecutor())
     seen = []
@@ -249,7 +249,7 @@ class DiesOnExp(CpuExecutor):
 
 
 def test_a_dying_drive_process_loses_no_case():
-    from parity.run.levels import GpuPool
+    from parity.executors.pool import GpuPool
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "unary.exp"], dtypes=["f32"]))
     seen = []
     rows = run_cases(cases, GpuPool("cpu", [CpuExecutor(), DiesOnExp()]), on_row=seen.append)

@@ -77,7 +77,7 @@ class QueuedCpu(CpuExecutor):
 
 def test_engine_queues_launches_and_keeps_case_order():
     cases = load_sweep("smoke", Filters(ops=["unary.neg", "reduce.sum", "binary.minimum"]))
-    assert {c.op_spec.spec.elementwise for c in cases} == {True, False}       # queued and one-at-a-time mixed
+    assert {c.catalog_op.spec.elementwise for c in cases} == {True, False}       # queued and one-at-a-time mixed
     plain = run_cases(cases, CpuExecutor())
     queued_ex = QueuedCpu()
     queued = run_cases(cases, queued_ex)

@@ -19,14 +19,11 @@ Views (Candle's, no copy; a contiguous copy is a `copy.ucopy` step): `transpose(
 from __future__ import annotations
 
 import re
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
+from parity.core import toml
 from parity.core.layouts import Layout, row_major
 from parity.core.suggest import unknown
 
@@ -163,8 +160,8 @@ def operand_layout(base: Layout, op: Operand) -> Layout:
 
 def load_chain(path: Path) -> Chain:
     try:
-        spec = tomllib.loads(Path(path).read_text())
-    except tomllib.TOMLDecodeError as e:
+        spec = toml.loads(Path(path).read_text())
+    except toml.TOMLDecodeError as e:
         raise ChainError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ChainError(f"{path}: cannot read the chain file: {e}") from None

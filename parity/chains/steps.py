@@ -51,7 +51,7 @@ class StepCase:
     params: tuple = ()
 
     @property
-    def op_spec(self) -> Op:
+    def catalog_op(self) -> Op:
         return CATALOG[self.op]
 
     @property

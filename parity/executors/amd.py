@@ -24,7 +24,8 @@ from parity.host.miopen import Miopen
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
 from parity.suite.port import Port, subject_suite
-from parity.suite.scan import Suite, kernels_from_binary
+from parity.suite.elf import kernels_from_binary
+from parity.suite.scan import Suite
 from parity.timing import HipClock, hip_clock
 from parity.executors.base import Availability, Executor, loaded_for_timing
 from parity.executors.preflight import compile_failure, not_found, signature_mismatch

@@ -21,7 +21,8 @@ from parity.suite.coverage import compare_signature
 from parity.host.routines import suite_kernels
 from parity.ops.base import ExecResult
 from parity.suite.port import Port, subject_suite
-from parity.suite.scan import Suite, kernels_from_binary
+from parity.suite.elf import kernels_from_binary
+from parity.suite.scan import Suite
 from parity.executors.base import Availability, Executor
 from parity.executors.preflight import compile_failure, not_found
 

@@ -28,7 +28,8 @@ from parity.host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, j
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
 from parity.suite.port import Port, shadowed, subject_suite
-from parity.suite.scan import Suite, kernels_from_binary
+from parity.suite.elf import kernels_from_binary
+from parity.suite.scan import Suite
 from parity.executors.base import Availability, Executor, loaded_for_timing
 from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 
@@ -605,22 +606,6 @@ def _host(a):
         import cupy
         return cupy.asnumpy(a.raw).view(a.dtype).reshape(a.shape)
     return a
-
-
-class CudaExecutor(HipOnNvidiaExecutor):
-    """Level `cuda`: a `.cu` suite (Candle's own kernels) compiled as it is, no HIP mapping."""
-    level = "cuda"
-    wave = None                                  # CUDA sources: NVIDIA warps, no HIP mapping
-    suffixes = (".cu",)
-    # CUDA Candle's conv1d/conv2d GEMM reads the original kernel buffer even after copying a
-    # non-contiguous kernel (KD cuda-conv-noncontiguous-kernel; parity/host/conv.py).
-    conv_gemm_kernel = "original"
-
-    def __init__(self, suite_dir: str | os.PathLike, **kw):
-        super().__init__(suite_dir, **kw)
-
-    def default_includes(self) -> list[Path]:
-        return []
 
 
 class HipOnNvidiaW32Executor(HipOnNvidiaExecutor):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+from parity.core import toml
 from parity.run.cases import Case
 from parity.core.layouts import LAYOUT_CLASSES
 from parity.suite.scan import balanced_end
@@ -86,8 +86,8 @@ def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
     if not Path(path).is_file():
         return {}
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except tomllib.TOMLDecodeError as e:
+        data = toml.loads(Path(path).read_text())
+    except toml.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
     out = {}
     for i, e in enumerate(data.get("equivalent", [])):

@@ -9,7 +9,7 @@ import numpy as np
 
 from parity.core.dtypes import DType
 from parity.core.layouts import SENTINEL, Layout, candle_info, contiguous, poison_fill
-from parity.ops.base import Arg, Launch, Op, Operands, elementwise_grid
+from parity.ops.base import Arg, Launch, Op, Operands, for_num_elems
 
 
 def sentinel_fill(dt: DType, n: int) -> np.ndarray:
@@ -60,7 +60,7 @@ def pack(op: Op, key: str, ops: Operands, params: dict[str, float], inplace: boo
             args.append(Arg("scalar", params[name], dtype=t.name, name=name))
         else:
             args.append(Arg(typ, params[name], name=name))
-    return Launch(op.kernel_name(key), args, buffers, ("out",), elementwise_grid(numel), dtypes=dtypes)
+    return Launch(op.kernel_name(key), args, buffers, ("out",), for_num_elems(numel), dtypes=dtypes)
 
 
 def extract(op: Op, launch_out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -73,8 +73,9 @@ class ExecResult:
     detail: dict = field(default_factory=dict)    # host-routine facts for the result row (conv route, ...)
 
 
-def elementwise_grid(n: int) -> tuple[int, int, int]:
-    """Candle's geometry; an empty tensor still gets one block so the kernel's bounds are tested."""
+def for_num_elems(n: int) -> tuple[int, int, int]:
+    """cudarc LaunchConfig::for_num_elems, Candle's grid for elementwise kernels: block 1024, grid
+    ceil(n/1024); an empty tensor still gets one block here, so the kernel's bounds are tested."""
     return (max(1, -(-n // BLOCK)), 1, 1)
 
 
@@ -186,7 +187,7 @@ class StructuredSpec:
         return list(self.shapes)
 
     def prepare(self, case) -> tuple[Any, Launch | None, np.ndarray | None]:
-        op = case.op_spec
+        op = case.catalog_op
         if case.dtype not in op.dtypes:
             raise KeyError(f"{op.name} has no dtype {case.dtype!r}; it has {', '.join(op.dtypes)}")
         if case.layout not in self.shapes:

@@ -41,9 +41,9 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, strided
 from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import pack, sentinel_fill
-from parity.ops.base import Arg, Launch, Op, Operands, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, for_num_elems, Launch, Op, Operands, ShapeClass, StructuredSpec
 from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
-from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, out_buffer, same_value
+from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 from parity.ops.unary import OPS as UNARY_OPS
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
@@ -163,10 +163,6 @@ def _view(kind: str, shape) -> Layout:
 
 
 # ---------------------------------------------------------------------------- references
-def _int_acc(dt):
-    return not dt.is_float
-
-
 def _wrap(v: np.ndarray, dt) -> np.ndarray:
     return (v.astype(np.uint64) & np.uint64((1 << dt.bits) - 1)).astype(dt.np)
 
@@ -197,26 +193,6 @@ def conv2d_math(x64: np.ndarray, w64: np.ndarray, stride, pad, dil) -> np.ndarra
     cols = im2col_ref(x64, kh, kw, stride, pad, dil)                       # (b, oh, ow, ci, kh, kw)
     r = np.tensordot(cols, w64, axes=([3, 4, 5], [1, 2, 3]))               # (b, oh, ow, co)
     return np.transpose(r, (0, 3, 1, 2))
-
-
-def conv_t2d_math(x64: np.ndarray, w64: np.ndarray, stride, pad, dil, opad) -> np.ndarray:
-    """Transposed convolution, x (b,ci,h,w), w (ci,co,kh,kw): out[oy,ox] += x[iy,ix]*w[ky,kx] at
-    oy = iy*s + ky*d - p."""
-    b, ci, h, w = x64.shape
-    _, co, kh, kw = w64.shape
-    oh, ow = t_out_len(h, kh, stride, pad, dil, opad), t_out_len(w, kw, stride, pad, dil, opad)
-    out = np.zeros((b, co, oh, ow))
-    for iy in range(h):
-        for ix in range(w):
-            for ky in range(kh):
-                oy = iy * stride + ky * dil - pad
-                if not 0 <= oy < oh:
-                    continue
-                for kx in range(kw):
-                    ox = ix * stride + kx * dil - pad
-                    if 0 <= ox < ow:
-                        out[:, :, oy, ox] += x64[:, :, iy, ix] @ w64[:, :, ky, kx]
-    return out
 
 
 def col2im1d_math(x64: np.ndarray, l_out: int, stride: int) -> np.ndarray:
@@ -349,7 +325,7 @@ def _shapes_out(root, g, sshape, kshape):
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     g = dict(op.spec.shapes[case.layout].geo)
     root = op.root

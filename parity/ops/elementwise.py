@@ -39,7 +39,7 @@ class Built:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.op = self.case.op_spec
+        self.op = self.case.catalog_op
 
     @property
     def layouts(self) -> dict[str, Layout]:
@@ -75,7 +75,7 @@ def copy2d_geometry(src: Layout) -> tuple[Layout, dict[str, int]]:
 
 
 def build(case) -> Built:
-    op = case.op_spec
+    op = case.catalog_op
     if case.dtype not in op.dtypes:
         raise KeyError(f"{op.name} has no dtype {case.dtype!r}; it has {', '.join(op.dtypes)}")
     cls = LAYOUT_CLASSES[case.layout]

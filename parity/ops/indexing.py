@@ -26,8 +26,8 @@ from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.core.tolerance import COPY, Tolerance
 from parity.ops.abi import sentinel_fill
-from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, for_num_elems, make_input
+from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, make_input
 
 STD_T = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 IDS = ("u8", "u32", "i64")
@@ -63,7 +63,7 @@ def _ids(rng, n, hi, itype, mode, allow_sentinel):
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     root = op.root
     itype, t = (dtype(p) for p in case.dtype.split("-"))
     g = SHAPES[case.layout].geo

@@ -223,7 +223,7 @@ def _build(case, rng) -> StructuredBuilt:
     b_, m, n, k = bmnk
     out_shape = tuple(ll.shape[:-2]) + (m, n)
     geo = {"bmnk": bmnk}
-    b = StructuredBuilt(case, case.op_spec, case.dtype, {"lhs": dt, "rhs": dt}, {"lhs": ll, "rhs": rl},
+    b = StructuredBuilt(case, case.catalog_op, case.dtype, {"lhs": dt, "rhs": dt}, {"lhs": ll, "rhs": rl},
                         {"lhs": lb, "rhs": rb}, {"lhs": lv, "rhs": rv}, geo, out_dtype=dt, out_shape=out_shape)
     if k == 0 or math.prod(out_shape) == 0:
         b.refuse = ("Tensor::matmul returns zeros for k == 0 or an empty output without calling BLAS"

@@ -21,8 +21,8 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.core.tolerance import Tolerance
-from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, out_buffer
+from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, make_input, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
 EPS = 1e-5
@@ -136,7 +136,7 @@ def rope_reference(variant: str, x, cos, sin, dt) -> np.ndarray:
 
 # ------------------------------------------------------------------------- row ops
 def _row_build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     g = ROW_SHAPES[case.layout].geo
     rows, n = g["shape"]
@@ -224,7 +224,7 @@ def _judge_with(tol: Tolerance):
 
 # ------------------------------------------------------------------------------- rope
 def _rope_build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     g = ROPE_SHAPES[case.layout].geo
     shape = g["shape"]

@@ -32,8 +32,8 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, permuted, strided
 from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, out_buffer, same_value
+from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
 
@@ -192,7 +192,7 @@ def bilinear(x: np.ndarray, out_hw, align: bool, scales, dt) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- spec parts
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     g = op.spec.shapes[case.layout].geo
     lay = _view(g["view"], g["shape"])

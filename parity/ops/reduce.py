@@ -124,7 +124,7 @@ def _flat_rows(b: StructuredBuilt) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- spec parts
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     kind = op.root[len("fast_"):]
     dt = dtype(case.dtype)
     sc = SHAPES[case.layout].geo

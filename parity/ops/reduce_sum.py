@@ -33,9 +33,9 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, Launch, Op, StructuredSpec
+from parity.ops.base import Arg, for_num_elems, Launch, Op, StructuredSpec
 from parity.ops.reduce import reduce_shape
-from parity.ops.structured import StructuredBuilt, for_num_elems, make_input, mask_judge, same_value
+from parity.ops.structured import StructuredBuilt, make_input, mask_judge, same_value
 
 DTYPES = ("f32", "f64", "f16", "bf16", "u32")
 ABI = ("numel", "num_dims", "num_sum_dims:size_t", "info", "inp", "out")
@@ -62,7 +62,7 @@ def _geo(shape, red, strides) -> dict:
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     sc = SHAPES[case.layout].geo
     shape, red = sc["shape"], sc["dims"]

@@ -60,7 +60,7 @@ def bitonic_argsort(vals: np.ndarray, ncols: int, ncols_pad: int, asc: bool, pad
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     dt = dtype(case.dtype)
     g = SHAPES[case.layout].geo
     rows, ncols = g["shape"]

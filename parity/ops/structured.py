@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parity.core.dtypes import DType, dtype
+from parity.core.dtypes import DType
 from parity.core.layouts import Layout, contiguous, logical, materialize, poison_fill
 from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
 from parity.core.values import generate
 from parity.ops.abi import sentinel_fill
-from parity.ops.base import BLOCK, Op
+from parity.ops.base import Op
 
 
 class HostRefused(Exception):
@@ -52,7 +52,7 @@ class StructuredBuilt:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.op = self.case.op_spec
+        self.op = self.case.catalog_op
 
     def result(self, outputs: dict[str, np.ndarray]) -> np.ndarray:
         """The logical result inside the output buffers an executor returned."""
@@ -106,21 +106,12 @@ def out_buffer(b: StructuredBuilt) -> np.ndarray:
     return sentinel_fill(b.out_dtype, n)
 
 
-def for_num_elems(n: int) -> tuple[int, int, int]:
-    """cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024) (at least 1 here)."""
-    return (max(1, -(-n // BLOCK)), 1, 1)
-
-
 def next_pow2(n: int) -> int:
     """Rust usize::next_power_of_two (0 -> 1)."""
     p = 1
     while p < n:
         p *= 2
     return p
-
-
-def key_parts(op: Op, key: str) -> list[DType]:
-    return [dtype(p) for p in key.split("-")]
 
 
 # ------------------------------------------------------------------------------ judging
@@ -178,5 +169,5 @@ def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a == b
 
 
-__all__ = ["HostRefused", "StructuredBuilt", "rng_values", "make_input", "out_buffer", "for_num_elems", "next_pow2",
+__all__ = ["HostRefused", "StructuredBuilt", "rng_values", "make_input", "out_buffer", "next_pow2",
            "mask_judge", "same_value", "contiguous", "poison_fill", "round_float"]

@@ -59,13 +59,10 @@ import re
 import sys
 from pathlib import Path
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 
 import numpy as np
 
+from parity.core import toml
 from parity.core.dtypes import ALIASES, DTYPES, dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, scalar_to_dtype, to_f64
@@ -301,8 +298,8 @@ def load_declaration(path: Path) -> Profile:
         raise DeclarationError(f"{path}: cannot read the declaration: {getattr(e, 'strerror', None) or e}") from None
     where = _Where(path, text)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
         raise DeclarationError(f"{path}:{m.group(1) if m else 1}: {msg}") from None

@@ -421,7 +421,7 @@ def _initial(p: Param, dt: DType, lay: Layout, ins: dict[str, np.ndarray], scala
 
 
 def build(case, rng) -> KernelBuilt:
-    op: KernelOp = case.op_spec
+    op: KernelOp = case.catalog_op
     key = case.dtype
     sc = op.spec.shapes[case.layout]
     sizes = _sizes_for(op, sc)

@@ -21,11 +21,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 
+from parity.core import toml
 from parity.run.results import FAILING, Results
 from parity.core.row import Verdict
 
@@ -72,8 +69,8 @@ def load(path: str | Path) -> Baseline:
     except OSError as e:
         raise ValueError(f"cannot read baseline {path}: {e.strerror or e}") from None
     try:
-        doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        doc = toml.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (toml.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"baseline {path}: {e}") from None
     raw = _entries_of(doc, path)
     return Baseline([_entry(e, i, path) for i, e in enumerate(raw)], str(path))

@@ -25,11 +25,6 @@ FINDINGS_SHARE = 0.7    # of what remains after the head and score: the rest for
 MORE = "see index.html or results.json"
 
 
-def _worst(row: pd.Series) -> str:
-    w = row.get("worst")
-    return fnd.worst_text(w if isinstance(w, dict) else None, row.get("message"))
-
-
 def _md(s: str) -> str:
     """Inline text from a compiler or a kernel: code span (no HTML, no table breaks)."""
     s = s.replace("\n", " ").replace("|", "\\|")

@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import fnmatch
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from parity import chains, profiles
+from parity.core import toml
 from parity.core import resources
 from parity.suite.compile_cache import special_file
 from parity.core.dtypes import ALIASES, DTYPES
@@ -54,7 +51,8 @@ class Case:
         return Case(parts[0], parts[1], parts[2], parts[3], int(parts[4][1:]), params)
 
     @property
-    def op_spec(self) -> Op:
+    def catalog_op(self) -> Op:
+        """The Op this case runs: a catalog entry of any profile, or a chain."""
         if chains.is_chain(self.op):
             try:
                 return chains.chains()[self.op]
@@ -65,7 +63,7 @@ class Case:
     @property
     def kernels(self) -> set[str]:
         """The suite kernels (or host routines) the case launches: a chain's step kernels."""
-        op = self.op_spec
+        op = self.catalog_op
         if chains.is_chain(self.op):
             return {s.launch.kernel for s in op.spec.prepare(self)[1].steps}
         return {op.kernel_name(self.dtype)}
@@ -195,8 +193,8 @@ def read_sweep(path: Path, profile: Profile | None = None) -> dict:
     file, the group and the key for an unknown key, a wrong type, an empty list or an unknown name
     (op patterns and layouts: of the profile's catalog, Candle's by default)."""
     try:
-        spec = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
+        spec = toml.loads(path.read_text())
+    except toml.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: cannot read the sweep file: {e.strerror if isinstance(e, OSError) else e}") from None

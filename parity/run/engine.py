@@ -48,7 +48,7 @@ def memory_refusal(case: Case, level: str) -> str | None:
     cls = LAYOUT_CLASSES.get(case.layout)
     if level != "cpu" or cls is None or not cls.opt_in or cls.bench:
         return None
-    op = case.op_spec
+    op = case.catalog_op
     itemsize = max(d.bits // 8 for d in op.dtype_parts(case.dtype))
     operands = len(op.inputs) + 1
     need = operands * prod(cls.shape) * (itemsize + 8)
@@ -89,7 +89,7 @@ class Prepared:
 
 def prepare_case(case: Case) -> Prepared:
     t0 = time.perf_counter()
-    spec = case.op_spec.spec
+    spec = case.catalog_op.spec
     b, launch, expected = spec.prepare(case)
     moved = bytes_moved_built(b) if spec.elementwise else spec.bytes_moved(b) if launch is not None else None
     return Prepared(case, b, launch, expected, moved, time.perf_counter() - t0)
@@ -114,7 +114,7 @@ def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | Non
     """(start time, the prepared case, its row before the launch)."""
     t0 = time.perf_counter()
     p = prepared or prepare_case(case)
-    op, key = case.op_spec, case.dtype
+    op, key = case.catalog_op, case.dtype
     if prepared is not None:
         t0 -= p.seconds                          # wall time includes building, as for a fresh case
     before = op.spec.describe(p.built, p.expected)
@@ -129,7 +129,7 @@ def _begin(case: Case, executor: Executor, device: str, prepared: Prepared | Non
 def static_row(case: Case, executor: Static, device: str = "") -> dict:
     """The row of a level that judges without building or launching (amd-static: compile checks)."""
     t0 = time.perf_counter()
-    op = case.op_spec
+    op = case.catalog_op
     res = executor.judge(case.kernels)
     row = Row(case.id, op.name, family=op.family, kernel=op.kernel_name(case.dtype), dtype=case.dtype,
               layout=case.layout, values=case.values, seed=case.seed, params=dict(case.params),
@@ -149,7 +149,7 @@ def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
 
 def _finish(row: Row, p: Prepared, res, executor: Executor, timing, t0: float) -> dict:
     """Judge a case's ExecResult into its row (and time it when it passed)."""
-    spec = p.case.op_spec.spec
+    spec = p.case.catalog_op.spec
     row.kernel_ms = res.time_ms
     row.extra.update(res.detail)                 # source file, parameter lists, host-routine facts
     row.extra.update(spec.row_fields(p.built, res))
@@ -346,14 +346,14 @@ class FaultPaths:
 
     def faulted(self, case: Case) -> str | None:
         """The case id of the first fault on this case's path, or None."""
-        return self.first.get(fault_path(case.op_spec.kernel_name(case.dtype), case.layout))
+        return self.first.get(fault_path(case.catalog_op.kernel_name(case.dtype), case.layout))
 
     def note(self, row: dict) -> None:
         if row.get("verdict") in FAULTS and row.get("kernel"):
             self.first.setdefault(fault_path(row["kernel"], row.get("layout") or ""), row["case_id"])
 
     def launched(self, launch: Launch, case: Case) -> None:
-        path = fault_path(case.op_spec.kernel_name(case.dtype), case.layout)
+        path = fault_path(case.catalog_op.kernel_name(case.dtype), case.layout)
         self._flying[id(launch)] = (path, case.id)
 
     def landed(self, launch: Launch) -> None:
@@ -517,7 +517,7 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
               on_row: Callable[[dict], None] | None = None, timing=None, prepare: int | None = None,
               every_fault: bool = False) -> list[dict]:
     """Rows in case order, cases prepared ahead by prepared_stream (`prepare` worker processes;
-    None: prepare_jobs()). An executor with `members` (levels.GpuPool: one per GPU) gets one drive
+    None: prepare_jobs()). An executor with `members` (executors.pool.GpuPool: one per GPU) gets one drive
     process per member; on_row is called in this thread. A case on a path that already crashed or
     timed out is `not-run` (see drive) unless `every_fault`."""
     cases = list(cases)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity.executors.base import Availability, Compiling, Executor
+from parity.executors.pool import GpuPool
 from parity.executors.cpu import CpuExecutor
 from parity.suite.port import Port
 
@@ -150,25 +151,6 @@ def level_wave(name: str) -> int | None:
     return None
 
 
-class GpuPool(Executor):
-    """One isolated worker per GPU (not started: each moves to its own drive process, see
-    parity.run.engine.run_cases, which deals every Gth case to each of the G members)."""
-
-    def __init__(self, level: str, members: list[Executor]):
-        self.level, self.members = level, members
-        self.wave = members[0].wave if members else None
-
-    def availability(self) -> Availability:
-        return self.members[0].availability()
-
-    def run(self, launch):
-        return self.members[0].run(launch)
-
-    def close(self) -> None:
-        for m in self.members:
-            m.close()
-
-
 def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
          isolate: bool = True, gpus: str | int | None = None, port: Port | None = None,
          profile: str | None = None) -> Level:
@@ -205,7 +187,7 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
-            from parity.executors.hip_nvidia import CudaExecutor as cls
+            from parity.executors.cuda import CudaExecutor as cls
             kwargs = {"suite_dir": cuda_src}
         else:
             raise ValueError(f"unknown level {name!r}; known: {', '.join(ALL_LEVELS)}")

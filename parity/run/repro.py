@@ -258,7 +258,7 @@ def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | Non
     of each (`ref64_<t>`), and `meta` with the steps (kernel, launch, reads, writes) and the
     per-step report; the snippet is the command that reruns it (each step's launch is replayable
     as a single case from the stored buffers)."""
-    spec = case.op_spec.spec
+    spec = case.catalog_op.spec
     b, launch, expected = spec.prepare(case)
     verdict, message, _, res = _judged_on(level, hip_src, cuda_src, spec, b, expected, launch)
     steps = spec.row_fields(b, res)["chain"].get("steps", []) if res is not None else []

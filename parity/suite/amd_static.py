@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from parity.suite.compile_cache import compile_source, toolchain_version
-from parity.suite.scan import Suite, balanced_end, discover, kernels_from_binary
+from parity.suite.elf import kernels_from_binary
+from parity.suite.scan import Suite, balanced_end, discover, strip_comments
 
 DEFAULT_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")
 HIP_ENV = {"HIP_PLATFORM": "amd"}
@@ -145,10 +146,6 @@ _LOOP_NOTE = {"16": "warp-reduction loop starting at 16: reduces lanes 0-31 only
                     "must start at 16 (start at warpSize / 2)"}
 
 
-def _strip_comments(text: str) -> str:
-    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-
-
 def _statement_end(text: str, i: int) -> int:
     """Offset just past the statement starting at `i` (a loop's body): a `{...}` block, or up to
     the `;` outside parentheses (so `for (...) for (...) x;` is one statement)."""
@@ -180,7 +177,7 @@ def wavefront_scan(paths) -> list[tuple[str, int, str]]:
     for p in paths:
         p = Path(p)
         try:
-            text = _strip_comments(p.read_text(errors="replace"))
+            text = strip_comments(p.read_text(errors="replace"))
         except OSError:
             continue
         notes = []

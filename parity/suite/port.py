@@ -14,9 +14,10 @@ inside it; a file never names where to write, and parity writes nothing in the p
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from parity.core import toml
 
 PORT_FILE = "parity-port.toml"
 LANGUAGES = ("hip",)                  # the sources are compiled as HIP (hipcc -x hip; nvcc -x cu + mapping)
@@ -170,12 +171,12 @@ def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) ->
     from parity.core.suggest import unknown
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text())
+        data = toml.loads(file.read_text())
     except FileNotFoundError:
         raise PortError(f"port file {file} does not exist")
     except (OSError, UnicodeDecodeError) as e:
         raise PortError(f"{file}: cannot read it ({e})")
-    except tomllib.TOMLDecodeError as e:
+    except toml.TOMLDecodeError as e:
         raise PortError(f"{file}: not valid TOML ({e})")
     for k, v in data.items():
         if k not in _KEYS:

@@ -46,7 +46,7 @@ def _shapes(fmt: Format) -> dict[str, ShapeClass]:
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     fmt = FORMATS[op.root.removeprefix("dequantize_block_")]
     nblocks = op.spec.shapes[case.layout].geo["blocks"]
     blocks = random_blocks(fmt, nblocks, rng)

@@ -76,7 +76,7 @@ def row_bytes(kind: str, hidden: int) -> int:
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     kind = op.kernel.removeprefix("get_rows_")
     g = dict(op.spec.shapes[case.layout].geo)
     table = _table(kind, g["rows"], g["hidden"], case.values == "special", rng)

@@ -73,7 +73,7 @@ _Q_SHAPES = {n: ShapeClass(n, doc, {"kx": kx, "ky": ky}) for n, kx, ky, doc in [
 
 
 def _q_build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     g = op.spec.shapes[case.layout].geo
     kx, ky = g["kx"], g["ky"]
     dt = dtype(case.dtype)
@@ -122,7 +122,7 @@ def _q_op(dt: str) -> Op:
 
 # ------------------------------------------------------------ mmvq_gguf_<fmt>_<T>_plain_cuda<b>
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     fmt_name, dt_name, batch = parse(op)
     fmt, dt = FORMATS[fmt_name], dtype(dt_name)
     g = dict(op.spec.shapes[case.layout].geo)

@@ -105,7 +105,7 @@ _MMQ_SHAPES = {n: ShapeClass(n, doc, {"ncols": k, "nrows": r, "batch": m}) for n
 
 # ------------------------------------------------------------------------------ build / pack
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     kind, fmt_name, batch = _parse(op)
     fmt = FORMATS[fmt_name]
     g = dict(op.spec.shapes[case.layout].geo)

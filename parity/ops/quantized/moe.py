@@ -55,7 +55,7 @@ def expert_stride_bytes(fmt: str, n: int, k: int) -> int:
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     fmt_name = op.name.removeprefix("quant.indexed_moe_")
     fmt = FORMATS[fmt_name]
     g = dict(op.spec.shapes[case.layout].geo)

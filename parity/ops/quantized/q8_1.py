@@ -117,7 +117,7 @@ _SHAPES = {n: ShapeClass(n, doc, {"kx": kx, "ky": ky}) for n, kx, ky, doc in [
 
 
 def _build(case, rng) -> StructuredBuilt:
-    op = case.op_spec
+    op = case.catalog_op
     g = op.spec.shapes[case.layout].geo
     kx, ky = g["kx"], g["ky"]
     x = activations(rng, (ky, kx), case.values == "special", overflow=True).reshape(-1)
