@@ -72,10 +72,10 @@ class ParityCase(pytest.Item):
         self.add_marker("parity")
 
     def runtest(self) -> None:
-        from parity.run.engine import run_case, static_row
-        from parity.executors.base import Static
-        from parity.run.results import FAILING
         from parity.core.row import Verdict
+        from parity.executors.base import Static
+        from parity.run.engine import run_case, static_row
+        from parity.run.results import FAILING
         lv = self.config.stash[_KEY]["level"]
         if isinstance(lv.executor, Static):
             row = static_row(self.case, lv.executor, lv.availability.device)

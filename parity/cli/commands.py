@@ -21,7 +21,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     """Render a results.json (or a run folder) as markdown, JUnit XML, JSON or the HTML scoreboard.
 
     Given several (a shell glob over runs), the newest run is rendered and named on stderr."""
-    from parity.render import baseline as bl, html, junit, markdown
+    from parity.render import baseline as bl
+    from parity.render import html, junit, markdown
     from parity.run.results import Results, newest
     if output is not None and Path(output).is_dir():
         raise SetupError(f"-o {output} is a folder; name the file to write")
@@ -147,10 +148,10 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
     is still written, without `got`) or the case ID or an option is wrong.
     """
-    from parity.run.levels import ALL_LEVELS as LEVELS
-    from parity.run import repro
     from parity.core.row import Verdict
     from parity.core.suggest import unknown
+    from parity.run import repro
+    from parity.run.levels import ALL_LEVELS as LEVELS
     if level not in LEVELS:
         raise SetupError(unknown("level", level, LEVELS))
     for p in [hip_src, cuda_src]:

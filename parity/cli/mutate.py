@@ -47,11 +47,11 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
                equivalent_file, resume, list_only) -> None:
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
-    from parity.run.cases import Filters
-    from parity.run.session import select_cases
+    from parity.core.resources import hip_mapping
     from parity.mutate.operators import mutants_of, sample
     from parity.mutate.targets import cases_for, targets
-    from parity.core.resources import hip_mapping
+    from parity.run.cases import Filters
+    from parity.run.session import select_cases
     suite = subject_of(hip_src).hip_src
     lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
     if equivalent_file and not Path(equivalent_file).is_file():

@@ -181,8 +181,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
          cuda_src, out: Path, case_timeout: float, quiet: bool, baseline_path, strict: bool, resume, since,
          wave: str = "64", port_file=None, port_source=(), port_include=(), port_force_include=(),
          port_define=(), profile_opt: str | None = None) -> None:
-    from parity.render import baseline
-    from parity.render import terminal
+    from parity.render import baseline, terminal
     from parity.run import session
     from parity.run.cases import Filters
     from parity.run.results import environment
@@ -294,12 +293,13 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
 
 def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, port) -> None:
-    from parity.render import junit, markdown, terminal
+    from parity.render import baseline, junit, markdown, terminal
     from parity.render import timing as timing_report
-    from parity.render import baseline
     from parity.render.html import write_extra_reports
     from parity.render.outcome import of as outcome_of
-    from parity.render.waves import evidence as wave_evidence, markdown as wave_md, static_notes_markdown
+    from parity.render.waves import evidence as wave_evidence
+    from parity.render.waves import markdown as wave_md
+    from parity.render.waves import static_notes_markdown
     from parity.run.results import Results
     rows = journal.rows
     if opts.timing is not None:

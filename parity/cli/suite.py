@@ -143,8 +143,8 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
     --json read by a script)."""
     import threading
 
-    from parity.suite.amd_static import analyze
     from parity.render import terminal
+    from parity.suite.amd_static import analyze
     console = Console(stderr=True)
     line = {"extra_flags": port.hipcc_flags(), "include_dirs": list(port.include_dirs)} if port is not None else {}
     if not console.is_terminal and not log_lines:
@@ -165,8 +165,8 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
 def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None, snapshot_file: Path | None = None,
            update: bool = False) -> None:
     """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
-    from parity.suite.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
     from parity.core.resources import data_dir
+    from parity.suite.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
     from parity.suite.scan import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")

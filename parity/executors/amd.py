@@ -15,20 +15,20 @@ from pathlib import Path
 import numpy as np
 
 from parity.core import resources
-from parity.host.hipcall import check
-from parity.suite.compile_cache import CompileResult, cache_key, cached_build, header_closure
+from parity.executors.base import Availability, Executor, loaded_for_timing
+from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 from parity.host.blas import HipBlas
 from parity.host.hip import HipMemory, detect, device_buffers
+from parity.host.hipcall import check
 from parity.host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from parity.host.miopen import Miopen
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
-from parity.suite.port import Port, subject_suite
+from parity.suite.compile_cache import CompileResult, cache_key, cached_build, header_closure
 from parity.suite.elf import kernels_from_binary
+from parity.suite.port import Port, subject_suite
 from parity.suite.scan import Suite
 from parity.timing import HipClock, hip_clock
-from parity.executors.base import Availability, Executor, loaded_for_timing
-from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 
 HIPRTC_FLAGS = ["-O3", "-std=c++17"]
 

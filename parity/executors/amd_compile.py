@@ -14,17 +14,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from parity.suite.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
-                          toolchain, wavefront_size)
-from parity.suite.compile_cache import CompileResult
-from parity.suite.coverage import compare_signature
-from parity.host.routines import suite_kernels
-from parity.ops.base import ExecResult
-from parity.suite.port import Port, subject_suite
-from parity.suite.elf import kernels_from_binary
-from parity.suite.scan import Suite
+from parity import profiles
 from parity.executors.base import Availability, Executor
 from parity.executors.preflight import compile_failure, not_found
+from parity.host.routines import suite_kernels
+from parity.ops.base import ExecResult
+from parity.suite.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
+                                     toolchain, wavefront_size)
+from parity.suite.compile_cache import CompileResult
+from parity.suite.coverage import compare_signature
+from parity.suite.elf import kernels_from_binary
+from parity.suite.port import Port, subject_suite
+from parity.suite.scan import Suite
 
 # One CDNA target (wave64, the data-centre parts) and one RDNA target (wave32): the two wave sizes
 # a port meets. `parity compile` checks more targets; a run keeps its compile time to two.
@@ -45,7 +46,6 @@ class AmdStaticExecutor(Executor):
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
         self._symbols: dict[Path, set[str]] = {}
         self._verdicts: dict[str, ExecResult] = {}
-        from parity import profiles
         self._expected = profiles.get(profile).expected_kernels()    # declared parameter lists to check
 
     def availability(self) -> Availability:

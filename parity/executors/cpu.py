@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from parity import profiles
+from parity.executors.base import Availability, Executor
 from parity.host.blas import EmulatedBlas
 from parity.host.routines import run_library
 from parity.ops.base import ChainLaunch, ExecResult, Launch, Op
 from parity.ops.matmul import GemmConfig, gemm_strided_batched
-from parity.executors.base import Availability, Executor
+from parity.ops.quantized import scale_min_k4
+from parity.ops.quantized.matvec import mmv_reduce
+from parity.ops.reduce import cuda_block_reduce
+from parity.ops.sort import bitonic_argsort
+from parity.profiles.kernels import run_reference
 
 
 def _kernel_table(profile: str | None) -> dict:
-    from parity import profiles
     return profiles.get(profile).expected_kernels()
 
 
@@ -83,7 +88,6 @@ class CpuExecutor(Executor):
     def reduce_row(self, kind: str, vals: np.ndarray, block: int, dt) -> tuple:
         """One block's result over one row (vals in the block's element order):
         (value, row index) — index only meaningful for argmin/argmax."""
-        from parity.ops.reduce import cuda_block_reduce
         return cuda_block_reduce(kind, vals, block, dt)
 
     def store_index(self, dst: np.ndarray, i: int, idx: int) -> None:
@@ -99,7 +103,6 @@ class CpuExecutor(Executor):
 
     def sort_row(self, vals: np.ndarray, ncols: int, ncols_pad: int, asc: bool) -> np.ndarray:
         """The first ncols entries of the bitonic network's index row (padding sorts last)."""
-        from parity.ops.sort import bitonic_argsort
         return bitonic_argsort(vals, ncols, ncols_pad, asc)
 
     def scatter_order(self, n: int) -> np.ndarray:
@@ -113,7 +116,6 @@ class CpuExecutor(Executor):
 
     def role_compute(self, op: Op, key: str, inputs: dict[str, np.ndarray], sizes: dict, scalars: dict) -> dict:
         """The outputs of a described kernel: its reference (parity.profiles.kernels.run_reference)."""
-        from parity.profiles.kernels import run_reference
         return run_reference(op, key, inputs, sizes, scalars)
 
     def role_store(self, op: Op, key: str, name: str, buf: np.ndarray, positions: np.ndarray,
@@ -132,7 +134,6 @@ class CpuExecutor(Executor):
 
     def quant_scale_min_k4(self, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """q4_K/q5_K: the 12 packed bytes of each block -> (rows, 8) 6-bit scales and mins."""
-        from parity.ops.quantized import scale_min_k4
         return scale_min_k4(packed)
 
     def q8_1_sum(self, s: np.ndarray) -> np.ndarray:
@@ -145,7 +146,6 @@ class CpuExecutor(Executor):
 
     def mmv_reduce(self, lanes: np.ndarray) -> np.ndarray:
         """dmmv/mmvq: (..., warps, 32) per-thread partial sums -> the row's sum."""
-        from parity.ops.quantized.matvec import mmv_reduce
         return mmv_reduce(lanes)
 
     # --- hooks of pooling, convolution and the host routines --------------------------------

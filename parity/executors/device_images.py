@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parity.ops.base import Launch
 from parity.host.marshal import GUARD_BYTES, arg_values, guarded_image
+from parity.ops.base import Launch
 
 
 class DeviceImages:

@@ -21,21 +21,22 @@ from typing import Callable
 
 import numpy as np
 
-from parity.suite.compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source, header_closure
-from parity.suite.hip_api import unincluded_rocm_uses
+from parity.core import resources
+from parity.executors.base import Availability, Executor, loaded_for_timing
+from parity.executors.device_images import CupyPrepared
+from parity.executors.preflight import compile_failure, not_found, signature_mismatch
 from parity.host.blas import CupyBlas
 from parity.host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
-from parity.suite.port import Port, shadowed, subject_suite
+from parity.suite.compile_cache import (CompileError, CompileResult, cache_key, cached_build, compile_source,
+                                        header_closure)
 from parity.suite.elf import kernels_from_binary
+from parity.suite.hip_api import unincluded_rocm_uses
+from parity.suite.port import Port, shadowed, subject_suite
 from parity.suite.scan import Suite
-from parity.executors.base import Availability, Executor, loaded_for_timing
-from parity.executors.preflight import compile_failure, not_found, signature_mismatch
-
-from parity.core import resources
 from parity.timing import CupyClock, cupy_clock
-from parity.executors.device_images import CupyPrepared
+
 HIP_MAPPING = resources.hip_mapping()
 CUDA_RTC_STUBS = resources.cuda_rtc_stubs()
 
@@ -88,7 +89,6 @@ class CudaToolchain:
             from cupy_backends.cuda.libs import nvrtc
             version = "nvrtc %d.%d" % nvrtc.getVersion()
         except Exception as e:  # library absent
-            from parity.suite.compile_cache import CompileError
             return CompileResult(False, "", error=CompileError(
                 f"NVRTC unavailable ({e}); install nvcc or `pip install nvidia-cuda-nvrtc-cu12`"))
         incs = list(self.include_dirs) + ([CUDA_RTC_STUBS] if CUDA_RTC_STUBS.is_dir() else [])

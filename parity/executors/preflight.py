@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from parity.ops.base import ExecResult, Launch
 from parity.suite.compile_cache import CompileResult
 from parity.suite.coverage import compare_signature, suggestion_for
 from parity.suite.hip_api import first_error, undeclared_rocm_names
-from parity.ops.base import ExecResult, Launch
 from parity.suite.scan import Suite
 
 

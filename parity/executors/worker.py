@@ -27,9 +27,8 @@ import multiprocessing as mp
 import traceback
 from collections import deque
 
-from parity.ops.base import ChainLaunch, ExecResult, Launch
 from parity.executors.base import Availability, Executor, Preparing
-
+from parity.ops.base import ChainLaunch, ExecResult, Launch
 
 # Imported once by the forkserver, so a forked worker starts with them (none of them touches CUDA
 # at import). parity.run.engine's preparation pool forks from the same server.
@@ -49,7 +48,7 @@ def context(start_method: str = "forkserver"):
 
 
 def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
-    import signal                                # Ctrl-C reaches the terminal's whole process group:
+    import signal  # Ctrl-C reaches the terminal's whole process group:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops this worker (no traceback per worker)
     try:
         _answer(conn, cls, kwargs, env, preload)
@@ -59,7 +58,7 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
 
 def _answer(conn, cls, kwargs, env, preload) -> None:
     if env:                                      # before the executor touches the device:
-        import os                                # CUDA_VISIBLE_DEVICES pins this worker to one GPU
+        import os  # CUDA_VISIBLE_DEVICES pins this worker to one GPU
         os.environ.update(env)
     last = None                                  # (launch, result) of the last run, for "time"
     try:

@@ -21,11 +21,11 @@ from typing import Callable
 import numpy as np
 
 from parity.core.dtypes import dtype
+from parity.host.hip import check, device_buffers
+from parity.host.marshal import (GUARD_BYTES, HIPBLAS_ARGTYPES, BlasCall, cublas_call, gemm_pointers, guarded_image,
+                                 hipblas_api, hipblas_call, hipblas_status, judge_images, scalars)
 from parity.ops.base import ExecResult, Launch
 from parity.ops.matmul import GemmConfig, gemm_buffers
-from parity.host.hip import check, device_buffers
-from parity.host.marshal import (GUARD_BYTES, BlasCall, HIPBLAS_ARGTYPES, cublas_call, gemm_pointers, guarded_image,
-                      hipblas_api, hipblas_call, hipblas_status, judge_images, scalars)
 
 
 # ------------------------------------------------------------------------------ devices

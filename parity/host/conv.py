@@ -24,10 +24,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from parity.ops.base import ExecResult, Launch
-from parity.ops.conv import HostConv
 from parity.host.miopen import DeviceMemory, Miopen, MiopenError, conv_problem, run_forward
 from parity.host.protocols import HostExecutor
+from parity.ops.base import ExecResult, Launch
+from parity.ops.conv import HostConv
 
 
 @runtime_checkable

@@ -8,8 +8,8 @@ import contextlib
 import numpy as np
 
 from parity.host.hipcall import check
-from parity.ops.base import Launch
 from parity.host.marshal import GUARD_BYTES, guarded_image
+from parity.ops.base import Launch
 
 
 @contextlib.contextmanager

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from parity.ops.base import ExecResult, Launch
 from parity.host.hip import detect as amd_detect
 from parity.host.marshal import judge_images
+from parity.ops.base import ExecResult, Launch
 
 
 class DeviceMemory(Protocol):

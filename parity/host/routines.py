@@ -13,12 +13,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
-from parity.ops.base import ExecResult, Launch
-from parity.ops import CATALOG, expected_kernels
-from parity.ops.matmul import launch_layouts
-from parity.ops.structured import HostRefused
 from parity.host.conv import run_conv_host
 from parity.host.protocols import HostExecutor
+from parity.ops import CATALOG, expected_kernels
+from parity.ops.base import ExecResult, Launch
+from parity.ops.matmul import launch_layouts
+from parity.ops.structured import HostRefused
 
 
 @lru_cache(maxsize=1)

@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from parity.run.cases import Case
-from parity.run.engine import Prepared, drive, prepare_case, run_case
 from parity.executors.base import Compiling, Executor
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor
 from parity.executors.worker import IsolatedExecutor
 from parity.mutate.objcode import changed_kernels, sections
 from parity.mutate.operators import Mutant
 from parity.mutate.targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
+from parity.run.cases import Case
+from parity.run.engine import Prepared, drive, prepare_case, run_case
 
 VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "compile-error")
 COUNTED = ("killed", "survived")

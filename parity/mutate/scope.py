@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from parity.core import toml
-from parity.run.cases import Case
 from parity.core.layouts import LAYOUT_CLASSES
-from parity.suite.scan import balanced_end
 from parity.mutate.operators import Mutant, mask
 from parity.mutate.run import Outcome
+from parity.run.cases import Case
+from parity.suite.scan import balanced_end
 
 EQUIVALENT_FILE = "mutants-equivalent.toml"
 

@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from parity.run.cases import Case
 from parity.chains import LAYOUT, is_chain
-from parity.suite.compile_cache import header_closure
 from parity.host.routines import is_library_kernel, suite_kernels
-from parity.ops import expected_kernels
-from parity.suite.scan import balanced_end, discover
 from parity.mutate.operators import directive_end, mask
+from parity.ops import expected_kernels
+from parity.run.cases import Case
+from parity.suite.compile_cache import header_closure
+from parity.suite.scan import balanced_end, discover
 
 
 @dataclass(frozen=True)

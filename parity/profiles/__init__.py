@@ -20,12 +20,11 @@ from importlib import import_module
 from pathlib import Path
 from typing import Iterable
 
-from parity.ops.base import Op
 from parity.core.suggest import unknown
-from parity.profiles.base import Profile, declaration_path
+from parity.ops.base import Op
+from parity.profiles.base import (BUILTIN, DECLARATION_FILE, Profile,  # noqa: F401 (the package's names)
+                                  declaration_path)
 
-DECLARATION_FILE = "parity-kernels.toml"
-BUILTIN = {"candle": "parity.profiles.candle", "rocm-rs": "parity.profiles.rocm_rs"}
 ENV = "PARITY_DECLARED_PROFILES"
 _declared: dict[str, Profile] = {}
 

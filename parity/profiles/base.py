@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from parity.ops.base import Op
 from parity.core.suggest import unknown
+from parity.ops.base import Op
+
+DECLARATION_FILE = "parity-kernels.toml"                  # a port's declared kernels, next to its sources
+BUILTIN = {"candle": "parity.profiles.candle", "rocm-rs": "parity.profiles.rocm_rs"}   # name -> its module
 
 
 @dataclass
@@ -97,7 +100,6 @@ def default_sweeps(extra_huge: list[str] | None = None) -> dict[str, dict]:
 
 def declaration_path(folder: Path | None) -> Path | None:
     """`parity-kernels.toml` of a suite folder, when there is one."""
-    from parity.profiles import DECLARATION_FILE
     if folder is None:
         return None
     p = Path(folder) / DECLARATION_FILE

@@ -59,7 +59,6 @@ import re
 import sys
 from pathlib import Path
 
-
 import numpy as np
 
 from parity.core import toml
@@ -69,9 +68,9 @@ from parity.core.numerics import round_float, scalar_to_dtype, to_f64
 from parity.core.suggest import unknown
 from parity.core.tolerance import Tolerance
 from parity.core.values import VALUE_CLASSES
-from parity.profiles.base import Profile, default_sweeps
-from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv, custom_shape,
-                      evaluate, kernel_op, size_expr)
+from parity.profiles.base import BUILTIN, Profile, default_sweeps
+from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv,
+                                     custom_shape, evaluate, kernel_op, size_expr)
 
 TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a .py file next to this one",
             "types": "a table dtype -> spelling", "launch": "a table: block, grid, shared", "kernel": "[[kernel]] tables",
@@ -309,7 +308,6 @@ def load_declaration(path: Path) -> Profile:
     name = data.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", name or ""):
         raise where.error("the profile needs a name: letters, digits, - and _ (it prefixes every case ID)", "name")
-    from parity.profiles import BUILTIN
     if name in BUILTIN:
         raise where.error(f"{name!r} is a built-in profile; choose another name", "name")
     types = data.get("types", {})

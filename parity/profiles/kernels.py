@@ -44,13 +44,13 @@ import numpy as np
 from parity.core.compare import Comparison, compare
 from parity.core.dtypes import DType, dtype
 from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, logical, materialize,
-                       operand_layouts, view)
+                                 operand_layouts, view)
 from parity.core.numerics import round_float, to_f64
+from parity.core.tolerance import Tolerance
+from parity.core.values import generate
 from parity.ops.abi import sentinel_fill
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, mask_judge, rng_values, same_value
-from parity.core.tolerance import Tolerance
-from parity.core.values import generate
 
 ROLES = ("in", "out", "inout", "temp", "len", "dims", "strides", "ndim", "size", "scalar")
 POINTER_ROLES = ("in", "out", "inout", "temp", "dims", "strides")

@@ -21,10 +21,10 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-
 from parity.core import toml
-from parity.run.results import FAILING, Results
 from parity.core.row import Verdict
+from parity.core.suggest import unknown
+from parity.run.results import FAILING, Results
 
 SCHEMA = "parity.baseline/1"
 PLACEHOLDER = "TODO: why this failure is accepted (issue link)"
@@ -85,7 +85,6 @@ def _entries_of(doc, path: Path) -> list:
         return doc
     if not isinstance(doc, dict):
         raise ValueError(f"baseline {path}: expected a table with a `known` list of entries")
-    from parity.core.suggest import unknown
     for k in doc:
         if k not in ("known", "schema"):
             raise ValueError(f"baseline {path}: {unknown('key', k, ['known', 'schema'])}")
@@ -102,7 +101,6 @@ def _entry(e, i: int, path: Path) -> Entry:
     where = f"baseline {path}: entry {i + 1}"
     if not isinstance(e, dict):
         raise ValueError(f"{where} is {type(e).__name__}, not a table {{pattern, level?, reason}}")
-    from parity.core.suggest import unknown
     for k in e:
         if k not in KEYS:
             raise ValueError(f"{where}: {unknown('key', k, sorted(KEYS))}")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from parity.run.results import FAILING, Results
 from parity.core.row import Verdict
+from parity.run.results import FAILING, Results
 
 
 @dataclass

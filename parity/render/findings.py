@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from parity.run.results import FAILING, Results
+from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Verdict
+from parity.run.results import FAILING, Results
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.COMPILED)   # amd-static: compiled is its pass
 # Causes worst first: build-level causes hide everything after them, then parity's own gap (the
@@ -93,7 +94,6 @@ def layout_name(layout: str) -> str:
     """A layout class as a reader says it ("in-place (null input)", "len1025 (1025 elements: ...)")."""
     if layout in _LAYOUT_NAMES:
         return _LAYOUT_NAMES[layout]
-    from parity.core.layouts import LAYOUT_CLASSES
     c = LAYOUT_CLASSES.get(layout)
     doc = re.split(r"[:;]", c.doc)[0].strip() if c is not None and c.doc else ""
     return f"{layout} ({doc})" if doc else str(layout)
@@ -430,7 +430,6 @@ def _not_run(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
 
 
 def _path_of(layout: str) -> str:
-    from parity.core.layouts import code_path           # the engine charges faults to the same paths
     return code_path(layout)
 
 

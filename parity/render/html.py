@@ -21,11 +21,14 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from parity.render.findings import of
-from parity.run.levels import REFERENCE, role
-from parity.render.outcome import explain, of as outcome_of, suites_line
-from parity.run.results import FAILING, ORDER, Results
 from parity.core.row import Verdict
+from parity.render import github
+from parity.render.findings import of
+from parity.render.outcome import explain
+from parity.render.outcome import of as outcome_of
+from parity.render.outcome import suites_line
+from parity.run.levels import REFERENCE, role
+from parity.run.results import FAILING, ORDER, Results
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # worst first; anything unknown sorts with the failures
@@ -342,6 +345,5 @@ def write(res: Results, folder: str | Path) -> Path:
 
 def write_extra_reports(res: Results, folder: str | Path) -> list[str]:
     """index.html beside summary.md; returns the GitHub annotations to print (under GitHub Actions)."""
-    from parity.render import github
     write(res, folder)
     return list(github.annotations(res)) if github.enabled() else []

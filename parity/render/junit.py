@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape, quoteattr
 
+from parity.core.row import Verdict
 from parity.render import outcome
 from parity.run.results import FAILING, Results
-from parity.core.row import Verdict
 
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

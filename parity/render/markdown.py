@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from parity.core.row import Verdict
 from parity.render import findings as fnd
 from parity.render import outcome
 from parity.run.levels import REFERENCE, role
 from parity.run.results import FAILING, Results
-from parity.core.row import Verdict
 
 LIMIT = 60_000          # GitHub's comment limit is 65,536 characters; headroom for a wrapper
 MAX_FINDINGS = 100      # past this a PR comment is no longer read; the rest are in index.html

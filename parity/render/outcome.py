@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from parity.core.row import Verdict
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_RUNS_IT, role
 from parity.run.results import FAILING, Results
-from parity.core.row import Verdict
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)
 PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there

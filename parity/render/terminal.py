@@ -4,15 +4,16 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from parity.run.levels import REFERENCE, role
-from parity.render.outcome import Outcome
-from parity.run.results import Results
 from parity.core.row import Verdict
+from parity.render import findings as fnd
+from parity.render.outcome import Outcome, explain
+from parity.run.levels import REFERENCE, role
+from parity.run.results import Results
 
 STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold red", Verdict.OOB_WRITE: "bold red",
          Verdict.INPUT_CLOBBERED: "bold red", Verdict.TIMEOUT: "red", Verdict.COMPILE_ERROR: "red",
@@ -91,7 +92,6 @@ class LogProgress:
 def show(res: Results, console: Console, max_findings: int = 12) -> None:
     """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
     (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
-    from parity.render import findings as fnd
     f = fnd.of(res)
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
@@ -144,6 +144,5 @@ def headline(outcome: Outcome, console: Console, brief: bool = False) -> None:
     console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False,
                   soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
     if not brief and outcome.status in ("compiled", "reference-only", "nothing"):
-        from parity.render.outcome import explain
         for line in explain(outcome, not_run=False):     # show() listed the levels
             console.print(f"  {escape(line)}", highlight=False)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from parity.core.row import Verdict
+from parity.suite.amd_static import kernel_notes
+from parity.suite.scan import discover
 
 W64, W32 = "hip-on-nvidia", "hip-on-nvidia/w32"
 PASSING = (Verdict.PASS, Verdict.XFAIL)
@@ -24,8 +26,6 @@ def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
     bad = {k: v for k, v in by_kernel.items() if any(r["verdict"] not in PASSING for r in v.get(W64, []))}
     if not bad:
         return []
-    from parity.suite.amd_static import kernel_notes
-    from parity.suite.scan import discover
     notes = kernel_notes(discover(Path(suite_dir)))
     out = []
     for k in sorted(bad):

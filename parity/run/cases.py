@@ -6,16 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity import chains, profiles
-from parity.core import toml
-from parity.core import resources
-from parity.suite.compile_cache import special_file
+from parity.core import resources, toml
 from parity.core.dtypes import ALIASES, DTYPES
 from parity.core.layouts import LAYOUT_CLASSES
+from parity.core.suggest import unknown
+from parity.core.values import VALUE_CLASSES
 from parity.ops.base import Op
 from parity.profiles import Profile
 from parity.run.shard import apply_shard
-from parity.core.suggest import unknown
-from parity.core.values import VALUE_CLASSES
+from parity.suite.compile_cache import special_file
 
 SWEEP_DIR = resources.sweep_dir()
 

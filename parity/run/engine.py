@@ -10,18 +10,18 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, runtime_checkabl
 
 import numpy as np
 
-from parity.executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
-from parity.run.cases import Case
-from parity.core.layouts import code_path
-from parity.ops.base import ChainLaunch, ExecResult, Launch
+from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Row, Verdict
+from parity.executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
+from parity.ops.base import ChainLaunch, ExecResult, Launch
+from parity.profiles import is_builtin_op
+from parity.run.cases import Case
 from parity.timing import bytes_moved_built, gbps, time_launch
 
 
 def bench_refusal(case: Case, executor: Executor) -> dict | None:
     """Bench-sized layouts are for timing on a GPU, and huge ones need more memory than most
     machines have (`memory_refusal`): the cpu level answers `unavailable` before building anything."""
-    from parity.core.layouts import LAYOUT_CLASSES
     cls = LAYOUT_CLASSES.get(case.layout)
     if executor.level != "cpu" or cls is None:
         return None
@@ -44,7 +44,6 @@ def memory_refusal(case: Case, level: str) -> str | None:
     buffer of the widest dtype plus its float64 reference copy."""
     from math import prod
 
-    from parity.core.layouts import LAYOUT_CLASSES
     cls = LAYOUT_CLASSES.get(case.layout)
     if level != "cpu" or cls is None or not cls.opt_in or cls.bench:
         return None
@@ -257,8 +256,6 @@ def prepare_jobs() -> int:
 
 
 def _poolable(case: Case) -> bool:
-    from parity.core.layouts import LAYOUT_CLASSES
-    from parity.profiles import is_builtin_op
     cls = LAYOUT_CLASSES.get(case.layout)
     if not is_builtin_op(case.op):               # a declared profile's op: its references live in the port's
         return False                             # files, loaded in this process (not in a forked preparer)
@@ -286,6 +283,7 @@ def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
         return
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
+
     from parity.executors.worker import context
     ctx = context("forkserver")                  # fork is unsafe next to threads and CUDA
     chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]

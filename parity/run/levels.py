@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity.executors.base import Availability, Compiling, Executor
-from parity.executors.pool import GpuPool
 from parity.executors.cpu import CpuExecutor
+from parity.executors.pool import GpuPool
 from parity.suite.port import Port
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "amd-static", "cuda")

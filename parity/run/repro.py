@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from parity import chains, profiles
-from parity.run.cases import Case
-from parity.host.marshal import scalar_arg
-from parity.ops import CATALOG
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
+from parity.host.marshal import scalar_arg
+from parity.ops import CATALOG
+from parity.run.cases import Case
 
 NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
              "float16", "float32", "float64"}

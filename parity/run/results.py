@@ -12,6 +12,7 @@ import pandas as pd
 
 from parity import __version__
 from parity.core.row import Row, Verdict
+from parity.core.suggest import unknown
 
 SCHEMA = "parity.results/1"
 COLUMNS = Row.columns()
@@ -146,7 +147,6 @@ def row_problem(row) -> str | None:
         return f"level {row['level']!r} is not a level name"
     v = row.get("verdict")
     if not isinstance(v, str) or v not in VERDICTS:
-        from parity.core.suggest import unknown
         return unknown("verdict", v, VERDICTS) if isinstance(v, str) else f"verdict {v!r} is not a verdict"
     if isinstance(row.get("max_ulp"), str) and row["max_ulp"] not in _NONFINITE:
         return f"max_ulp {row['max_ulp']!r} is not a number"

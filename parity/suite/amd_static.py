@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parity.suite.compile_cache import compile_source, toolchain_version
+from parity.suite.compile_cache import compile_source, header_closure, toolchain_version
 from parity.suite.elf import kernels_from_binary
 from parity.suite.scan import Suite, balanced_end, discover, strip_comments
 
@@ -198,7 +198,6 @@ def kernel_notes(suite: Suite) -> dict[str, list[str]]:
     Kernels built by macros share their helpers, so findings are attributed by file: a note
     says where the assumption is, and the kernels that may run it carry it.
     """
-    from parity.suite.compile_cache import header_closure
     findings = wavefront_scan([*suite.sources, *suite.headers])
     by_file: dict[str, list[str]] = {}
     for f, line, msg in findings:

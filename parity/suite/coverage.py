@@ -10,6 +10,7 @@ import difflib
 import json
 from dataclasses import dataclass
 
+from parity.ops import expected_kernels
 from parity.suite.scan import Suite
 
 # normalised type -> (kind, bytes): what decides how an argument is passed
@@ -60,7 +61,6 @@ def compare_signature(expected: list[str], got: list[str] | None) -> tuple[bool,
 def coverage(suite: Suite, expected: dict | None = None) -> list[CoverageRow]:
     """One row per expected kernel (present / missing / signature-mismatch) and per extra one."""
     if expected is None:
-        from parity.ops import expected_kernels
         expected = expected_kernels()
     expected = {k: v for k, v in expected.items()      # host routines (BLAS, im2col+GEMM) are no kernels
                 if not v[0].spec.library}
@@ -86,7 +86,6 @@ def coverage(suite: Suite, expected: dict | None = None) -> list[CoverageRow]:
 def suggestion_for(name: str, suite: Suite, expected: dict | None = None) -> str:
     """The closest defined kernel name for a launch the suite cannot serve ("" if none)."""
     if expected is None:
-        from parity.ops import expected_kernels
         expected = expected_kernels()
     extras = [n for n in suite.kernels if n not in expected]
     got = closest(name, extras) or closest(name, suite.kernels)
@@ -128,7 +127,6 @@ def drift(suite: Suite, expected: dict | None = None, lock: dict | None = None) 
     `gone upstream` (in the snapshot `lock`, defined no more: where it was),
     `parameters changed` (its parameter list is not the snapshot's, or not the catalog's ABI)."""
     if expected is None:
-        from parity.ops import expected_kernels
         expected = expected_kernels()
     abi = {k: v for k, v in expected.items() if not v[0].spec.library}
     defined = suite.kernels

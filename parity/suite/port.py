@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from parity.core import toml
+from parity.core.suggest import unknown
+from parity.suite.scan import default_defines, discover
 
 PORT_FILE = "parity-port.toml"
 LANGUAGES = ("hip",)                  # the sources are compiled as HIP (hipcc -x hip; nvcc -x cu + mapping)
@@ -168,7 +170,6 @@ def _strings(data: dict, key: str, where: str) -> list[str]:
 def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Port:
     """Read and check a parity-port.toml. root: the sources' folder (default: the file's folder).
     Raises PortError (one line: the file and the key) for anything unusable."""
-    from parity.core.suggest import unknown
     file = Path(path)
     try:
         data = toml.loads(file.read_text())
@@ -232,7 +233,6 @@ def shadowed(port: Port) -> list[Path]:
 def discover_port(port: Port):
     """The port's suite: its sources preprocessed as hipcc sees them (HIP's defines, the port's
     defines, include folders and force-included headers), so macro-stamped kernels are found."""
-    from parity.suite.scan import default_defines, discover
     defines = {**default_defines(".hip"), **port.define_map()}
     return discover(port.root, [*port.include_dirs, port.root], defines,
                     force_includes=list(port.force_includes), sources=port.source_files())
@@ -244,7 +244,6 @@ def subject_suite(suite_dir: Path, port: Port | None, suffixes: tuple[str, ...] 
     with these suffixes (any_if_none: every source when the folder has none of them)."""
     if port is not None:
         return discover_port(port)
-    from parity.suite.scan import discover
     suite = discover(suite_dir)
     chosen = [s for s in suite.sources if s.suffix in suffixes]
     suite.sources = chosen or (list(suite.sources) if any_if_none else [])

@@ -25,6 +25,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parity.suite.compile_cache import cache_dir, include_walk, special_file
+
 SOURCE_SUFFIXES = (".hip", ".cu")
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc", ".inl")
 
@@ -343,7 +345,6 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     import hashlib
     import json
 
-    from parity.suite.compile_cache import cache_dir, include_walk
     headers, refused = include_walk(source, list(include_dirs))
     for f in force_includes:                 # force-included headers enter the key by content too
         more, why = include_walk(Path(f), list(include_dirs))
@@ -414,7 +415,6 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     """Find the sources of a suite folder (or a single file) and the kernels they declare.
     sources: the files to scan (a port's globs, parity.suite.port), instead of every .hip/.cu under path."""
     root = Path(path)
-    from parity.suite.compile_cache import special_file
     notes: list[str] = []
     why = special_file(root)
     if why:

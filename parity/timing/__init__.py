@@ -37,8 +37,10 @@ launch floor), `measure` (time a prepared launch; the `Timeable` executor protoc
 (bytes moved, copy-bandwidth peak), `environment` (device and toolkit facts). Device images live
 with the executors that own them (parity/executors/device_images.py).
 """
-from parity.timing.bandwidth import bytes_moved, bytes_moved_built, distinct_elements, gbps, measure_copy_gbps, peak_bandwidth, peak_path
-from parity.timing.clocks import Clock, CupyClock, HipClock, cupy_clock, event_overhead, hip_clock, launch_floor, subtract_event_overhead
+from parity.timing.bandwidth import (bytes_moved, bytes_moved_built, distinct_elements, gbps, measure_copy_gbps,
+                                     peak_bandwidth, peak_path)
+from parity.timing.clocks import (Clock, CupyClock, HipClock, cupy_clock, event_overhead, hip_clock, launch_floor,
+                                  subtract_event_overhead)
 from parity.timing.environment import gpu_environment
 from parity.timing.measure import PreparedLaunch, Timeable, time_launch, time_prepared
 from parity.timing.statistics import MODES, Timing, TimingOptions, is_launch_bound, noise, quantile, sample, summarize

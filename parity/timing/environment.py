@@ -13,8 +13,9 @@ def gpu_environment() -> dict:
     {} without a usable CUDA device (hip-python's version is still reported when installed)."""
     out: dict = {}
     try:
-        import hip  # noqa: F401
         from importlib.metadata import version
+
+        import hip  # noqa: F401
         out["hip_python"] = version("hip-python")
     except Exception:
         pass
