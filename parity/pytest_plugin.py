@@ -129,14 +129,14 @@ class _Session:
                                                 csv_list(config.getoption("parity_dtypes"))), allow_empty=True)
         except SessionError as e:
             raise pytest.UsageError(f"--parity-sweep {sweep}: {e}") from None
-        known = None
-        if config.getoption("parity_baseline"):
-            from parity.render import baseline
-            try:
-                known = baseline.load(config.getoption("parity_baseline"))
-            except ValueError as e:
-                raise pytest.UsageError(str(e)) from None
-        level, strict = config.getoption("parity_level"), config.getoption("parity_strict")
+        from parity.render import baseline
+        try:
+            known = baseline.load_optional(config.getoption("parity_baseline"))
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        level = self._state()["level"].name    # no level that verifies anything: a usage error now
+        known = baseline.with_stated(known, {c.op for c in cases}, [level])     # + what the ops state
+        strict = config.getoption("parity_strict")
         node = ParitySweep.from_parent(session, name=f"parity[{sweep}]", nodeid=f"parity[{sweep}]",
                                        cases=cases)
         for item in node.collect():
@@ -144,7 +144,6 @@ class _Session:
             if entry is not None:
                 item.add_marker(pytest.mark.xfail(reason=entry.reason or "parity baseline", strict=strict))
             items.append(item)
-        self._state()          # no level that verifies anything: a usage error now, not one error per case
 
     def _state(self) -> dict:
         st = self.config.stash.get(_KEY, None)

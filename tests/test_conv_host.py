@@ -16,7 +16,7 @@ from parity.run.cases import Case
 from parity.run.engine import prepare_case, run_case
 from parity.core.numerics import to_f64
 from parity.ops import CATALOG
-from parity.ops.conv import HostConv, KNOWN_DIVERGENCES
+from parity.ops.conv import HostConv
 
 HOST_OPS = ("conv.conv1d_host", "conv.conv2d_host")
 ALL = [f"{op}/{dt}/{sh}/normal/s0" for op in HOST_OPS for sh in CATALOG[op].spec.shapes
@@ -189,20 +189,29 @@ def test_cuda_bug_is_invisible_for_contiguous_kernels():
     assert sorted(bad) == sorted(c for c in ALL if "-kslice/" in c) and len(bad) == 8
 
 
-def test_known_divergence_turns_the_cuda_failures_into_xfail():
-    from parity.render.baseline import Baseline, Entry, apply
+def test_the_ops_stated_divergence_turns_the_cuda_failures_into_xfail():
+    """The host conv ops state Candle's CUDA bug next to themselves (Op.known); the baseline
+    machinery applies it to a run's cuda rows without any baseline file, and only to those."""
+    from parity.render.baseline import apply, with_stated, with_stated_for
     from parity.run.results import Results
 
     class CudaLike(ConvGemmReadsOriginalKernel):
         level = "cuda"
-    kd = Entry(**KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"])
+    entries = with_stated(None, HOST_OPS, ["cuda"]).entries
+    assert [e.pattern for e in entries] == ["conv.conv1d_host/*/c[12]-kslice/*", "conv.conv2d_host/*/c[12]-kslice/*"]
+    kd = entries[1]
+    assert kd.stated and kd.level == "cuda" and kd.reason.startswith("KD cuda-conv-noncontiguous-kernel")
+    assert with_stated(None, HOST_OPS, ["hip-on-nvidia", "cpu"]) is None      # no cuda row: nothing stated
     assert kd.matches("conv.conv2d_host/bf16/c2-kslice/normal/s0", "cuda")
     assert not kd.matches("conv.conv2d_host/bf16/c2-kslice/normal/s0", "hip-on-nvidia")
     assert not kd.matches("conv.conv2d/f32/c2-kslice/normal/s0", "cuda")        # the direct kernel reads strides
     assert not kd.matches("conv.conv1d_host/f32/c1-koffset/normal/s0", "cuda")
     rows = [run_case(Case.parse(c), CudaLike()) for c in ALL]
-    res = apply(Results.from_rows(rows), Baseline([kd]), strict=True)
+    raw = Results.from_rows(rows)
+    res = apply(raw, with_stated_for(None, raw), strict=True)
     assert res.counts() == {"pass": 56, "xfail": 8}
+    assert res.meta["baseline"]["unused"] == [] and res.meta["baseline"]["entries"] == 0
+    assert res.meta["baseline"]["stated_by_ops"] == ["KD cuda-conv-noncontiguous-kernel"]
     assert all("cuda-conv-noncontiguous-kernel" in d for op in HOST_OPS for d in CATALOG[op].divergences)
 
 
@@ -340,3 +349,17 @@ def test_host_memory_stand_in_matches_the_amd_interface():
     from parity.host.hip import HipMemory
     for name in ("buffers", "alloc", "free", "synchronize"):
         assert callable(getattr(HipMemory, name)) and callable(getattr(HostMemory, name))
+
+
+def test_baseline_update_leaves_what_the_ops_state_with_the_ops(tmp_path):
+    """`parity baseline update` on a cuda run writes no entry for a failure its op states (Op.known):
+    the statement stays next to the op, and the file keeps only the port's own known failures."""
+    from parity.render.baseline import Baseline, update
+    from parity.run.results import Results
+
+    class CudaLike(ConvGemmReadsOriginalKernel):
+        level = "cuda"
+    rows = [run_case(Case.parse(c), CudaLike()) for c in ALL if "conv2d_host" in c]
+    up = update(Baseline([]), Results.from_rows(rows))
+    assert up.added == 0 and up.baseline.entries == []
+    assert sum(r["verdict"] == "fail" for r in rows) == 4

@@ -37,7 +37,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
         click.echo(f"⚠️ partial merge: shard(s) {', '.join(res.meta['shards_missing'])} missing "
                    "(their cases are in no report)", err=True)
     try:
-        res = bl.apply(res, bl.load_optional(baseline_path, strict), strict)
+        res = bl.apply(res, bl.with_stated_for(bl.load_optional(baseline_path, strict), res), strict)
     except ValueError as e:
         raise SetupError(str(e))
     if fmt == "html":

@@ -306,7 +306,8 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
         from parity.run.engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
-    res = baseline.apply(Results.from_rows(rows, meta), known, strict)
+    res = Results.from_rows(rows, meta)
+    res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
     waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, port), meta["hip_src"])
     if waves:
         res.meta["wave_evidence"] = waves

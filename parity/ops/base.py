@@ -238,6 +238,17 @@ class StructuredSpec:
 
 
 @dataclass(frozen=True)
+class Known:
+    """An expected failure stated next to its op, as PyTorch OpInfo's DecorateInfo does: on `level`,
+    the op's cases whose ID after the op name matches `cases` (a glob over dtype/layout/values/seed)
+    fail, for `reason`. The baseline machinery applies it as a baseline entry wherever a run has
+    such rows (xfail; xpass when one passes; with --strict an xpass fails the run)."""
+    level: str
+    cases: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Op:
     """One op of the catalog: the ABI it is launched with and the semantics it must have."""
     name: str                                # "unary.exp"
@@ -264,6 +275,7 @@ class Op:
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
     kernel: str = ""                         # the kernel's name when it has no dtype suffix
                                              # (quantize_q8_1, mul_mat_vec_q4_0_q8_1_cuda1)
+    known: tuple[Known, ...] = ()            # expected failures of the kernels parity checks (Known)
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]

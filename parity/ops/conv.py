@@ -15,7 +15,7 @@ All size_t; one thread per output element (for_num_elems(n)), the start offsets 
 conv/conv_transpose accumulate f16/bf16 in float and other dtypes in T (u8/u32 wrap mod 2^n);
 the reference follows the **correct** math (src = stride*out + k*dilation - padding), so CUDA's
 direct conv1d bug for dilation > 1 (`(stride*dst_l + offset)*dilation`, conv.cu:40) is a named
-known divergence (KNOWN_DIVERGENCES) that a baseline entry covers on the `cuda` level.
+known divergence the op states (`Op.known`, KD_CONV1D_DILATION): xfail on the `cuda` level.
 Params (conv.rs): l_out = (l_in + 2p - d(k-1) - 1)/s + 1; transposed l_out = (l_in-1)s - 2p + d(k-1) + op + 1.
 Float results are judged against the float64 result within 2*sqrt(n)*eps_acc*sum|x*w| + 1 ulp
 (n = c_in*k_h*k_w); integers, im2col and col2im of integers exactly.
@@ -41,7 +41,7 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, strided
 from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import pack, sentinel_fill
-from parity.ops.base import Arg, for_num_elems, Launch, Op, Operands, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, for_num_elems, Known, Launch, Op, Operands, ShapeClass, StructuredSpec
 from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 from parity.ops.unary import OPS as UNARY_OPS
@@ -49,19 +49,16 @@ from parity.ops.unary import OPS as UNARY_OPS
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
 ACC_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -23, "bf16": 2.0 ** -23, "f64": 2.0 ** -52}
 
-KNOWN_DIVERGENCES = {
-    "cuda-conv1d-dilation": {
-        "pattern": "conv.conv1d/*/c1-dilation/*", "level": "cuda",
-        "reason": "KD cuda-conv1d-dilation: candle's direct conv1d_T computes src_l = (stride*dst_l + offset)*dilation "
-                  "(conv.cu:40), wrong for dilation > 1; the backend uses im2col1d, which is correct",
-    },
-    "cuda-conv-noncontiguous-kernel": {
-        "pattern": "conv.conv[12]d_host/*/c[12]-kslice/*", "level": "cuda",
-        "reason": "KD cuda-conv-noncontiguous-kernel: candle's CUDA conv1d/conv2d copy a non-contiguous kernel into "
-                  "kernel_c, then run the GEMM on the original buffer read as a contiguous (c_out, c_in*k) matrix "
-                  "from its start offset (cuda_backend/mod.rs); the ROCm port runs it on kernel_c",
-    },
-}
+# Candle's own CUDA kernels fail these cases (real Candle bugs); the ops below state them (Op.known).
+KD_CONV1D_DILATION = Known(
+    "cuda", "*/c1-dilation/*",
+    "KD cuda-conv1d-dilation: candle's direct conv1d_T computes src_l = (stride*dst_l + offset)*dilation "
+    "(conv.cu:40), wrong for dilation > 1; the backend uses im2col1d, which is correct")
+KD_CONV_NONCONTIGUOUS_KERNEL = Known(
+    "cuda", "*/c[12]-kslice/*",
+    "KD cuda-conv-noncontiguous-kernel: candle's CUDA conv1d/conv2d copy a non-contiguous kernel into "
+    "kernel_c, then run the GEMM on the original buffer read as a contiguous (c_out, c_in*k) matrix "
+    "from its start offset (cuda_backend/mod.rs); the ROCm port runs it on kernel_c")
 # Host-path op -> the convolution it computes (shared reference, judge and shape rules).
 HOST_ROOTS = {"conv1d_host": "conv1d", "conv2d_host": "conv2d"}
 
@@ -600,10 +597,10 @@ _SEM = {
     "conv2d_host": "Candle's backend conv2d: im2col_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
                    "(1, b*h_out*w_out, c_out, c_in*kh*kw), ucopy_T to NCHW; MIOpen first on amd",
 }
-_DIVS = {"conv1d": (KNOWN_DIVERGENCES["cuda-conv1d-dilation"]["reason"],),
-         "conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",),
-         "conv1d_host": (KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"]["reason"],),
-         "conv2d_host": (KNOWN_DIVERGENCES["cuda-conv-noncontiguous-kernel"]["reason"],)}
+_KNOWN = {"conv1d": (KD_CONV1D_DILATION,), "conv1d_host": (KD_CONV_NONCONTIGUOUS_KERNEL,),
+          "conv2d_host": (KD_CONV_NONCONTIGUOUS_KERNEL,)}
+_DIVS = {"conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",),
+         **{root: tuple(k.reason for k in known) for root, known in _KNOWN.items()}}
 
 
 def _tol(root):
@@ -618,7 +615,7 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
               reference=lambda *a, **k: None, value_classes=("normal",),
               abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
                    "kernel", "dst"),
-              semantics=_SEM[root], divergences=_DIVS[root],
+              semantics=_SEM[root], divergences=_DIVS[root], known=_KNOWN[root],
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
                                   tolerance=_tol(root), library="conv.host",
                                   row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
@@ -627,7 +624,7 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
 def _op(name, root, shapes, abi) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
               else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
-              info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()),
+              info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
                                   emulate=_emulate, tolerance=_tol(root)))
 

@@ -20,7 +20,9 @@ import fnmatch
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterable
 
+from parity import profiles
 from parity.core import toml
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
@@ -35,6 +37,7 @@ class Entry:
     pattern: str
     level: str | None = None
     reason: str = ""
+    stated: bool = False           # stated by the op itself (Op.known), not by a baseline file
 
     def matches(self, case_id: str, level: str | None) -> bool:
         if not fnmatch.fnmatchcase(case_id, self.pattern):
@@ -49,6 +52,30 @@ class Baseline:
 
     def match(self, case_id: str, level: str | None) -> Entry | None:
         return next((e for e in self.entries if e.matches(case_id, level)), None)
+
+
+def with_stated(user: Baseline | None, ops: Iterable[str], levels: Iterable[str]) -> Baseline | None:
+    """The user's baseline plus the expected failures these ops state for these levels (Op.known,
+    parity/ops/base.py), as entries; the user's come first, so their reasons win. None when neither
+    has any: a run the ops' statements do not touch is reported exactly as without them."""
+    levels = set(levels)
+    entries = []
+    for name in sorted(set(ops)):
+        try:
+            op = profiles.lookup_op(name)
+        except KeyError:                        # a chain, or an op this parity no longer has
+            continue
+        entries += [Entry(f"{op.name}/{k.cases}", k.level, k.reason, stated=True) for k in op.known
+                    if any(fnmatch.fnmatchcase(lv, k.level) for lv in levels)]
+    if not entries:
+        return user
+    return Baseline([*(user.entries if user else []), *entries], user.path if user else "")
+
+
+def with_stated_for(user: Baseline | None, res: Results) -> Baseline | None:
+    """with_stated for the ops and levels of a results table."""
+    t = res.table
+    return with_stated(user, t["op"].astype(str) if len(t) else (), t["level"].astype(str) if len(t) else ())
 
 
 def load_optional(path: str | Path | None, strict: bool = False) -> Baseline | None:
@@ -114,13 +141,15 @@ def _entry(e, i: int, path: Path) -> Entry:
 
 
 def dump(baseline: Baseline, path: str | Path) -> None:
-    """Write as TOML when the file name ends in .toml, else as JSON."""
+    """Write as TOML when the file name ends in .toml, else as JSON; entries the ops state stay
+    with the ops (Op.known), out of the file."""
     path = Path(path)
+    entries = [e for e in baseline.entries if not e.stated]
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".toml":
         q = json.dumps                     # a JSON string is a valid TOML basic string
         lines = ["# parity baseline: known failures (see parity/render/baseline.py)", ""]
-        for e in baseline.entries:
+        for e in entries:
             lines.append("[[known]]")
             lines.append(f"pattern = {q(e.pattern, ensure_ascii=False)}")
             if e.level:
@@ -129,8 +158,8 @@ def dump(baseline: Baseline, path: str | Path) -> None:
             lines.append("")
         path.write_text("\n".join(lines))
     else:
-        doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None}
-                                            for e in baseline.entries]}
+        doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None and k != "stated"}
+                                            for e in entries]}
         path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -164,11 +193,15 @@ def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Resu
     t["verdict"] = verdicts
     t["baseline_reason"] = reasons
     meta = dict(res.meta)
-    meta["baseline"] = {"path": baseline.path, "entries": len(baseline.entries), "strict": strict,
+    own = [e for e in baseline.entries if not e.stated]
+    meta["baseline"] = {"path": baseline.path, "entries": len(own), "strict": strict,
                         Verdict.XFAIL: int((t["verdict"] == Verdict.XFAIL).sum()),
                         Verdict.XPASS: int(t["verdict"].isin([Verdict.XPASS, Verdict.XPASS_STRICT]).sum()),
                         "unused": [e.pattern + (f" @{e.level}" if e.level else "")
-                                   for e in baseline.entries if e not in matched]}
+                                   for e in own if e not in matched]}
+    if len(own) < len(baseline.entries):
+        meta["baseline"]["stated_by_ops"] = sorted({e.reason.split(":")[0] for e in baseline.entries
+                                                    if e.stated and e in matched})
     return Results(t, meta)
 
 
@@ -207,7 +240,8 @@ def update(old: Baseline, res: Results) -> Update:
     hand-written reason kept), goes when the results ran its cases on its level and none fails,
     and stays untouched when the results did not run them (another level, another sweep) — a cpu
     run says nothing about GPU entries. An entry without a level (every level) is never dropped:
-    no run covers every level. Each failure no entry covers gets a new exact entry."""
+    no run covers every level. Each failure no entry covers gets a new exact entry, unless its op
+    states it (Op.known): that one stays with the op."""
     fresh = from_results(res)
     failing = {e for e in fresh.entries}
     keys = list(zip(res.table["case_id"].astype(str), res.table["level"], res.table["verdict"]))
@@ -226,7 +260,9 @@ def update(old: Baseline, res: Results) -> Update:
         else:
             kept_old.append(e)
             out.not_covered += 1
-    new = [f for f in fresh.entries if f not in covering]
+    stated = with_stated_for(None, res)
+    new = [f for f in fresh.entries if f not in covering
+           and not (stated and stated.match(_unescape(f.pattern), f.level))]
     out.added = len(new)
     out.baseline = Baseline(kept_old + new)
     return out
