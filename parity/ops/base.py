@@ -148,6 +148,34 @@ class Spec(Protocol):
         ExecResult of a host routine that ran its own launches."""
 
 
+@dataclass(frozen=True)
+class ChainSupport:
+    """What op chains (parity/chains, docs/chains.md) need of a structured op to run it as a step
+    whose operands are views of earlier steps' outputs; a `StructuredSpec` without one is an op
+    chains do not run yet. The step's launch is the spec's own `pack` of the built record made
+    from `geometry`, judged by the spec's own `expected` and `judge`.
+
+    geometry(layouts, params) -> (geo, out_shape)   the family's geo record as its pack and judge
+                          read it, from the operands' layouts and the step's scalar params, and the
+                          output shape; raises HostRefused where Candle's host refuses the layouts
+    reference64(ins, geo) -> np.ndarray   the op's math in float64 on float64 logical operands,
+                          no rounding anywhere (the chain's end-to-end reference)
+    acc_bound(key, layouts) -> float      for an op judged by an accumulation bound rather than
+                          in ulps (matmul, conv: 2*sqrt(k)*eps_acc): that bound relative to the
+                          output's scale, what the step may add to the chain's drift
+    """
+    geometry: Callable[[dict[str, Layout], dict[str, float]], tuple[dict, tuple[int, ...]]]
+    reference64: Callable[[dict[str, np.ndarray], dict], np.ndarray]
+    dense: tuple[str, ...] = ()              # operands the kernel reads as dense rows: Candle's host
+                                             # requires them contiguous (the chain takes the copy)
+    dense_from_start: bool = False           # ... at offset 0 too (the launch passes no offset: rope)
+    optional: tuple[str, ...] = ()           # operands besides Op.inputs a step may give or leave
+                                             # out (rmsnorm's alpha: a null pointer)
+    ulps: float | None = None                # its tolerance in ulps where Op.tolerance does not say
+                                             # (pool.avg's judge: 1 ulp)
+    acc_bound: Callable[[str, dict[str, Layout]], float] | None = None
+
+
 def _host_routine(executor, launch: Launch, *_) -> None:
     raise TypeError(f"{launch.kernel} is a host routine: the executor runs it (parity/host/routines.py)")
 
@@ -163,6 +191,7 @@ class StructuredSpec:
     expected(built) -> np.ndarray         the reference result (logical shape)
     judge(expected, got, built) -> Comparison
     emulate, tolerance, row_fields, suite_kernels: as in `Spec`
+    chain: ChainSupport                   optional: what op chains need to run the op as a step
     """
     shapes: dict[str, ShapeClass]
     build: Callable[..., Any]
@@ -181,6 +210,7 @@ class StructuredSpec:
                                              # roundings (softmax, norms): names a port nearer it than CUDA
     bytes_moved: Callable[..., int | None] = lambda built: None   # timing's bytes model of a case
                                              # (None: not timed; the elementwise spec has its own)
+    chain: ChainSupport | None = None        # None: op chains do not run this op yet
     elementwise = False
 
     def layouts(self) -> list[str]:

@@ -1,7 +1,9 @@
 """cast_S_D(numel, num_dims, info, inp, out) over the source x destination pairs Candle instantiates."""
 from __future__ import annotations
 
-from parity.core.numerics import cast
+import numpy as np
+
+from parity.core.numerics import cast, to_f64
 from parity.core.tolerance import EXACT
 from parity.ops.elementwise import elementwise_op
 
@@ -21,8 +23,13 @@ def reference(inputs, params, key, op):
     return cast(inputs["x"], src, dst)
 
 
+def reference64(inputs: dict[str, np.ndarray], params: dict) -> np.ndarray:
+    """In float64 (op chains' reference) a cast is the value itself: no rounding."""
+    return to_f64(inputs["x"])
+
+
 OPS = [elementwise_op(name="cast", family="cast", root="cast", dtypes=tuple(f"{s}-{d}" for s, d in PAIRS),
-          inputs=("x",), reference=reference, tolerance=EXACT,
+          inputs=("x",), reference=reference, reference64=reference64, tolerance=EXACT,
           value_classes=("normal", "special", "out-of-range"),
           semantics="float->u8: truncate, saturate to u32, keep the low byte (300->44); float->u32 "
           "saturates, NaN->0; float->i64 NaN->MIN; ->f16/bf16 one RNE rounding; ->fp8 RNE satfinite",

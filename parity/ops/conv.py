@@ -41,7 +41,7 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, strided
 from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import pack, sentinel_fill
-from parity.ops.base import Arg, for_num_elems, Known, Launch, Op, Operands, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, ChainSupport, for_num_elems, Known, Launch, Op, Operands, ShapeClass, StructuredSpec
 from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 from parity.ops.unary import OPS as UNARY_OPS
@@ -610,7 +610,22 @@ def _tol(root):
                         "|err| <= 2*sqrt(n)*eps_acc*sum|x*w| + 1 ulp vs float64")
 
 
-def _host_op(name: str, root: str, shapes: dict) -> Op:
+def _chain2d_geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]]:
+    """A conv2d chain step's geometry: Candle's conv parameters from the step's params, the
+    operands' shapes, and the NCHW output."""
+    g = {"stride": int(params.get("stride", 1)), "padding": int(params.get("padding", 0)),
+         "dilation": int(params.get("dilation", 1)), "out_padding": 0, "src": lays["src"].shape, "k": lays["k"].shape}
+    return g, _shapes_out("conv2d", g, g["src"], g["k"])
+
+
+# conv2d in a chain, the direct kernel or the host path: accumulates c_in*kh*kw products
+CHAIN_2D = ChainSupport(_chain2d_geometry,
+                        lambda ins, g: conv2d_math(to_f64(ins["src"]), to_f64(ins["k"]), g["stride"], g["padding"],
+                                                   g["dilation"]),
+                        acc_bound=lambda key, lays: 2.0 * math.sqrt(math.prod(lays["k"].shape[1:])) * ACC_EPS[key])
+
+
+def _host_op(name: str, root: str, shapes: dict, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=GEMM_DTYPES, inputs=("src", "k"),
               reference=lambda *a, **k: None, value_classes=("normal",),
               abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
@@ -618,22 +633,22 @@ def _host_op(name: str, root: str, shapes: dict) -> Op:
               semantics=_SEM[root], divergences=_DIVS[root], known=_KNOWN[root],
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
                                   tolerance=_tol(root), library="conv.host",
-                                  row_fields=_host_row_fields, suite_kernels=_host_kernels(root)))
+                                  row_fields=_host_row_fields, suite_kernels=_host_kernels(root), chain=chain))
 
 
-def _op(name, root, shapes, abi) -> Op:
+def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
               else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
               info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                  emulate=_emulate, tolerance=_tol(root)))
+                                  emulate=_emulate, tolerance=_tol(root), chain=chain))
 
 
 OPS = [
     _op("conv.conv1d", "conv1d", C1, ("src_numel:size_t", "l_out:size_t", "stride:size_t", "padding:size_t",
                                       "dilation:size_t", "info", "src", "kernel", "dst")),
     _op("conv.conv2d", "conv2d", C2, ("src_numel:size_t", "w_out:size_t", "h_out:size_t", "stride:size_t",
-                                      "padding:size_t", "dilation:size_t", "info", "src", "kernel", "dst")),
+                                      "padding:size_t", "dilation:size_t", "info", "src", "kernel", "dst"), CHAIN_2D),
     _op("conv.conv_transpose1d", "conv_transpose1d", T1,
         ("src_numel:size_t", "l_out:size_t", "stride:size_t", "padding:size_t", "out_padding:size_t",
          "dilation:size_t", "info", "src", "kernel", "dst")),
@@ -647,6 +662,6 @@ OPS = [
     _op("conv.col2im1d", "col2im1d", CI, ("dst_el:size_t", "l_out:size_t", "l_in:size_t", "c_out:size_t",
                                           "k_size:size_t", "stride:size_t", "src", "dst")),
     _host_op("conv.conv1d_host", "conv1d_host", H1),
-    _host_op("conv.conv2d_host", "conv2d_host", H2),
+    _host_op("conv.conv2d_host", "conv2d_host", H2, CHAIN_2D),
 ]
 _BY_ROOT = {o.root: o for o in OPS}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from parity.core.compare import compare, mark_outside_view
 from parity.core.dtypes import DType
 from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
                        materialize, operand_layouts, strided)
-from parity.core.numerics import scalar_to_dtype
+from parity.core.numerics import scalar_to_dtype, to_f64
 from parity.core.row import Verdict
 from parity.core.values import generate
 from parity.ops.abi import extract, pack
@@ -111,9 +111,10 @@ def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
 
 
-def elementwise_op(**fields: Any) -> Op:
-    """An op of an elementwise family, with the spec its own fields define."""
-    spec = ElementwiseSpec()
+def elementwise_op(*, reference64: Callable[[dict, dict], np.ndarray] | None = None, **fields: Any) -> Op:
+    """An op of an elementwise family, with the spec its own fields define; `reference64` where its
+    reference at key "f64" is not its math in float64 (see ElementwiseSpec.reference64)."""
+    spec = ElementwiseSpec(reference64)
     op = Op(spec=spec, **fields)
     spec.op = op                             # the spec reads the op it belongs to
     return op
@@ -124,6 +125,9 @@ class ElementwiseSpec:
     elementwise = True
     library = ""                             # always a suite kernel
     op: Op
+
+    def __init__(self, reference64: Callable[[dict, dict], np.ndarray] | None = None):
+        self._reference64 = reference64
 
     @property
     def shapes(self) -> dict[str, ShapeClass]:
@@ -173,6 +177,13 @@ class ElementwiseSpec:
         if c.worst:
             out["message"] = f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}"
         return out, got
+
+    def reference64(self, ins: dict[str, np.ndarray], params: dict) -> np.ndarray:
+        """The op's math in float64 on float64 logical operands, no rounding anywhere (op chains'
+        end-to-end reference): its reference at key "f64", or the family's own (cast, where)."""
+        if self._reference64 is not None:
+            return self._reference64(ins, params)
+        return to_f64(self.op.reference({n: to_f64(v) for n, v in ins.items()}, params, "f64", self.op))
 
     def emulate(self, executor, launch: Launch, bufs: dict[str, np.ndarray], op: Op, key: str) -> None:
         """The CPU level: walk `info` and the pointers as the kernel does, through the executor's

@@ -22,7 +22,7 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, strided
 from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, ChainSupport, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import HostRefused, StructuredBuilt, make_input, mask_judge, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
@@ -338,6 +338,18 @@ def _row_fields(b: StructuredBuilt, res) -> dict:
     return out
 
 
+def _chain_geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]]:
+    """A chain step's geometry: gemm_config of the operands' views (MatMulNonContiguous where
+    Candle refuses them) and the (..., m, n) output."""
+    l, r = lays["lhs"].shape, lays["rhs"].shape
+    bmnk = case_bmnk(l, r)
+    return {"bmnk": bmnk, "cfg": gemm_config(bmnk, lays["lhs"], lays["rhs"])}, tuple(l[:-2]) + (l[-2], r[-1])
+
+
+CHAIN = ChainSupport(_chain_geometry, lambda ins, geo: np.matmul(to_f64(ins["lhs"]), to_f64(ins["rhs"])),
+                     acc_bound=lambda key, lays: 2.0 * math.sqrt(lays["lhs"].shape[-1]) * ACC_EPS[key])
+
+
 OPS = [
     Op(name="matmul.gemm", family="matmul", root="gemm", dtypes=DTYPES, inputs=("lhs", "rhs"),
        reference=lambda *a, **k: None, value_classes=("normal",),
@@ -347,5 +359,5 @@ OPS = [
                  "(DEFAULT_TENSOR_OP), f64 dgemmStridedBatched; MatMulNonContiguous for other layouts",
        divergences=("Candle CPU backend uses the gemm crate (different summation order)",),
        spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                           tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields)),
+                           tolerance=_tolerance, library="blas.gemm", row_fields=_row_fields, chain=CHAIN)),
 ]

@@ -21,12 +21,13 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.core.tolerance import Tolerance
-from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, ChainSupport, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, make_input, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
 EPS = 1e-5
-F32 = dtype("f32")
+F32_EPS = float(np.float32(EPS))             # eps as the kernels receive it (an f32 argument)
+F32, F64 = dtype("f32"), dtype("f64")
 
 ROW_SHAPES = {s.name: s for s in [
     ShapeClass("c100", "(37,100): block 32, ~3 columns per thread", {"shape": (37, 100)}),
@@ -92,14 +93,13 @@ def layernorm_rows(x, alpha, beta, dt, eps=EPS) -> np.ndarray:
     return round_float(to_f64(round_float(y, F32)), dt)
 
 
-def exact_rows(root: str, x, alpha, beta, eps=EPS) -> np.ndarray:
+def exact_rows(root: str, x, alpha, beta, eps=F32_EPS) -> np.ndarray:
     """The float64 truth of a row op: no intermediate rounding (to T or to float), exact
-    exp/sqrt, two-pass variance; eps as the kernel receives it (an f32)."""
+    exp/sqrt, two-pass variance; eps by default as the kernel receives it (an f32)."""
     x = to_f64(x)
     if root == "softmax":
         e = np.exp(x - np.max(x, axis=-1, keepdims=True))
         return e / np.sum(e, axis=-1, keepdims=True)
-    eps = float(np.float32(eps))
     if root == "rmsnorm":
         y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
     else:
@@ -135,6 +135,12 @@ def rope_reference(variant: str, x, cos, sin, dt) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- row ops
+def row_geometry(rows: int, n_cols: int) -> dict:
+    """Candle's launch of the row kernels: one block per row; rmsnorm/layernorm blocks of 32
+    threads for rows under 1024 columns, else 1024 (softmax's block is always (1,32,1))."""
+    return {"rows": rows, "n_cols": n_cols, "block_size": 32 if n_cols < 1024 else 1024}
+
+
 def _row_build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
     dt = dtype(case.dtype)
@@ -153,8 +159,7 @@ def _row_build(case, rng) -> StructuredBuilt:
         al = contiguous((n,))
         ab, av = make_input(dt, al, "normal", rng)
         dts[name], lays[name], bases[name], ins[name] = dt, al, ab, av
-    geo = {"rows": rows, "n_cols": n, "block_size": 32 if n < 1024 else 1024}
-    return StructuredBuilt(case, op, case.dtype, dts, lays, bases, ins, geo,
+    return StructuredBuilt(case, op, case.dtype, dts, lays, bases, ins, row_geometry(rows, n),
                            out_dtype=dt, out_shape=(rows, n))
 
 
@@ -223,15 +228,20 @@ def _judge_with(tol: Tolerance):
 
 
 # ------------------------------------------------------------------------------- rope
+def rope_geometry(root: str, shape: tuple[int, ...], batched: bool) -> dict:
+    """The rope kernels' parameters from x's shape ((b,h,t,d); rope_thd: (b,t,h,d)); stride_b is
+    h*t*d when cos/sin are per batch (3-D), else 0."""
+    b_, h, t, d = (shape[0], shape[2], shape[1], shape[3]) if root == "rope_thd" else shape
+    return {"b": b_, "h": h, "t": t, "d": d, "el": math.prod(shape), "stride_b": h * t * d if batched else 0}
+
+
 def _rope_build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
     dt = dtype(case.dtype)
     g = ROPE_SHAPES[case.layout].geo
     shape = g["shape"]
-    if op.root == "rope_thd":
-        b_, t, h, d = shape
-    else:
-        b_, h, t, d = shape
+    geo = rope_geometry(op.root, shape, g["batched"])
+    b_, t, d = geo["b"], geo["t"], geo["d"]
     cs_shape = (b_, t, d // 2) if g["batched"] else (t, d // 2)
     lay = contiguous(shape)
     base, x = make_input(dt, lay, case.values, rng)
@@ -239,8 +249,6 @@ def _rope_build(case, rng) -> StructuredBuilt:
     cl = contiguous(cs_shape)
     cos_b = round_float(np.cos(ang), dt)
     sin_b = round_float(np.sin(ang), dt)
-    geo = {"b": b_, "h": h, "t": t, "d": d, "el": math.prod(shape),
-           "stride_b": h * t * d if g["batched"] else 0}
     return StructuredBuilt(case, op, case.dtype, {"src": dt, "cos": dt, "sin": dt},
                            {"src": lay, "cos": cl, "sin": cl}, {"src": base, "cos": cos_b, "sin": sin_b},
                            {"src": x, "cos": cos_b.reshape(cs_shape), "sin": sin_b.reshape(cs_shape)}, geo,
@@ -314,10 +322,34 @@ def _rope_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     dst[i2] = round_float(x1 * s + x2 * c, dt)
 
 
+# ---------------------------------------------------------------------------- op chains
+def _row_chain_geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]]:
+    shape = lays["src"].shape
+    return row_geometry(math.prod(shape[:-1]), shape[-1]), shape
+
+
+def _rope_chain(root: str) -> ChainSupport:
+    def geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]]:
+        shape = lays["src"].shape
+        return rope_geometry(root, shape, lays["cos"].rank == 3), shape
+    # the launch passes no offsets: x, cos and sin are read dense from their buffers' start
+    return ChainSupport(geometry, lambda ins, geo: rope_reference(root, ins["src"], ins["cos"], ins["sin"], F64),
+                        dense=("src", "cos", "sin"), dense_from_start=True)
+
+
+SOFTMAX_CHAIN = ChainSupport(_row_chain_geometry, lambda ins, geo: exact_rows("softmax", ins["src"], None, None),
+                             dense=("src",))
+# eps unrounded (1e-5), as the chains' reference has always taken it; the single-op truth
+# (_row_exact) takes the f32 the kernel receives
+RMSNORM_CHAIN = ChainSupport(_row_chain_geometry,
+                             lambda ins, geo: exact_rows("rmsnorm", ins["src"], ins.get("alpha"), None, eps=EPS),
+                             dense=("src", "alpha"), optional=("alpha",))
+
+
 # ----------------------------------------------------------------------------- catalog
-def _spec(shapes, build, pack, expected, emulate, tol, exact=None):
+def _spec(shapes, build, pack, expected, emulate, tol, exact=None, chain=None):
     return StructuredSpec(shapes=shapes, build=build, pack=pack, expected=expected, judge=_judge_with(tol),
-                          emulate=emulate, tolerance=lambda key: tol.describe(key), exact=exact)
+                          emulate=emulate, tolerance=lambda key: tol.describe(key), exact=exact, chain=chain)
 
 
 OPS = [
@@ -327,7 +359,8 @@ OPS = [
        semantics="softmax over the last dim: max in T (maxg), e=exp(x-max) in T, sum in ACC (f32 for f16/bf16), "
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",
        divergences=("Candle CPU divides by the sum in T",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"], _row_exact)),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"], _row_exact,
+                  SOFTMAX_CHAIN)),
     Op(name="nn.rmsnorm", family="nn", root="rmsnorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["rmsnorm"], value_classes=("normal",),
        param_sets=({"alpha": 1.0}, {"alpha": 0.0}),
@@ -335,7 +368,8 @@ OPS = [
        semantics="float sum of squares, rsqrtf(mean+eps) (approximate), T(scale*x*alpha); alpha may be null; "
                  "f64 is computed in float",
        divergences=("Candle CPU fast path divides in T; rms_norm_slow runs in f32 for f16/bf16",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"], _row_exact)),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"], _row_exact,
+                  RMSNORM_CHAIN)),
     Op(name="nn.layernorm", family="nn", root="layernorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["layernorm"], value_classes=("normal",),
        param_sets=({"affine": 1.0}, {"affine": 0.0}),
@@ -349,7 +383,8 @@ OPS = [
        reference=lambda *a, **k: None, tolerance=TOL["rope"], value_classes=("normal",), abi=abi,
        semantics=sem + "; T arithmetic; one thread per pair, early return; cos/sin index += (2*idx/stride_b)*"
                  "(t*d/2) when stride_b > 0 (3-D per-batch cos/sin)",
-       spec=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"]))
+       spec=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"],
+                  chain=_rope_chain(root)))
     for root, abi, sem in [
         ("rope_i", ("src", "cos", "sin", "dst", "bh:u32", "td:u32", "stride_b:u32"),
          "interleaved pairs (x[2i], x[2i+1]) of (b,h,t,d)"),

@@ -32,7 +32,7 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, permuted, strided
 from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, ChainSupport, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
@@ -105,6 +105,11 @@ def avg_finish(sums: np.ndarray, scale: np.float32, dt) -> np.ndarray:
             return (sums.astype(np.float64) * np.float64(scale)).astype(np.float64)
         p = sums.astype(np.float32) * scale                   # integer -> float, times float, truncate
         return np.trunc(p).astype(np.float64).astype(dt.np)
+
+
+def pool_out(shape: tuple[int, ...], k: tuple[int, int], s: tuple[int, int]) -> tuple[int, ...]:
+    """(b, c, oh, ow) of a pool over an NCHW shape: no padding, out = (in-k)/stride+1."""
+    return tuple(shape[:2]) + ((shape[2] - k[0]) // s[0] + 1, (shape[3] - k[1]) // s[1] + 1)
 
 
 def pool_windows(x: np.ndarray, k, s) -> np.ndarray:
@@ -197,11 +202,10 @@ def _build(case, rng) -> StructuredBuilt:
     g = op.spec.shapes[case.layout].geo
     lay = _view(g["view"], g["shape"])
     base, x = make_input(dt, lay, case.values, rng)
-    b_, c, h, w = g["shape"]
+    b_, c = g["shape"][:2]
     geo = dict(g)
     if op.root.endswith("pool2d"):
-        (kh, kw), (sh, sw) = g["k"], g["s"]
-        out = (b_, c, (h - kh) // sh + 1, (w - kw) // sw + 1)
+        out = pool_out(g["shape"], g["k"], g["s"])
     else:
         out = (b_, c) + tuple(g["out"])
     return StructuredBuilt(case, op, case.dtype, {"src": dt}, {"src": lay}, {"src": base}, {"src": x}, geo,
@@ -337,19 +341,32 @@ def _tol(root):
     return lambda key: "exact"
 
 
-def _op(name, root, shapes, abi) -> Op:
+def _avg_chain_geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]]:
+    """An avg pool chain step's geometry: window (kh, kw) and stride (sh, sw; default the window)
+    from the step's params."""
+    k = (int(params["kh"]), int(params["kw"]))
+    s = (int(params.get("sh", k[0])), int(params.get("sw", k[1])))
+    return {"k": k, "s": s}, pool_out(lays["src"].shape, k, s)
+
+
+AVG_CHAIN = ChainSupport(_avg_chain_geometry,
+                         lambda ins, g: np.mean(pool_windows(to_f64(ins["src"]), g["k"], g["s"]), axis=-1),
+                         ulps=1.0)                   # its judge: 1 ulp (the kernel's accumulation order)
+
+
+def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="pool", root=root, dtypes=DTYPES, inputs=("src",), reference=lambda *a, **k: None,
               value_classes=("normal", "special") if root == "max_pool2d" else ("normal",), abi=abi,
               info_always=True, semantics=_POOL_SEM[root],
               divergences=("Candle CPU avg_pool2d averages in T (no float accumulator for f16/bf16)",)
               if root == "avg_pool2d" else (),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                    emulate=_emulate, tolerance=_tol(root)))
+                                    emulate=_emulate, tolerance=_tol(root), chain=chain))
 
 
 _POOL_ABI = ("src_numel:size_t", "w_k:size_t", "h_k:size_t", "w_stride:size_t", "h_stride:size_t", "info", "src", "dst")
 OPS = [
-    _op("pool.avg", "avg_pool2d", POOL_SHAPES, _POOL_ABI),
+    _op("pool.avg", "avg_pool2d", POOL_SHAPES, _POOL_ABI, AVG_CHAIN),
     _op("pool.max", "max_pool2d", POOL_SHAPES, _POOL_ABI),
     _op("upsample.nearest2d", "upsample_nearest2d", NEAREST_SHAPES,
         ("w_out:size_t", "h_out:size_t", "w_scale:f64", "h_scale:f64", "info", "src", "dst")),
