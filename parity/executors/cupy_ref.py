@@ -51,7 +51,6 @@ NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64
 CT = {"u8": "unsigned char", "u32": "unsigned int", "i16": "short", "i32": "int", "i64": "long long",
       "f16": "unsigned short", "bf16": "unsigned short", "f32": "float", "f64": "double",
       "f8_e4m3": "unsigned char"}
-FAMILIES = ("unary", "binary", "affine", "cast", "ternary")    # unary includes ucopy, binary cmp
 
 # NVIDIA's conversions for the floats CuPy cannot hold: bits -> float (exact), float -> bits and
 # double -> bits (one round-to-nearest-even each). They give what Candle's CUDA kernels give: bf16
@@ -74,6 +73,7 @@ _FMA16 = {"f16": ("__ushort_as_half", "__half_as_ushort", "__double2half"),
           "bf16": ("__ushort_as_bfloat16", "__bfloat16_as_ushort", "__double2bfloat16")}
 
 # unary: expression of x (type C: float, double for f64); "{f}" suffixes the float-only spellings
+# (_UNARY_T below: the expressions that depend on the dtype); _BITS: bodies on the storage bits
 _UNARY = {
     "neg": "-x", "recip": "C(1) / x", "exp": "exp{f}(x)", "log": "log{f}(x)", "sin": "sin{f}(x)",
     "cos": "cos{f}(x)", "tanh": "tanh{f}(x)", "erf": "erf{f}(x)", "ceil": "ceil{f}(x)",
@@ -84,8 +84,11 @@ _UNARY = {
     "sign": "C((x > C(0)) - (x < C(0)))", "sigmoid": "C(1) / (C(1) + exp{f}(-x))",
     "powf": "pow{f}(x, C(p))",
 }
+_BITS = {"copy": "y = x0;"}                      # ucopy: bits copied, no conversion
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _BIN = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+# minimum/maximum: the comparison, and when a == b still picks a (min(-0, +0) = -0, max(+0, -0) = +0)
+_MINMAX = {"minimum": ("<", "signbit(a) && !signbit(b)"), "maximum": (">", "!signbit(a) && signbit(b)")}
 
 # Source marker of the reference's kernels: the NVRTC option rewrite applies to these sources only,
 # and it keys CuPy's on-disk cache apart from flushed builds. Change it when the rewrite changes.
@@ -117,7 +120,7 @@ def _round_trip(t: str, e: str) -> str:
 
 def supported(op: Op, key: str) -> str:
     """'' when the CuPy reference has an ElementwiseKernel for this kernel, else why not."""
-    if not op.spec.elementwise or op.family not in FAMILIES:
+    if not op.spec.elementwise or op.family not in _SOURCES:
         return (f"{op.name} is not in the CuPy reference (it has unary, ucopy, binary, cmp, affine, "
                 "cast and where)")
     return ""
@@ -133,73 +136,97 @@ def preamble(key: str) -> str:
     return "\n".join([MARKER] + sorted(f"#include <{_HEADER[p]}>" for p in set(key.split("-")) if p in _HEADER))
 
 
-def kernel_source(op: Op, key: str) -> tuple[str, str, str, str]:
-    """(in_params, out_params, body, preamble) of the ElementwiseKernel for op/key."""
-    parts = key.split("-")
-    t = parts[-1]
-    root, fam = op.root, op.family
-    pre = preamble(key)
-    S, TC = NP_NAMES[t], CT[t]
+def _relu(t: str, f: str) -> str:
+    """fmaxf(x, 0): NaN -> 0 and relu(-0) = +0; f16/bf16 max.NaN keeps NaN."""
+    return f"(x != x) ? {'x' if t in ('f16', 'bf16') else 'C(0)'} : ((x > C(0)) ? x : C(0))"
+
+
+def _elu(t: str, f: str) -> str:
+    """Candle computes alpha*(exp(x)-1) in T: f16/bf16 round every step (elu_bf16(-0.001) = 0)."""
+    e1 = _round_trip(t, f"exp{f}(x)")
+    e2 = _round_trip(t, f"{e1} - C(1)")
+    return f"(x > C(0)) ? x : {_round_trip(t, f'C(p) * {e2}')}"
+
+
+_UNARY_T = {"relu": _relu, "elu": _elu}
+
+
+def _unary_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    t, name = key.split("-")[-1], op.root[1:]
+    S = NP_NAMES[t]
+    if name in _BITS:
+        return f"{S} x0", f"{S} y", _BITS[name], MARKER
     c = _ctype(t)
     f = "f" if c == "float" else ""
+    expr = _UNARY_T[name](t, f) if name in _UNARY_T else _UNARY[name].format(f=f)
+    params = f"{S} x0" + (", float64 p" if op.params_abi else "")
+    body = f"typedef {c} C; C x = {_load(t, 'x0')}; y = {_FROM_FLOAT[t].format(expr)};"
+    return params, f"{S} y", body, preamble(key)
+
+
+def _binary_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    t = key.split("-")[-1]
+    S, TC, c, pre = NP_NAMES[t], CT[t], _ctype(t), preamble(key)
     flt = t in FLOATS
-    if fam == "unary":
-        if root == "ucopy":
-            return f"{S} x0", f"{S} y", "y = x0;", MARKER      # bits copied: no conversion
-        name = root[1:]
-        if name == "relu":                       # fmaxf(x, 0): NaN -> 0 and relu(-0) = +0;
-            nan = "x" if t in ("f16", "bf16") else "C(0)"             # f16/bf16 max.NaN keeps NaN
-            expr = f"(x != x) ? {nan} : ((x > C(0)) ? x : C(0))"
-        elif name == "elu":                      # Candle computes alpha*(exp(x)-1) in T: f16/bf16
-            e1 = _round_trip(t, f"exp{f}(x)")    # round every step (elu_bf16(-0.001) = 0)
-            e2 = _round_trip(t, f"{e1} - C(1)")
-            expr = f"(x > C(0)) ? x : {_round_trip(t, f'C(p) * {e2}')}"
-        else:
-            expr = _UNARY[name].format(f=f)
-        params = f"{S} x0" + (", float64 p" if op.params_abi else "")
-        body = f"typedef {c} C; C x = {_load(t, 'x0')}; y = {_FROM_FLOAT[t].format(expr)};"
-        return params, f"{S} y", body, pre
-    if fam == "binary":
-        ins = f"{S} a0, {S} b0"
-        load = (f"typedef {c} C; C a = {_load(t, 'a0')}; C b = {_load(t, 'b0')};" if flt
-                else f"{TC} a = a0; {TC} b = b0;")
-        if root in _CMP:
-            return ins, "uint8 y", f"{load} y = (unsigned char)(a {_CMP[root]} b);", pre
-        name = root[1:]
-        if name in _BIN:
-            store = _FROM_FLOAT[t].format(f"a {_BIN[name]} b") if flt else f"({TC})(a {_BIN[name]} b)"
-            return ins, f"{S} y", f"{load} y = {store};", pre
-        lt = "<" if name == "minimum" else ">"
-        if not flt:
-            return ins, f"{S} y", f"{load} y = (a {lt} b) ? a : b;", pre
-        sb = "signbit(a) && !signbit(b)" if name == "minimum" else "!signbit(a) && signbit(b)"
-        pick = f"C r = ((a {lt} b) || (a == b && {sb})) ? a : b;"
-        if t in ("f16", "bf16"):                 # __hmin_nan / __hmax_nan: NaN propagates
-            nanrule = "r = (isnan(a) || isnan(b)) ? __int_as_float(0x7fffffff) : r;"
-        else:                                    # fminf / fmaxf (fp8 too, through float): NaN ignored
-            nanrule = "r = isnan(a) ? b : (isnan(b) ? a : r);"
-        return ins, f"{S} y", f"{load} {pick} {nanrule} y = {_FROM_FLOAT[t].format('r')};", pre
-    if fam == "affine":
-        if t in _FMA16:                          # one rounding: native fma.rn.f16 / fma.rn.bf16
-            frombits, tobits, fromd = _FMA16[t]
-            body = f"y = {tobits}(__hfma({frombits}(x0), {fromd}(mul), {fromd}(add)));"
-        elif t == "f8_e4m3":                     # no fp8 fma: x*mul+add of fp8 values is exact in
-            exact = f"fma((double){_load(t, 'x0')}, mul, add)"     # double, then one rounding
-            body = f"y = {_FROM_DOUBLE[t].format(exact)};"
-        elif t == "f32":
-            body = "y = fmaf(x0, (float)mul, (float)add);"
-        elif t == "f64":
-            body = "y = fma(x0, mul, add);"
-        else:                                    # integers wrap
-            body = f"y = ({TC})(x0 * ({TC})mul + ({TC})add);"
-        return f"{S} x0, float64 mul, float64 add", f"{S} y", body, pre
-    if fam == "cast":
-        s, d = parts
-        return f"{NP_NAMES[s]} x0", f"{NP_NAMES[d]} y", _cast_body(s, d), pre
-    if fam == "ternary":
-        ci = parts[0]
-        return f"{NP_NAMES[ci]} c0, {S} t0, {S} f0", f"{S} y", "y = (c0 != 0) ? t0 : f0;", MARKER
-    raise KeyError(f"no CuPy reference for {op.name}")
+    ins = f"{S} a0, {S} b0"
+    load = (f"typedef {c} C; C a = {_load(t, 'a0')}; C b = {_load(t, 'b0')};" if flt
+            else f"{TC} a = a0; {TC} b = b0;")
+    if op.root in _CMP:
+        return ins, "uint8 y", f"{load} y = (unsigned char)(a {_CMP[op.root]} b);", pre
+    name = op.root[1:]
+    if name in _BIN:
+        store = _FROM_FLOAT[t].format(f"a {_BIN[name]} b") if flt else f"({TC})(a {_BIN[name]} b)"
+        return ins, f"{S} y", f"{load} y = {store};", pre
+    lt, sb = _MINMAX[name]
+    if not flt:
+        return ins, f"{S} y", f"{load} y = (a {lt} b) ? a : b;", pre
+    pick = f"C r = ((a {lt} b) || (a == b && {sb})) ? a : b;"
+    if t in ("f16", "bf16"):                     # __hmin_nan / __hmax_nan: NaN propagates
+        nanrule = "r = (isnan(a) || isnan(b)) ? __int_as_float(0x7fffffff) : r;"
+    else:                                        # fminf / fmaxf (fp8 too, through float): NaN ignored
+        nanrule = "r = isnan(a) ? b : (isnan(b) ? a : r);"
+    return ins, f"{S} y", f"{load} {pick} {nanrule} y = {_FROM_FLOAT[t].format('r')};", pre
+
+
+def _affine_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    t = key.split("-")[-1]
+    S, TC = NP_NAMES[t], CT[t]
+    if t in _FMA16:                              # one rounding: native fma.rn.f16 / fma.rn.bf16
+        frombits, tobits, fromd = _FMA16[t]
+        body = f"y = {tobits}(__hfma({frombits}(x0), {fromd}(mul), {fromd}(add)));"
+    elif t == "f8_e4m3":                         # no fp8 fma: x*mul+add of fp8 values is exact in
+        exact = f"fma((double){_load(t, 'x0')}, mul, add)"     # double, then one rounding
+        body = f"y = {_FROM_DOUBLE[t].format(exact)};"
+    elif t == "f32":
+        body = "y = fmaf(x0, (float)mul, (float)add);"
+    elif t == "f64":
+        body = "y = fma(x0, mul, add);"
+    else:                                        # integers wrap
+        body = f"y = ({TC})(x0 * ({TC})mul + ({TC})add);"
+    return f"{S} x0, float64 mul, float64 add", f"{S} y", body, preamble(key)
+
+
+def _cast_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    s, d = key.split("-")
+    return f"{NP_NAMES[s]} x0", f"{NP_NAMES[d]} y", _cast_body(s, d), preamble(key)
+
+
+def _where_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    ci, t = key.split("-")
+    S = NP_NAMES[t]
+    return f"{NP_NAMES[ci]} c0, {S} t0, {S} f0", f"{S} y", "y = (c0 != 0) ? t0 : f0;", MARKER
+
+
+# the ElementwiseKernel of each family the reference has (unary includes ucopy, binary cmp)
+_SOURCES = {"unary": _unary_source, "binary": _binary_source, "affine": _affine_source, "cast": _cast_source,
+            "ternary": _where_source}
+
+
+def kernel_source(op: Op, key: str) -> tuple[str, str, str, str]:
+    """(in_params, out_params, body, preamble) of the ElementwiseKernel for op/key."""
+    if op.family not in _SOURCES:
+        raise KeyError(f"no CuPy reference for {op.name}")
+    return _SOURCES[op.family](op, key)
 
 
 def _cast_body(s: str, d: str) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from parity.ops.base import Launch, Op
+from parity.ops.conv import ConvKernel
+from parity.ops.pool import PoolKernel
 from parity.ops.structured import HostRefused
 from parity.executors.cupy_structured import FAMILY_RUNNERS, NAN_IGNORING, STORAGE, _args, _info, _ptr, gather_view, narrow, round_trip, widen
 
@@ -130,18 +132,18 @@ def pool_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     src, dst = _ptr(bufs, a["src"]), _ptr(bufs, a["dst"])
     ar = lambda n: xp.arange(n, dtype=xp.int64)
     base = ar(dims[0])[:, None, None, None] * st[0] + ar(dims[1])[None, :, None, None] * st[1]
-    root = op.root
-    if root.endswith("pool2d"):
+    kern: PoolKernel = op.spec.variant
+    if kern.window:
         wk, hk, ws, hs = (int(a[n].value) for n in ("w_k", "h_k", "w_stride", "h_stride"))
         i2 = (ar((dims[2] - wk) // ws + 1) * ws)[:, None] + ar(wk)[None, :]          # (w_out, w_k)
         i3 = (ar((dims[3] - hk) // hs + 1) * hs)[:, None] + ar(hk)[None, :]          # (h_out, h_k)
         flat = base[..., None, None] + i2[:, None, :, None] * st[2] + i3[None, :, None, :] * st[3]
         raw = src[flat].reshape(flat.shape[:4] + (wk * hk,))                          # w_k outer, as the loop
         v = widen(xp, raw, key)
-        res = window_max(xp, v, key) if root == "max_pool2d" else \
+        res = window_max(xp, v, key) if kern.maximum else \
             window_avg(xp, v, raw, float(np.float32(1.0 / (wk * hk))), key)
         out = res.astype(raw.dtype) if key not in FLOATS else narrow(xp, res, key)
-    elif root == "upsample_nearest2d":
+    elif kern.nearest:
         w_out, h_out = int(a["w_out"].value), int(a["h_out"].value)
         i2 = xp.minimum(xp.floor(ar(w_out) * float(a["w_scale"].value)).astype(xp.int64), dims[2] - 1)
         i3 = xp.minimum(xp.floor(ar(h_out) * float(a["h_scale"].value)).astype(xp.int64), dims[3] - 1)
@@ -208,38 +210,38 @@ def correlate(xp: Any, g: Any, w: Any) -> Any:
 
 
 def conv_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
-    """conv*/im2col*/col2im1d kernels, and conv.host (Candle's backend conv1d/conv2d)."""
+    """conv.host (Candle's backend conv1d/conv2d) and the conv*/im2col*/col2im1d kernels."""
     a = _args(launch)
     v = lambda n: int(a[n].value) if n in a else 0
     s, p, d = v("stride"), v("padding"), v("dilation")
     src, dst = _ptr(bufs, a["src"]), _ptr(bufs, a["dst"])
-    root = op.root
-    if root == "col2im1d":                       # src contiguous (b, l_in, c_out, k) -> (b, c_out, l_out)
-        l_out, l_in, c, k = v("l_out"), v("l_in"), v("c_out"), v("k_size")
-        b = v("dst_el") // (c * l_out)
-        x = numeric(xp, src[:b * l_in * c * k].reshape(b, l_in, c, k), key)
-        pos, ok = conv_taps(xp, l_out, l_in, k, s, 0, 1, True)             # l = i*stride + j
-        taps = x.transpose(0, 2, 1, 3)[:, :, pos, xp.arange(k, dtype=xp.int64)[None, :]]
-        out = store(xp, xp.where(ok, taps, xp.zeros((), dtype=taps.dtype)).sum(axis=-1), key)
-    elif root.endswith("_host"):                 # conv.host: the layouts of src and kernel
+    kern: ConvKernel = op.spec.variant
+    if launch.library == "conv.host":            # the layouts of src and kernel
         sl, kl = _info(a["src_layout"]), _info(a["kernel_layout"])
         x = gather_view(xp, src, sl[:len(sl) // 2], sl[len(sl) // 2:])
         w = gather_view(xp, _ptr(bufs, a["kernel"]), kl[:len(kl) // 2], kl[len(kl) // 2:])
         outs = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k in zip(x.shape[2:], w.shape[2:])]
         taps = [conv_taps(xp, o, n, k, s, p, d, False) for o, n, k in zip(outs, x.shape[2:], w.shape[2:])]
         out = store(xp, correlate(xp, gather_taps(xp, numeric(xp, x, key), taps), numeric(xp, w, key)), key)
+    elif kern.col2im:                            # src contiguous (b, l_in, c_out, k) -> (b, c_out, l_out)
+        l_out, l_in, c, k = v("l_out"), v("l_in"), v("c_out"), v("k_size")
+        b = v("dst_el") // (c * l_out)
+        x = numeric(xp, src[:b * l_in * c * k].reshape(b, l_in, c, k), key)
+        pos, ok = conv_taps(xp, l_out, l_in, k, s, 0, 1, True)             # l = i*stride + j
+        taps = x.transpose(0, 2, 1, 3)[:, :, pos, xp.arange(k, dtype=xp.int64)[None, :]]
+        out = store(xp, xp.where(ok, taps, xp.zeros((), dtype=taps.dtype)).sum(axis=-1), key)
     else:
         info = _info(a["info"])
-        nd = 3 if root in ("conv1d", "conv_transpose1d", "im2col1d") else 4
+        nd = 2 + kern.spatial
         x = gather_view(xp, src, info[:nd], info[nd:2 * nd])
-        if root.startswith("im2col"):            # patches, copied as stored (zeros in the padding)
+        if kern.im2col:                          # patches, copied as stored (zeros in the padding)
             outs, ks = ([v("l_out")], [v("l_k")]) if nd == 3 else ([v("h_out"), v("w_out")], [v("h_k"), v("w_k")])
             taps = [conv_taps(xp, o, n, k, s, p, d, False) for o, n, k in zip(outs, x.shape[2:], ks)]
             g = gather_taps(xp, x, taps)                                   # (b, c, *out, *k)
             out = g.transpose((0,) + tuple(range(2, nd)) + (1,) + tuple(range(nd, 2 * nd - 2)))
         else:
             w = numeric(xp, gather_view(xp, _ptr(bufs, a["kernel"]), info[2 * nd:3 * nd], info[3 * nd:4 * nd]), key)
-            transposed = root.startswith("conv_transpose")
+            transposed = kern.transposed
             if transposed:                       # w (c_in, c_out, *k) -> (c_out, c_in, *k)
                 w = w.transpose((1, 0) + tuple(range(2, nd)))
             outs = [v("l_out")] if nd == 3 else [v("h_out"), v("w_out")]

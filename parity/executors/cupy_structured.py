@@ -6,9 +6,11 @@ also dispatches a launch to its family (execute_array_code).
 Each family reads the Launch exactly as its kernel does (the permuted `info` and
 el_to_sum_per_block of a reduction, grid = rows, n_cols / ncols, pointer offsets, nullable alpha
 and beta, rope's stride_b, max_value<I> ids, the serial j loop of ia/sa/s) and writes the output
-buffer; the op's own judge decides. Written against an array module `xp` with API common to CuPy
-and NumPy only: cupy on the GPU, numpy in tests. It shares no code with the CPU reference
-(parity/executors/cpu.py, the ops' reference/emulate functions): a second reference.
+buffer; the op's own judge decides. Which kernel of its family a launch is comes from the facts of
+the op's `spec.variant`, declared in the family's module (reduce.Reduction, nn.NnKernel, ...), or
+from the launch's parameters, never from the op's name. Written against an array module `xp` with
+API common to CuPy and NumPy only: cupy on the GPU, numpy in tests. It shares no code with the CPU
+reference (parity/executors/cpu.py, the ops' reference/emulate functions): a second reference.
 
 Floats are decoded from their storage bits (f16/bf16 as uint16, f32 bits as uint32, fp8 e4m3 as
 uint8) to float64 with integer operations and ldexp, computed in float64, and encoded back with
@@ -29,6 +31,9 @@ from typing import Any
 import numpy as np
 
 from parity.ops.base import Launch, Op
+from parity.ops.indexing import IndexKernel
+from parity.ops.nn import NnKernel
+from parity.ops.reduce import Reduction
 
 # storage formats decoded/encoded here: (mantissa bits, exponent bits, bits dtype)
 FORMATS = {"f16": (10, 5, "uint16"), "bf16": (7, 8, "uint16"), "f32": (23, 8, "uint32"),
@@ -40,8 +45,9 @@ ARRAY_FAMILIES = ("reduce", "nn", "indexing", "sort", "fill", "matmul", "pool", 
 
 
 def array_code(op: Op) -> bool:
-    """Whether the level runs this op as array code here (else as an ElementwiseKernel)."""
-    return not op.spec.elementwise or op.family == "fill"
+    """Whether the level runs this op as array code here (else as an ElementwiseKernel, which writes
+    a dense out[i]: the fill family writes the output buffer through its layout)."""
+    return not op.spec.elementwise or op.out_mode == "buffer"
 
 
 def structured_supported(op: Op) -> str:
@@ -144,18 +150,18 @@ def host_scalar(value: float, t: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- reduce
-def arg_tree(xp: Any, kind: str, v: Any, block: int) -> Any:
+def arg_tree(xp: Any, kind: Reduction, v: Any, block: int) -> Any:
     """Row index each row's block returns (fast_argmin/argmax): thread t keeps its first element
     t, then strict improvements over t+B, t+2B, ...; the shared-memory tree takes the partner
     only when strictly better. This decides ties (and NaN, which wins only from thread 0's first
     element), so it is followed step by step, vectorised over rows; v: (rows, el)."""
     rows, el = v.shape
-    better = xp.greater if kind == "argmax" else xp.less
+    better = xp.greater if kind.largest else xp.less
     if v.dtype.kind == "f":
-        ident = -np.inf if kind == "argmax" else np.inf
+        ident = -np.inf if kind.largest else np.inf
     else:
         info = np.iinfo(v.dtype)
-        ident = info.min if kind == "argmax" else info.max
+        ident = info.min if kind.largest else info.max
     k = -(-el // block)
     padded = xp.full((rows, k * block), ident, dtype=v.dtype)
     padded[:, :el] = v
@@ -210,7 +216,7 @@ def reduce_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None
         atomic_sum_launch(xp, launch, key, bufs)
         return
     a = _args(launch)
-    kind = op.root[len("fast_"):]
+    kind: Reduction = op.spec.variant
     el, nd = int(a["el_to_sum_per_block"].value), int(a["num_dims"].value)
     info = [int(v) for v in a["info"].value]
     src, dst = _ptr(bufs, a["src"]), _ptr(bufs, a["dst"])
@@ -220,15 +226,15 @@ def reduce_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None
                                            strides=tuple(s * item for s in info[nd:2 * nd]))
     rows = view.reshape(n_rows, el)
     v = widen(xp, rows, key)
-    if kind == "sum":
+    if not kind.extreme:
         out = narrow(xp, v.sum(axis=1), key) if v.dtype.kind == "f" else \
             xp.sum(rows, axis=1, dtype=rows.dtype)              # integers accumulate in T: wrap
-    elif kind in ("min", "max"):
-        pick = (lambda x: x.max(axis=1)) if kind == "max" else (lambda x: x.min(axis=1))
+    elif not kind.index:
+        pick = (lambda x: x.max(axis=1)) if kind.largest else (lambda x: x.min(axis=1))
         if v.dtype.kind != "f":
             out = pick(v)
         elif key in NAN_IGNORING:
-            out = narrow(xp, pick(xp.where(xp.isnan(v), -np.inf if kind == "max" else np.inf, v)), key)
+            out = narrow(xp, pick(xp.where(xp.isnan(v), -np.inf if kind.largest else np.inf, v)), key)
         else:
             out = narrow(xp, xp.where(xp.isnan(v).any(axis=1), np.nan, pick(v)), key)
     else:
@@ -248,15 +254,15 @@ def softmax_rows(xp: Any, x: Any, t: str) -> Any:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def norm_rows(xp: Any, root: str, x: Any, alpha: Any, beta: Any, eps: float) -> Any:
-    """rmsnorm / layernorm in float (f64 inputs are read as float), result rounded to float."""
+def norm_rows(xp: Any, centred: bool, x: Any, alpha: Any, beta: Any, eps: float) -> Any:
+    """rmsnorm / layernorm (centred) in float (f64 inputs are read as float), result rounded to float."""
     xf = round_trip(xp, x, "f32")
     eps = float(np.float32(eps))
-    if root == "rmsnorm":
-        y = xf / xp.sqrt((xf * xf).mean(axis=-1, keepdims=True) + eps)
-    else:                                        # one pass: var = E[x^2] - mean^2
+    if centred:                                  # one pass: var = E[x^2] - mean^2
         mean = xf.mean(axis=-1, keepdims=True)
         y = (xf - mean) / xp.sqrt((xf * xf).mean(axis=-1, keepdims=True) - mean * mean + eps)
+    else:
+        y = xf / xp.sqrt((xf * xf).mean(axis=-1, keepdims=True) + eps)
     if alpha is not None:
         y = y * alpha
     if beta is not None:
@@ -266,8 +272,9 @@ def norm_rows(xp: Any, root: str, x: Any, alpha: Any, beta: Any, eps: float) -> 
 
 def nn_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     """softmax_T / rmsnorm_T / layernorm_T: grid x rows of n_cols contiguous elements."""
-    if op.root.startswith("rope"):
-        return rope_launch(xp, launch, op, key, bufs)
+    kern: NnKernel = op.spec.variant
+    if kern.rotary:
+        return rope_launch(xp, launch, kern, key, bufs)
     a = _args(launch)
     rows, n = int(launch.grid[0]), int(a["n_cols"].value)
 
@@ -275,10 +282,10 @@ def nn_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
         p = _ptr(bufs, a[name]) if name in a else None
         return None if p is None else widen(xp, p[:count], key)
     x = operand("src", rows * n).reshape(rows, n)
-    if op.root == "softmax":
-        y = softmax_rows(xp, x, key)
+    if kern.norm:
+        y = norm_rows(xp, kern.centred, x, operand("alpha", n), operand("beta", n), float(a["eps"].value))
     else:
-        y = norm_rows(xp, op.root, x, operand("alpha", n), operand("beta", n), float(a["eps"].value))
+        y = softmax_rows(xp, x, key)
     _ptr(bufs, a["dst"])[:rows * n] = narrow(xp, y, key).reshape(-1)
 
 
@@ -287,13 +294,13 @@ def table_offset(xp: Any, idx: Any, stride_b: int, half: int) -> Any:
     return (2 * idx) // stride_b * half if stride_b > 0 else 0
 
 
-def rope_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
+def rope_launch(xp: Any, launch: Launch, kern: NnKernel, key: str, bufs: dict) -> None:
     """rope_i_T / rope_T / rope_thd_T: one thread per pair idx < el/2 with the kernels' index
     arithmetic; x1*c - x2*s and x1*s + x2*c rounded once to T."""
     a = _args(launch)
     u = {n: int(x.value) for n, x in a.items() if x.kind == "u32"}
     src, cos, sin, dst = (_ptr(bufs, a[n]) for n in ("src", "cos", "sin", "dst"))
-    if op.root == "rope_thd":
+    if kern.thd:
         d2 = u["d"] // 2
         half = u["t"] * d2
         idx = xp.arange(u["b"] * u["t"] * u["h"] * d2, dtype=xp.int64)
@@ -303,7 +310,7 @@ def rope_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     else:
         half = u["td"] // 2
         idx = xp.arange(u["bh"] * half, dtype=xp.int64)
-        if op.root == "rope_i":                  # interleaved pairs
+        if kern.interleaved:
             i1, i2, cs = 2 * idx, 2 * idx + 1, idx % half
         else:                                    # halves of each d-row; cs = i_t*(d/2) + i_d
             d2 = u["d"] // 2
@@ -330,34 +337,35 @@ def add_in_t(xp: Any, a: Any, b: Any, t: str) -> Any:
     return a + b
 
 
-def scatter_loop(xp: Any, root: str, ids: Any, inp: Any, out: Any, pre: Any, post: Any, n_j: int,
+def scatter_loop(xp: Any, kern: IndexKernel, ids: Any, inp: Any, out: Any, pre: Any, post: Any, n_j: int,
                  dst_dim: int, right: int, t: str) -> None:
     """ia/sa/s: each (left, right) thread loops j serially. Vectorised over the threads, j by j:
     within one j the threads write distinct elements, so duplicate ids accumulate across j (sa,
     ia) or the last j wins (s), as in the kernel."""
     for j in range(n_j):
         src_i = (pre * n_j + j) * right + post
-        idv = ids[xp.full(pre.shape, j, dtype=xp.int64)] if root == "ia" else ids[src_i]
+        idv = ids[xp.full(pre.shape, j, dtype=xp.int64)] if kern.per_slice else ids[src_i]
         live = ~is_sentinel(xp, idv)
         dst_i = (pre * dst_dim + xp.where(live, idv, 0).astype(xp.int64)) * right + post
-        new = inp[src_i] if root == "s" else add_in_t(xp, out[dst_i], inp[src_i], t)
+        new = add_in_t(xp, out[dst_i], inp[src_i], t) if kern.accumulate else inp[src_i]
         out[dst_i] = xp.where(live, new, out[dst_i])     # a skipped thread rewrites its own old value
 
 
 def index_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     """is/gather: one thread per output element; ia/sa/s: one per (left, right), j serial."""
     a = _args(launch)
+    kern: IndexKernel = op.spec.variant
     v = lambda n: int(a[n].value)
     t = key.split("-")[1]
     ids, inp, out = (_ptr(bufs, a[n]) for n in ("ids", "inp", "out"))
     right = v("right")
-    if op.root in ("is", "gather"):
+    if not kern.scatter:
         numel, ids_dim, src_dim = v("numel"), v("ids_dim"), v("src_dim")
         i = xp.arange(numel, dtype=xp.int64)
-        idv = ids[(i // right) % ids_dim] if op.root == "is" else ids[:numel]
+        idv = ids[(i // right) % ids_dim] if kern.per_slice else ids[:numel]
         skip = is_sentinel(xp, idv)
         src_i = (i // (ids_dim * right) * src_dim + xp.where(skip, 0, idv).astype(xp.int64)) * right + i % right
-        if op.root == "is":                      # info: the ids' dims/strides; non-contiguous ids
+        if "info" in a:                          # is_I_T: info, the ids' dims/strides; non-contiguous ids
             nd = v("num_dims")                   # re-stride the source index through them
             info = _info(a["info"])
             dims, strides = info[:nd], info[nd:2 * nd]
@@ -369,28 +377,29 @@ def index_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
         out[:numel] = xp.where(skip, xp.zeros((), dtype=out.dtype), inp[src_i])
         return
     i = xp.arange(v("left") * right, dtype=xp.int64)
-    n_j = v("ids_dim") if op.root == "ia" else v("src_dim")
-    scatter_loop(xp, op.root, ids, inp, out, i // right, i % right, n_j, v("dst_dim"), right, t)
+    n_j = v("ids_dim") if kern.per_slice else v("src_dim")
+    scatter_loop(xp, kern, ids, inp, out, i // right, i % right, n_j, v("dst_dim"), right, t)
 
 
 # --------------------------------------------------------------------------------- fill
 def fill_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     """const_set_T: out[strided i] = value for i < numel (info null: contiguous); fill_T:
-    buf[0..numel) = value; copy2d_T: dst[r*dst_s + c] = src[r*src_s + c], one thread per element."""
+    buf[0..numel) = value; copy2d_T: dst[r*dst_s + c] = src[r*src_s + c], one thread per element.
+    Their parameter lists tell them apart (the family's ops have elementwise specs, no variant)."""
     a = _args(launch)
     out = _ptr(bufs, a["out"])
-    if op.root == "copy2d":
+    if "src" in a:                               # copy2d_T: the one with a source
         d1, d2, ss, ds = (int(a[n].value) for n in ("d1", "d2", "src_s", "dst_s"))
         i = xp.arange(d1 * d2, dtype=xp.int64)
         r, c = (i // d2, i % d2) if d2 else (i, i)
         out[r * ds + c] = _ptr(bufs, a["src"])[r * ss + c]
         return
     value = host_scalar(float(a["value"].value), key)[0]
-    n = int(a["numel"].value)
-    if op.root == "fill" or a["info"].value is None:
+    n, info = int(a["numel"].value), a.get("info")
+    if info is None or info.value is None:       # fill_T has no info; const_set_T's is null if contiguous
         out[:n] = value
         return
-    nd, info = int(a["num_dims"].value), _info(a["info"])
+    nd, info = int(a["num_dims"].value), _info(info)
     out[strided_index(xp, xp.arange(n, dtype=xp.int64), info[:nd], info[nd:2 * nd])] = value
 
 
@@ -402,7 +411,7 @@ def sort_launch(xp: Any, launch: Launch, op: Op, key: str, bufs: dict) -> None:
     rows, ncols = int(launch.grid[0]), int(a["ncols"].value)
     v = widen(xp, _ptr(bufs, a["x"])[:rows * ncols].reshape(rows, ncols), key)
     order = xp.argsort(v, axis=1)
-    if op.root.endswith("desc"):
+    if op.spec.variant.descending:
         order = order[:, ::-1]
     _ptr(bufs, a["dst"])[:rows * ncols] = order.astype(xp.uint32).reshape(-1)
 

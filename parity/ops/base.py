@@ -190,6 +190,9 @@ class StructuredSpec:
     pack(built) -> Launch                 exactly what Candle's host code launches
     expected(built) -> np.ndarray         the reference result (logical shape)
     judge(expected, got, built) -> Comparison
+    variant                               which kernel of its family the op is, as the family module
+                                          declares it (reduce.Reduction, nn.NnKernel, ...): the facts
+                                          a second implementation of the family (the cupy level) reads
     emulate, tolerance, row_fields, suite_kernels: as in `Spec`
     chain: ChainSupport                   optional: what op chains need to run the op as a step
     """
@@ -203,6 +206,8 @@ class StructuredSpec:
     tolerance: Callable[[str], str] = lambda key: "exact"
     library: str = ""                        # launches are host routines (BLAS, im2col+GEMM): no suite
                                              # kernel of that name, so coverage skips the op
+    variant: Any = None                      # the family's declared kernel variant (None: the family
+                                             # has one kernel, or the launch tells them apart)
     row_fields: Callable[..., dict] = lambda built, res: {}
     suite_kernels: Callable[[str], tuple[str, ...]] = lambda key: ()   # suite kernels a host routine
                                              # launches (loaded before it runs, under the compile limit)

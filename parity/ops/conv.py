@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import Callable
 
 import numpy as np
@@ -59,6 +60,40 @@ KD_CONV_NONCONTIGUOUS_KERNEL = Known(
     "KD cuda-conv-noncontiguous-kernel: candle's CUDA conv1d/conv2d copy a non-contiguous kernel into "
     "kernel_c, then run the GEMM on the original buffer read as a contiguous (c_out, c_in*k) matrix "
     "from its start offset (cuda_backend/mod.rs); the ROCm port runs it on kernel_c")
+
+
+class ConvKernel(str, Enum):
+    """Which conv.cu kernel an op is (the host-path ops are `conv.host` launches): its spec's
+    `variant`, whose facts a second implementation of the family reads instead of the kernel's name."""
+    CONV1D = "conv1d"
+    CONV2D = "conv2d"
+    CONV_TRANSPOSE1D = "conv_transpose1d"
+    CONV_TRANSPOSE2D = "conv_transpose2d"
+    IM2COL = "im2col"
+    IM2COL1D = "im2col1d"
+    COL2IM1D = "col2im1d"
+
+    @property
+    def spatial(self) -> int:
+        """Spatial dims of the source: 1 (N,C,L; info of 3-dim layouts) or 2 (NCHW, 4-dim)."""
+        return 2 if self in (ConvKernel.CONV2D, ConvKernel.CONV_TRANSPOSE2D, ConvKernel.IM2COL) else 1
+
+    @property
+    def transposed(self) -> bool:
+        """A transposed convolution: kernel (c_in, c_out, *k), out = i*s + k*d - p."""
+        return self in (ConvKernel.CONV_TRANSPOSE1D, ConvKernel.CONV_TRANSPOSE2D)
+
+    @property
+    def im2col(self) -> bool:
+        """Copies the source's patches (zeros in the padding); no kernel operand."""
+        return self in (ConvKernel.IM2COL, ConvKernel.IM2COL1D)
+
+    @property
+    def col2im(self) -> bool:
+        """Sums a contiguous (b, l_in, c_out, k) source back into (b, c_out, l_out); no info."""
+        return self is ConvKernel.COL2IM1D
+
+
 # Host-path op -> the convolution it computes (shared reference, judge and shape rules).
 HOST_ROOTS = {"conv1d_host": "conv1d", "conv2d_host": "conv2d"}
 
@@ -641,7 +676,7 @@ def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
               else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
               info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                  emulate=_emulate, tolerance=_tol(root), chain=chain))
+                                  emulate=_emulate, tolerance=_tol(root), chain=chain, variant=ConvKernel(root)))
 
 
 OPS = [

@@ -18,6 +18,7 @@ deterministic, and scatter's last j wins.
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import numpy as np
 
@@ -28,6 +29,34 @@ from parity.core.tolerance import COPY, Tolerance
 from parity.ops.abi import sentinel_fill
 from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, make_input
+
+
+class IndexKernel(str, Enum):
+    """Which indexing kernel an op is: its spec's `variant`, whose facts a second implementation of
+    the family reads instead of the kernel's name."""
+    IS = "is"
+    GATHER = "gather"
+    IA = "ia"
+    SA = "sa"
+    S = "s"
+
+    @property
+    def scatter(self) -> bool:
+        """Writes through the ids (ia, sa, s): one thread per (left, right), j serial; else one thread
+        per output element reads through them (is, gather)."""
+        return self in (IndexKernel.IA, IndexKernel.SA, IndexKernel.S)
+
+    @property
+    def per_slice(self) -> bool:
+        """One id per slice along the dim (is, ia: ids_dim of them); else the ids are shaped like
+        the tensor indexed through them (gather, sa, s)."""
+        return self in (IndexKernel.IS, IndexKernel.IA)
+
+    @property
+    def accumulate(self) -> bool:
+        """Adds into the destination in T (ia, sa); scatter overwrites."""
+        return self in (IndexKernel.IA, IndexKernel.SA)
+
 
 STD_T = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 IDS = ("u8", "u32", "i64")
@@ -272,6 +301,6 @@ OPS = [
                      "offset is applied twice (PR README divergence 1); parity launches the ABI correctly",)
                     if r == "ia" else ()),
        spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                             emulate=_emulate, tolerance=_tol(r)))
+                             emulate=_emulate, tolerance=_tol(r), variant=IndexKernel(r)))
     for r in ("is", "gather", "ia", "sa", "s")
 ]

@@ -14,6 +14,7 @@ inputs) and rope_i_T / rope_T / rope_thd_T, for T in f32, f64, f16, bf16.
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import numpy as np
 
@@ -41,6 +42,42 @@ ROPE_SHAPES = {s.name: s for s in [
     ShapeClass("rope2d-big", "(1,4,64,64), cos/sin (t,d/2): several blocks", {"shape": (1, 4, 64, 64), "batched": False}),
     ShapeClass("rope3d-big", "(3,2,17,32), per-batch cos/sin: several blocks", {"shape": (3, 2, 17, 32), "batched": True}),
 ]}
+
+
+class NnKernel(str, Enum):
+    """Which candle-nn kernel an op is: its spec's `variant`, whose facts a second implementation of
+    the family reads instead of the kernel's name."""
+    SOFTMAX = "softmax"
+    RMSNORM = "rmsnorm"
+    LAYERNORM = "layernorm"
+    ROPE_I = "rope_i"
+    ROPE = "rope"
+    ROPE_THD = "rope_thd"
+
+    @property
+    def rotary(self) -> bool:
+        """A rope kernel: one thread per rotated pair; else one block per row of n_cols."""
+        return self in (NnKernel.ROPE_I, NnKernel.ROPE, NnKernel.ROPE_THD)
+
+    @property
+    def norm(self) -> bool:
+        """Rows scaled by rsqrtf(mean + eps) in float (rmsnorm, layernorm); softmax otherwise."""
+        return self in (NnKernel.RMSNORM, NnKernel.LAYERNORM)
+
+    @property
+    def centred(self) -> bool:
+        """The norm subtracts the row's mean (layernorm: one-pass var = E[x^2] - mean^2)."""
+        return self is NnKernel.LAYERNORM
+
+    @property
+    def interleaved(self) -> bool:
+        """rope_i rotates pairs (x[2i], x[2i+1]); the others pair x[i] with x[i + d/2]."""
+        return self is NnKernel.ROPE_I
+
+    @property
+    def thd(self) -> bool:
+        """rope_thd's x is (b,t,h,d); the others' (b,h,t,d)."""
+        return self is NnKernel.ROPE_THD
 
 
 def _f32_level(ulps: int) -> int:
@@ -347,9 +384,10 @@ RMSNORM_CHAIN = ChainSupport(_row_chain_geometry,
 
 
 # ----------------------------------------------------------------------------- catalog
-def _spec(shapes, build, pack, expected, emulate, tol, exact=None, chain=None):
+def _spec(shapes, build, pack, expected, emulate, tol, exact=None, chain=None, *, variant: NnKernel):
     return StructuredSpec(shapes=shapes, build=build, pack=pack, expected=expected, judge=_judge_with(tol),
-                          emulate=emulate, tolerance=lambda key: tol.describe(key), exact=exact, chain=chain)
+                          emulate=emulate, tolerance=lambda key: tol.describe(key), exact=exact, chain=chain,
+                          variant=variant)
 
 
 OPS = [
@@ -360,7 +398,7 @@ OPS = [
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",
        divergences=("Candle CPU divides by the sum in T",),
        spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"], _row_exact,
-                  SOFTMAX_CHAIN)),
+                  SOFTMAX_CHAIN, variant=NnKernel.SOFTMAX)),
     Op(name="nn.rmsnorm", family="nn", root="rmsnorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["rmsnorm"], value_classes=("normal",),
        param_sets=({"alpha": 1.0}, {"alpha": 0.0}),
@@ -369,7 +407,7 @@ OPS = [
                  "f64 is computed in float",
        divergences=("Candle CPU fast path divides in T; rms_norm_slow runs in f32 for f16/bf16",),
        spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"], _row_exact,
-                  RMSNORM_CHAIN)),
+                  RMSNORM_CHAIN, variant=NnKernel.RMSNORM)),
     Op(name="nn.layernorm", family="nn", root="layernorm", dtypes=DTYPES, inputs=("src",),
        reference=lambda *a, **k: None, tolerance=TOL["layernorm"], value_classes=("normal",),
        param_sets=({"affine": 1.0}, {"affine": 0.0}),
@@ -377,14 +415,15 @@ OPS = [
        semantics="one-pass float mean and var=E[x^2]-mean^2, rsqrtf(var+eps), T((x-mean)*inv*alpha+beta); "
                  "alpha/beta may be null; f64 is computed in float",
        divergences=("layer_norm_slow (Candle's reference) is two-pass",),
-       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"], _row_exact)),
+       spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["layernorm"], _row_exact,
+                 variant=NnKernel.LAYERNORM)),
 ] + [
     Op(name=f"nn.{root}", family="nn", root=root, dtypes=DTYPES, inputs=("src", "cos", "sin"),
        reference=lambda *a, **k: None, tolerance=TOL["rope"], value_classes=("normal",), abi=abi,
        semantics=sem + "; T arithmetic; one thread per pair, early return; cos/sin index += (2*idx/stride_b)*"
                  "(t*d/2) when stride_b > 0 (3-D per-batch cos/sin)",
        spec=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"],
-                  chain=_rope_chain(root)))
+                  chain=_rope_chain(root), variant=NnKernel(root)))
     for root, abi, sem in [
         ("rope_i", ("src", "cos", "sin", "dst", "bh:u32", "td:u32", "stride_b:u32"),
          "interleaved pairs (x[2i], x[2i+1]) of (b,h,t,d)"),

@@ -26,6 +26,7 @@ h = dims[2], w = dims[3] — an assumption, unverified against conv.cu; judged w
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import numpy as np
 
@@ -36,6 +37,30 @@ from parity.ops.base import Arg, ChainSupport, for_num_elems, Launch, Op, ShapeC
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
+
+
+class PoolKernel(str, Enum):
+    """Which pooling/upsampling kernel an op is: its spec's `variant`, whose facts a second
+    implementation of the family reads instead of the kernel's name."""
+    AVG_POOL2D = "avg_pool2d"
+    MAX_POOL2D = "max_pool2d"
+    UPSAMPLE_NEAREST2D = "upsample_nearest2d"
+    UPSAMPLE_BILINEAR2D = "upsample_bilinear2d"
+
+    @property
+    def window(self) -> bool:
+        """A pool: each output reduces a (w_k, h_k) window at (w_stride, h_stride) steps."""
+        return self in (PoolKernel.AVG_POOL2D, PoolKernel.MAX_POOL2D)
+
+    @property
+    def maximum(self) -> bool:
+        """The window's maximum (maxg), not its float-scaled sum."""
+        return self is PoolKernel.MAX_POOL2D
+
+    @property
+    def nearest(self) -> bool:
+        """Nearest-neighbour upsampling by the double scales; bilinear otherwise."""
+        return self is PoolKernel.UPSAMPLE_NEAREST2D
 
 
 def _view(kind: str, shape) -> Layout:
@@ -361,7 +386,7 @@ def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
               divergences=("Candle CPU avg_pool2d averages in T (no float accumulator for f16/bf16)",)
               if root == "avg_pool2d" else (),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                    emulate=_emulate, tolerance=_tol(root), chain=chain))
+                                    emulate=_emulate, tolerance=_tol(root), chain=chain, variant=PoolKernel(root)))
 
 
 _POOL_ABI = ("src_numel:size_t", "w_k:size_t", "h_k:size_t", "w_stride:size_t", "h_stride:size_t", "info", "src", "dst")

@@ -12,6 +12,7 @@ empty tensor: the host raises EmptyTensor (expected error, nothing launched).
 from __future__ import annotations
 
 import math
+from enum import Enum
 
 import numpy as np
 
@@ -46,14 +47,38 @@ SHAPES = {s.name: s for s in [
 ARG_SHAPES = {k: v for k, v in SHAPES.items() if len(v.geo["dims"]) == 1}
 
 
+class Reduction(str, Enum):
+    """The fold of a fast_<fold>_T kernel: its spec's `variant`, read instead of the kernel's name."""
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    ARGMIN = "argmin"
+    ARGMAX = "argmax"
+
+    @property
+    def extreme(self) -> bool:
+        """The fold keeps an extreme (maxg/ming) rather than summing."""
+        return self is not Reduction.SUM
+
+    @property
+    def largest(self) -> bool:
+        """The extreme is the largest value (max, argmax): the fold starts from -inf / T's minimum."""
+        return self in (Reduction.MAX, Reduction.ARGMAX)
+
+    @property
+    def index(self) -> bool:
+        """The kernel writes the extreme's u32 position in the row (argmin, argmax), not its value."""
+        return self in (Reduction.ARGMIN, Reduction.ARGMAX)
+
+
 # ------------------------------------------------------------------- the CUDA algorithm
 def _identity(kind: str, dt):
     """-INFINITY / +INFINITY converted to T (integers saturate to their limits)."""
-    want_max = kind in ("max", "argmax")
+    largest = Reduction(kind).largest
     if dt.is_float:
-        return -np.inf if want_max else np.inf
+        return -np.inf if largest else np.inf
     info = np.iinfo(dt.np)
-    return info.min if want_max else info.max
+    return info.min if largest else info.max
 
 
 def cuda_block_reduce(kind: str, vals: np.ndarray, block: int, dt) -> tuple:
@@ -125,7 +150,7 @@ def _flat_rows(b: StructuredBuilt) -> np.ndarray:
 # ---------------------------------------------------------------------------- spec parts
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    kind = op.root[len("fast_"):]
+    kind = op.spec.variant.value
     dt = dtype(case.dtype)
     sc = SHAPES[case.layout].geo
     shape, red = sc["shape"], sc["dims"]
@@ -232,7 +257,7 @@ def _judge(expected, got, b: StructuredBuilt):
 
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     a = {x.name: x for x in launch.args}
-    kind = op.root[len("fast_"):]
+    kind = op.spec.variant.value
     dt = dtype(key)
     numel, el, nd = (int(a[n].value) for n in ("src_numel", "el_to_sum_per_block", "num_dims"))
     dims, strides = ex.reduce_walk(np.asarray(a["info"].value), nd)
@@ -267,7 +292,7 @@ def _spec(kind: str) -> StructuredSpec:
         (lambda key: "exact u32 index (CUDA tree tie rule) for rows <= block; longer rows: any index holding the extreme value")
         if kind.startswith("arg") else (lambda key: "exact value (±0 equal, NaN-ness)"))
     return StructuredSpec(shapes=ARG_SHAPES if kind.startswith("arg") else SHAPES, build=_build, pack=_pack,
-                          expected=_expected, judge=_judge, emulate=_emulate, tolerance=tol)
+                          expected=_expected, judge=_judge, emulate=_emulate, tolerance=tol, variant=Reduction(kind))
 
 
 _ARG_SEM = ("u32 idx % dims[last]; each thread keeps its first element then strict improvements, the "

@@ -9,6 +9,8 @@ NaN is not generated: comparisons with NaN are false, so the network's output is
 """
 from __future__ import annotations
 
+from enum import Enum
+
 import numpy as np
 
 from parity.core.dtypes import dtype
@@ -18,6 +20,17 @@ from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value
 
 DTYPES = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
+
+
+class SortOrder(str, Enum):
+    """asort_asc_T or asort_desc_T: its spec's `variant`, read instead of the kernel's name."""
+    ASC = "asc"
+    DESC = "desc"
+
+    @property
+    def descending(self) -> bool:
+        return self is SortOrder.DESC
+
 
 SHAPES = {s.name: s for s in [
     ShapeClass("c1", "(3,1): a one-column row (ncols_pad 1, block 1)", {"shape": (3, 1)}),
@@ -119,7 +132,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     x = bufs[xn][ex.pointer_offset(xo):]
     dn, do = a["dst"].value
     dst = bufs[dn][ex.pointer_offset(do):]
-    asc = op.root.endswith("asc")
+    asc = not op.spec.variant.descending
     for r in range(int(launch.grid[0])):
         dst[r * ncols:(r + 1) * ncols] = ex.sort_row(x[r * ncols:(r + 1) * ncols], ncols, pad, asc).astype(np.uint32)
 
@@ -131,7 +144,7 @@ OPS = [
        semantics=f"u32 argsort of each row, {'ascending' if o == 'asc' else 'descending'}; bitonic network over "
                  "ncols_pad indices in shared memory, padding sorts last; unstable",
        spec=StructuredSpec(shapes=SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                             emulate=_emulate,
+                             emulate=_emulate, variant=SortOrder(o),
                              tolerance=lambda key: "values in order (exact) and indices a permutation of the row"))
     for o in ("asc", "desc")
 ]

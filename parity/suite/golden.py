@@ -10,6 +10,7 @@ import numpy as np
 from parity.core import resources
 from parity.core.numerics import bits_of, from_bits, ulp_order
 from parity.ops import expected_kernels
+from parity.ops.elementwise import operand_dtype
 
 
 @dataclass
@@ -45,7 +46,6 @@ def check(path: Path = DEFAULT) -> list[GoldenResult]:
     results = []
     for entry, e in sorted(data.items()):
         op, key = kernels[e["kernel"]]
-        parts = op.dtype_parts(key)
         out_dt = op.out_dtype(key)
         params = {}
         if "@" in entry:
@@ -53,13 +53,7 @@ def check(path: Path = DEFAULT) -> list[GoldenResult]:
             params = dict(zip(op.params_abi, vals))
         if "param" in e:
             params = {"param": float(e["param"])}
-        if op.family == "binary":
-            inputs = {"lhs": from_bits(e["lhs"], parts[0]), "rhs": from_bits(e["rhs"], parts[0])}
-        elif op.family == "ternary":
-            inputs = {"cond": from_bits(e["cond"], parts[0]), "t": from_bits(e["t"], parts[1]),
-                      "f": from_bits(e["f"], parts[1])}
-        else:
-            inputs = {"x": from_bits(e["x"], parts[0])}
+        inputs = {name: from_bits(e[name], operand_dtype(op, key, k)) for k, name in enumerate(op.inputs)}
         with np.errstate(all="ignore"):
             expected = op.reference(inputs, params, key, op)
         got = from_bits(e["out"], out_dt)
