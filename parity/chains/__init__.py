@@ -8,10 +8,10 @@ import fnmatch
 from functools import lru_cache
 from pathlib import Path
 
-from parity.core import resources
-from parity.ops.base import CHAIN_PREFIX, Op
 from parity.chains.format import Chain, ChainError, load_chain
 from parity.chains.spec import LAYOUT, chain_op
+from parity.core import resources
+from parity.ops.base import CHAIN_PREFIX, Op
 
 __all__ = ["CHAIN_PREFIX", "LAYOUT", "Chain", "ChainError", "chains", "load_chain", "select", "is_chain"]
 

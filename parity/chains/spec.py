@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parity.core.dtypes import DType, dtype
-from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
-from parity.ops.base import ChainLaunch, ChainStep, Launch, Op, ShapeClass
-from parity.core.row import Verdict
 from parity.chains.format import Chain, TensorDecl
 from parity.chains.steps import StepBuilder, Tensor, unit, view64
+from parity.core.dtypes import DType, dtype
+from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
+from parity.core.row import Verdict
+from parity.ops.base import ChainLaunch, ChainStep, Launch, Op, ShapeClass
 
 LAYOUT = "chain"                             # the layout slot of every chain case
 BIAS_ULPS = 0.5                              # a step's mean signed error vs its own reference, in ulps,

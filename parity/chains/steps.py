@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parity.chains.format import ChainError, Operand, Step, operand_layout
 from parity.core.dtypes import DType, dtype
 from parity.core.layouts import Layout, contiguous, logical
 from parity.ops import CATALOG
@@ -21,7 +22,6 @@ from parity.ops.abi import pack
 from parity.ops.base import ChainSupport, ExecResult, Op, Operands
 from parity.ops.elementwise import Built, expected_output
 from parity.ops.structured import HostRefused, StructuredBuilt
-from parity.chains.format import ChainError, Operand, Step, operand_layout
 
 
 @dataclass

@@ -36,14 +36,14 @@ from typing import Callable, Iterable
 import numpy as np
 
 from parity.core.dtypes import FLOATS
-from parity.host.marshal import GUARD_BYTES, guarded_image, judge_images
 from parity.core.numerics import scalar_to_dtype
+from parity.executors.base import Availability, Executor
+from parity.executors.cupy_spatial import execute_array_code
+from parity.executors.cupy_structured import array_code, structured_supported
+from parity.host.marshal import GUARD_BYTES, guarded_image, judge_images
 from parity.ops.base import ExecResult, Launch, Op
 from parity.ops.structured import HostRefused
 from parity.timing import CupyClock, cupy_clock
-from parity.executors.base import Availability, Executor
-from parity.executors.cupy_structured import array_code, structured_supported
-from parity.executors.cupy_spatial import execute_array_code
 
 # NumPy/CuPy storage dtype and C storage type of every ABI dtype (16/8-bit floats as raw bits)
 NP_NAMES = {"u8": "uint8", "u32": "uint32", "i16": "int16", "i32": "int32", "i64": "int64",

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from parity.executors.cupy_structured import (FAMILY_RUNNERS, NAN_IGNORING, STORAGE, _args, _info, _ptr, gather_view,
+                                              narrow, round_trip, widen)
 from parity.ops.base import Launch, Op
 from parity.ops.conv import ConvKernel
 from parity.ops.pool import PoolKernel
 from parity.ops.structured import HostRefused
-from parity.executors.cupy_structured import FAMILY_RUNNERS, NAN_IGNORING, STORAGE, _args, _info, _ptr, gather_view, narrow, round_trip, widen
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import fnmatch
 
-from parity.ops import affine, binary, cast, fill, indexing, nn, reduce, sort, ternary, unary
-from parity.ops import conv, matmul, pool  # noqa: E402  (BLAS host routine; pooling/upsampling)
-from parity.ops import quantized, reduce_sum
 from parity.core.suggest import unknown
+from parity.ops import (affine, binary, cast, conv, fill,  # noqa: E402  (BLAS host routine; pooling/upsampling)
+                        indexing, matmul, nn, pool, quantized, reduce, reduce_sum, sort, ternary, unary)
 from parity.ops.base import Op
 
 CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort,

@@ -39,11 +39,12 @@ from typing import Callable
 import numpy as np
 
 from parity.core.dtypes import dtype
-from parity.core.layouts import Layout, contiguous, strided
+from parity.core.layouts import Layout, contiguous, permuted, strided
 from parity.core.numerics import round_float, to_f64
 from parity.ops.abi import pack, sentinel_fill
-from parity.ops.base import Arg, ChainSupport, for_num_elems, Known, Launch, Op, Operands, ShapeClass, StructuredSpec
-from parity.ops.matmul import DTYPES as GEMM_DTYPES, gemm_launch
+from parity.ops.base import Arg, ChainSupport, Known, Launch, Op, Operands, ShapeClass, StructuredSpec, for_num_elems
+from parity.ops.matmul import DTYPES as GEMM_DTYPES
+from parity.ops.matmul import gemm_launch
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 from parity.ops.unary import OPS as UNARY_OPS
 
@@ -188,7 +189,6 @@ def _view(kind: str, shape) -> Layout:
         st = contiguous(full).strides
         return strided(shape, st, st[1])
     if kind == "transposed":                   # the last two dims swapped in memory
-        from parity.core.layouts import permuted
         n = len(shape)
         return permuted(shape, tuple(range(n - 2)) + (n - 1, n - 2))
     return contiguous(shape)

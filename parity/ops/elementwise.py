@@ -14,7 +14,7 @@ import numpy as np
 from parity.core.compare import compare, mark_outside_view
 from parity.core.dtypes import DType
 from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_positions, layout_names, logical,
-                       materialize, operand_layouts, strided)
+                                 materialize, operand_layouts, strided)
 from parity.core.numerics import scalar_to_dtype, to_f64
 from parity.core.row import Verdict
 from parity.core.values import generate

@@ -22,12 +22,13 @@ from enum import Enum
 
 import numpy as np
 
+from parity.core.compare import compare
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.core.tolerance import COPY, Tolerance
 from parity.ops.abi import sentinel_fill
-from parity.ops.base import Arg, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec, for_num_elems
 from parity.ops.structured import StructuredBuilt, make_input
 
 
@@ -212,7 +213,6 @@ def _expected(b: StructuredBuilt) -> np.ndarray:
 
 
 def _judge(expected, got, b: StructuredBuilt):
-    from parity.core.compare import compare
     tol = COPY if b.geo["root"] in ("is", "gather", "s") else EXACT_ARITH
     ins = {"ids": b.inputs["ids"]} if b.inputs["ids"].shape == expected.shape else None
     return compare(expected, got, b.out_dtype, tol, ins, dict(b.dtypes))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.core.dtypes import dtype
-from parity.core.layouts import Layout, strided
+from parity.core.layouts import Layout, row_major, strided
 from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, ChainSupport, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.structured import HostRefused, StructuredBuilt, make_input, mask_judge, out_buffer
@@ -147,7 +147,6 @@ def _v(shape, strides, offset=0) -> dict:
 
 
 def _c(shape, offset=0) -> dict:
-    from parity.core.layouts import row_major
     return _v(shape, row_major(tuple(shape)), offset)
 
 

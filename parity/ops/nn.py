@@ -18,11 +18,12 @@ from enum import Enum
 
 import numpy as np
 
+from parity.core.compare import compare
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.core.tolerance import Tolerance
-from parity.ops.base import Arg, ChainSupport, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.ops.base import Arg, ChainSupport, Launch, Op, ShapeClass, StructuredSpec, for_num_elems
 from parity.ops.structured import StructuredBuilt, make_input, out_buffer
 
 DTYPES = ("f32", "f64", "f16", "bf16")
@@ -258,7 +259,6 @@ def _row_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 def _judge_with(tol: Tolerance):
     def judge(expected, got, b: StructuredBuilt):
-        from parity.core.compare import compare
         ins = {"src": b.inputs["src"]}
         return compare(expected, got, b.out_dtype, tol, ins, {"src": b.out_dtype})
     return judge

@@ -32,8 +32,8 @@ import numpy as np
 
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, permuted, strided
-from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, ChainSupport, for_num_elems, Launch, Op, ShapeClass, StructuredSpec
+from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
+from parity.ops.base import Arg, ChainSupport, Launch, Op, ShapeClass, StructuredSpec, for_num_elems
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
@@ -289,7 +289,6 @@ def _judge(expected, got, b: StructuredBuilt):
     if b.op.root == "upsample_bilinear2d":
         e64, g64 = to_f64(expected), to_f64(got)
         if dt.is_float:
-            from parity.core.numerics import bits_of, ulp_order
             ulps = np.abs(ulp_order(bits_of(expected, dt), dt) - ulp_order(bits_of(got, dt), dt))
             # a 4-term weighted sum cancels near zero: allow 16 eps of the largest input as well
             # (seen on an H200: f64 results up to 543 ulp from the float64 reference, |err| < 2.4e-15)
@@ -302,7 +301,6 @@ def _judge(expected, got, b: StructuredBuilt):
             ok = np.abs(e64 - g64) <= 1
         return mask_judge(expected, got, dt, ok)
     if b.op.root == "avg_pool2d" and dt.name in ("f32", "f64", "f16", "bf16"):
-        from parity.core.numerics import bits_of, ulp_order
         ulps = np.abs(ulp_order(bits_of(expected, dt), dt) - ulp_order(bits_of(got, dt), dt))
         return mask_judge(expected, got, dt, same_value(expected, got) | (ulps <= 1))
     return mask_judge(expected, got, dt, same_value(expected, got))

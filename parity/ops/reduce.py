@@ -20,7 +20,7 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import (StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value)
+from parity.ops.structured import StructuredBuilt, make_input, mask_judge, next_pow2, out_buffer, same_value
 
 DTYPES = ("u8", "u32", "i64", "f32", "f64", "f16", "bf16")
 ABI = ("src_numel:size_t", "el_to_sum_per_block:size_t", "num_dims", "info", "src", "dst")

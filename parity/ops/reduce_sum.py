@@ -33,7 +33,7 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, to_f64
-from parity.ops.base import Arg, for_num_elems, Launch, Op, StructuredSpec
+from parity.ops.base import Arg, Launch, Op, StructuredSpec, for_num_elems
 from parity.ops.reduce import reduce_shape
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, same_value
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from parity.core.compare import Comparison, Worst, _fmt, _sentinel_bits
 from parity.core.dtypes import DType
-from parity.core.layouts import Layout, contiguous, logical, materialize, poison_fill
+from parity.core.layouts import Layout, contiguous, distinct_positions, logical, materialize, poison_fill
 from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
 from parity.core.values import generate
 from parity.ops.abi import sentinel_fill
@@ -92,7 +93,6 @@ def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
 
 def make_input(dt: DType, layout: Layout, value_class: str, rng, domain=None) -> tuple[np.ndarray, np.ndarray]:
     """(base buffer, logical view) for one input operand."""
-    from parity.core.layouts import distinct_positions
     vals = rng_values(dt, distinct_positions(layout), value_class, rng, domain)
     base = materialize(layout, dt, vals)
     return base, logical(base, layout)
@@ -119,7 +119,6 @@ def mask_judge(expected: np.ndarray, got: np.ndarray, dt: DType, ok: np.ndarray,
                inputs: dict[str, str] | None = None, note: str = "",
                badness: np.ndarray | None = None, got_text=None) -> Comparison:
     """A Comparison from an elementwise verdict mask `ok` (same shape as expected)."""
-    from parity.core.compare import Comparison, Worst, _fmt, _sentinel_bits
     expected = np.asarray(expected)
     got = np.asarray(got)
     ok = np.asarray(ok, dtype=bool).reshape(-1)

@@ -57,7 +57,7 @@ def random_blocks(fmt: Format, nblocks: int, rng: np.random.Generator) -> np.nda
     """(nblocks, size) u8: gguf's quantizer on normal floats, or random bytes with weight-sized
     scales where gguf cannot quantize (any byte pattern is a valid K-quant block)."""
     if fmt.name in GGUF_QUANTIZES:
-        import gguf.quants        # import on use: gguf costs ~100 ms, too much for CLI start-up
+        import gguf.quants  # import on use: gguf costs ~100 ms, too much for CLI start-up
         x = (rng.standard_normal(nblocks * fmt.qk) * rng.choice([0.01, 1.0, 30.0])).astype(np.float32)
         q = gguf.quants.quantize(x.reshape(1, -1), getattr(gguf.GGMLQuantizationType, fmt.name.upper()))
         return np.ascontiguousarray(q.reshape(nblocks, fmt.size))

@@ -28,8 +28,8 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 from parity.ops.quantized.blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
 # (name, quant blocks, doc): 32-element formats tile 8 blocks per CUDA block (q5: 16)
 _LEGACY_SHAPES = [("b1", 1, "one block; the rest of the launch tile returns early"),

@@ -31,9 +31,9 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer, rng_values, same_value
 from parity.ops.quantized.blocks import FORMATS, QK_K, adversarial, dequantize_reference, random_blocks
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer, rng_values, same_value
 
 CUDA_GET_ROWS_BLOCK_SIZE = 256
 FLOATS = ("f32", "f16", "bf16")

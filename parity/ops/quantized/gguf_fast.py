@@ -32,11 +32,11 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 from parity.ops.quantized import matvec, q8_1
 from parity.ops.quantized.blocks import FORMATS
 from parity.ops.quantized.matvec import DOTS, _mmvq_lanes, _parts, _s_offset, reads_s
 from parity.ops.quantized.q8_1 import QK8_1
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
 DTS = ("bf16", "f16", "f32")
 BATCHES = range(1, 9)

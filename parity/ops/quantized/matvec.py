@@ -52,10 +52,10 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 from parity.ops.quantized import q8_1
 from parity.ops.quantized.blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING, QK8_1
+from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
 
 @dataclass(frozen=True)

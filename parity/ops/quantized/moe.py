@@ -29,12 +29,12 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.structured import StructuredBuilt
 from parity.ops.quantized import matvec, q8_1
 from parity.ops.quantized.blocks import FORMATS, QK_K, adversarial, random_blocks
 from parity.ops.quantized.gguf_fast import judge_rounded, mmvq_sums
 from parity.ops.quantized.matvec import _nan_in_row0
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING, QK8_1
+from parity.ops.structured import StructuredBuilt
 
 FMTS = {"q2_K": "q2k", "q3_K": "q3k", "q4_K": "q4k", "q5_K": "q5k", "q6_K": "q6k", "q8_0": "q8_0"}
 
