@@ -304,5 +304,5 @@ class ChainSpec:
 
 def chain_op(chain: Chain) -> Op:
     return Op(name=chain.op_name, family="chain", root="chain", dtypes=chain.dtypes, inputs=(),
-              reference=lambda *a, **k: None, spec=ChainSpec(chain), value_classes=("normal",),
+              spec=ChainSpec(chain), value_classes=("normal",),
               semantics=f"{len(chain.steps)}-step chain: {chain.doc}")

@@ -168,11 +168,8 @@ class StepBuilder:
 
     def tolerance_ulps(self) -> float:
         """The op's own tolerance in ulps of its output dtype (0: exact, or a bound not in ulps)."""
-        sup = self.support
-        if sup is not None and sup.ulps is not None:
-            return sup.ulps
-        tol = self.op.tolerance
-        return 0.0 if tol.exact else float(tol.ulp_for(self.out_tensor().dtype.name))
+        tol = self.op.tolerance if self.op.spec.elementwise else self.support.tolerance
+        return 0.0 if tol is None or tol.exact else float(tol.ulp_for(self.out_tensor().dtype.name))
 
     def allowance(self) -> float:
         """What the op's own tolerance allows at its output, in units of its dtype's unit roundoff

@@ -11,7 +11,7 @@ from parity.core.compare import mark_outside_view, mark_toward_exact
 from parity.core.dtypes import DType, dtype
 from parity.core.layouts import Layout
 from parity.core.row import Verdict
-from parity.core.tolerance import EXACT, Tolerance
+from parity.core.tolerance import Tolerance
 
 BLOCK = 1024  # cudarc LaunchConfig::for_num_elems: block 1024, grid ceil(n/1024)
 
@@ -171,8 +171,8 @@ class ChainSupport:
     dense_from_start: bool = False           # ... at offset 0 too (the launch passes no offset: rope)
     optional: tuple[str, ...] = ()           # operands besides Op.inputs a step may give or leave
                                              # out (rmsnorm's alpha: a null pointer)
-    ulps: float | None = None                # its tolerance in ulps where Op.tolerance does not say
-                                             # (pool.avg's judge: 1 ulp)
+    tolerance: Tolerance | None = None       # its judge's budget in ulps, for the chain's (pool.avg:
+                                             # 1 ulp); None: judged by acc_bound, or exactly
     acc_bound: Callable[[str, dict[str, Layout]], float] | None = None
 
 
@@ -283,29 +283,25 @@ class Known:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Op:
-    """One op of the catalog: the ABI it is launched with and the semantics it must have."""
+    """One op of the catalog: the ABI it is launched with and the semantics it must have. What
+    every family's op has; how it is built, judged and emulated is its `spec`'s. Elementwise
+    families make `ElementwiseOp`s (ops/elementwise.py): the fields their one generic spec reads."""
     name: str                                # "unary.exp"
     family: str                              # module that packs its launches
     root: str                                # kernel-name root: "uexp", "cast", "where"
     dtypes: tuple[str, ...]                  # dtype keys: "f32", or "f32-u8" for cast/where
     inputs: tuple[str, ...]                  # operand names in ABI order
-    reference: Callable[..., np.ndarray]     # (logical inputs dict, params, key) -> output
     spec: Spec = field(compare=False, repr=False)   # ElementwiseSpec (ops/elementwise.elementwise_op)
                                              # or the family's StructuredSpec
-    params_abi: tuple[str, ...] = ()         # names of scalar params, in ABI order
-    param_sets: tuple[dict[str, float], ...] = ({},)
-    tolerance: Tolerance = EXACT
-    domain: dict[str, str] = field(default_factory=dict)   # operand -> value domain
+    param_sets: tuple[dict[str, float], ...] = ({},)   # each set is a case parameter (`@alpha=0`)
     fp8_spelling: str = "f8_e4m3"
-    inplace: bool = False                    # has the null-input in-place path
     info_always: bool = False                # kernel dereferences info unconditionally
     value_classes: tuple[str, ...] = ("normal", "special")
     abi: tuple[str, ...] = ()                # parameter list: "numel", "num_dims", "info", operand
                                              # names, "out", or "name:type" scalars (T = the dtype)
     out_rule: str = "last"                   # output dtype: "last" dtype part, or a dtype name
-    out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
     semantics: str = ""                      # one line: what the CUDA kernel computes
     divergences: tuple[str, ...] = ()        # where Candle's CPU backend differs, by design
     kernel: str = ""                         # the kernel's name when it has no dtype suffix

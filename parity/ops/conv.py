@@ -662,7 +662,7 @@ CHAIN_2D = ChainSupport(_chain2d_geometry,
 
 def _host_op(name: str, root: str, shapes: dict, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=GEMM_DTYPES, inputs=("src", "k"),
-              reference=lambda *a, **k: None, value_classes=("normal",),
+              value_classes=("normal",),
               abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
                    "kernel", "dst"),
               semantics=_SEM[root], divergences=_DIVS[root], known=_KNOWN[root],
@@ -673,7 +673,7 @@ def _host_op(name: str, root: str, shapes: dict, chain: ChainSupport | None = No
 
 def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
-              else ("src", "k"), reference=lambda *a, **k: None, value_classes=("normal",), abi=abi,
+              else ("src", "k"), value_classes=("normal",), abi=abi,
               info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
                                   emulate=_emulate, tolerance=_tol(root), chain=chain, variant=ConvKernel(root)))

@@ -6,7 +6,7 @@ the launch. It implements the same `Spec` protocol as the structured families' `
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -17,6 +17,7 @@ from parity.core.layouts import (LAYOUT_CLASSES, Layout, contiguous, distinct_po
                                  materialize, operand_layouts, strided)
 from parity.core.numerics import scalar_to_dtype, to_f64
 from parity.core.row import Verdict
+from parity.core.tolerance import EXACT, Tolerance
 from parity.core.values import generate
 from parity.ops.abi import extract, pack
 from parity.ops.base import Launch, Op, Operands, ShapeClass
@@ -111,11 +112,23 @@ def expected_output(b: Built, out_before: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=op.out_dtype(key).np).reshape(shape)
 
 
-def elementwise_op(*, reference64: Callable[[dict, dict], np.ndarray] | None = None, **fields: Any) -> Op:
+@dataclass(frozen=True, kw_only=True)
+class ElementwiseOp(Op):
+    """An op of an elementwise family: what its generic spec (ElementwiseSpec) derives cases,
+    launches, the reference and the judging from."""
+    reference: Callable[..., np.ndarray]     # (logical inputs dict, params, key, op) -> output
+    tolerance: Tolerance = EXACT
+    params_abi: tuple[str, ...] = ()         # names of scalar params, in ABI order
+    domain: dict[str, str] = field(default_factory=dict)   # operand -> value domain
+    inplace: bool = False                    # has the null-input in-place path
+    out_mode: str = "dense"                  # "dense": out[i]; "buffer": the whole out buffer
+
+
+def elementwise_op(*, reference64: Callable[[dict, dict], np.ndarray] | None = None, **fields: Any) -> ElementwiseOp:
     """An op of an elementwise family, with the spec its own fields define; `reference64` where its
     reference at key "f64" is not its math in float64 (see ElementwiseSpec.reference64)."""
     spec = ElementwiseSpec(reference64)
-    op = Op(spec=spec, **fields)
+    op = ElementwiseOp(spec=spec, **fields)
     spec.op = op                             # the spec reads the op it belongs to
     return op
 
@@ -124,7 +137,7 @@ class ElementwiseSpec:
     """The `Spec` of an elementwise op, derived from its `Op` fields (see elementwise_op)."""
     elementwise = True
     library = ""                             # always a suite kernel
-    op: Op
+    op: ElementwiseOp
 
     def __init__(self, reference64: Callable[[dict, dict], np.ndarray] | None = None):
         self._reference64 = reference64

@@ -351,7 +351,7 @@ CHAIN = ChainSupport(_chain_geometry, lambda ins, geo: np.matmul(to_f64(ins["lhs
 
 OPS = [
     Op(name="matmul.gemm", family="matmul", root="gemm", dtypes=DTYPES, inputs=("lhs", "rhs"),
-       reference=lambda *a, **k: None, value_classes=("normal",),
+       value_classes=("normal",),
        abi=("b:size_t", "m:size_t", "n:size_t", "k:size_t", "lhs_layout", "rhs_layout", "lhs", "rhs", "dst"),
        semantics="Candle matmul: gemm_config (column-major Cᵀ=Bᵀ·Aᵀ, a = rhs, b = lhs) then one strided-batched "
                  "GEMM, alpha 1 beta 0; f32/f16/bf16 GemmStridedBatchedEx with COMPUTE_32F and f32 alpha/beta "

@@ -371,16 +371,16 @@ def _rope_chain(root: str) -> ChainSupport:
         return rope_geometry(root, shape, lays["cos"].rank == 3), shape
     # the launch passes no offsets: x, cos and sin are read dense from their buffers' start
     return ChainSupport(geometry, lambda ins, geo: rope_reference(root, ins["src"], ins["cos"], ins["sin"], F64),
-                        dense=("src", "cos", "sin"), dense_from_start=True)
+                        dense=("src", "cos", "sin"), dense_from_start=True, tolerance=TOL["rope"])
 
 
 SOFTMAX_CHAIN = ChainSupport(_row_chain_geometry, lambda ins, geo: exact_rows("softmax", ins["src"], None, None),
-                             dense=("src",))
+                             dense=("src",), tolerance=TOL["softmax"])
 # eps unrounded (1e-5), as the chains' reference has always taken it; the single-op truth
 # (_row_exact) takes the f32 the kernel receives
 RMSNORM_CHAIN = ChainSupport(_row_chain_geometry,
                              lambda ins, geo: exact_rows("rmsnorm", ins["src"], ins.get("alpha"), None, eps=EPS),
-                             dense=("src", "alpha"), optional=("alpha",))
+                             dense=("src", "alpha"), optional=("alpha",), tolerance=TOL["rmsnorm"])
 
 
 # ----------------------------------------------------------------------------- catalog
@@ -392,7 +392,7 @@ def _spec(shapes, build, pack, expected, emulate, tol, exact=None, chain=None, *
 
 OPS = [
     Op(name="nn.softmax", family="nn", root="softmax", dtypes=DTYPES, inputs=("src",),
-       reference=lambda *a, **k: None, tolerance=TOL["softmax"], value_classes=("normal", "special"),
+       value_classes=("normal", "special"),
        abi=("src", "dst", "n_cols:i32"),
        semantics="softmax over the last dim: max in T (maxg), e=exp(x-max) in T, sum in ACC (f32 for f16/bf16), "
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",
@@ -400,7 +400,7 @@ OPS = [
        spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["softmax"], _row_exact,
                   SOFTMAX_CHAIN, variant=NnKernel.SOFTMAX)),
     Op(name="nn.rmsnorm", family="nn", root="rmsnorm", dtypes=DTYPES, inputs=("src",),
-       reference=lambda *a, **k: None, tolerance=TOL["rmsnorm"], value_classes=("normal",),
+       value_classes=("normal",),
        param_sets=({"alpha": 1.0}, {"alpha": 0.0}),
        abi=("src", "dst", "alpha", "n_cols:i32", "block_size:i32", "eps:f32"),
        semantics="float sum of squares, rsqrtf(mean+eps) (approximate), T(scale*x*alpha); alpha may be null; "
@@ -409,7 +409,7 @@ OPS = [
        spec=_spec(ROW_SHAPES, _row_build, _row_pack, _row_expected, _row_emulate, TOL["rmsnorm"], _row_exact,
                   RMSNORM_CHAIN, variant=NnKernel.RMSNORM)),
     Op(name="nn.layernorm", family="nn", root="layernorm", dtypes=DTYPES, inputs=("src",),
-       reference=lambda *a, **k: None, tolerance=TOL["layernorm"], value_classes=("normal",),
+       value_classes=("normal",),
        param_sets=({"affine": 1.0}, {"affine": 0.0}),
        abi=("src", "dst", "alpha", "beta", "n_cols:i32", "block_size:i32", "eps:f32"),
        semantics="one-pass float mean and var=E[x^2]-mean^2, rsqrtf(var+eps), T((x-mean)*inv*alpha+beta); "
@@ -419,7 +419,7 @@ OPS = [
                  variant=NnKernel.LAYERNORM)),
 ] + [
     Op(name=f"nn.{root}", family="nn", root=root, dtypes=DTYPES, inputs=("src", "cos", "sin"),
-       reference=lambda *a, **k: None, tolerance=TOL["rope"], value_classes=("normal",), abi=abi,
+       value_classes=("normal",), abi=abi,
        semantics=sem + "; T arithmetic; one thread per pair, early return; cos/sin index += (2*idx/stride_b)*"
                  "(t*d/2) when stride_b > 0 (3-D per-batch cos/sin)",
        spec=_spec(ROPE_SHAPES, _rope_build, _rope_pack, _rope_expected, _rope_emulate, TOL["rope"],

@@ -33,6 +33,7 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, permuted, strided
 from parity.core.numerics import bits_of, round_float, to_f64, ulp_order
+from parity.core.tolerance import Tolerance
 from parity.ops.base import Arg, ChainSupport, Launch, Op, ShapeClass, StructuredSpec, for_num_elems
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
 
@@ -374,12 +375,11 @@ def _avg_chain_geometry(lays: dict, params: dict) -> tuple[dict, tuple[int, ...]
 
 AVG_CHAIN = ChainSupport(_avg_chain_geometry,
                          lambda ins, g: np.mean(pool_windows(to_f64(ins["src"]), g["k"], g["s"]), axis=-1),
-                         ulps=1.0)                   # its judge: 1 ulp (the kernel's accumulation order)
+                         tolerance=Tolerance(ulp=1))   # its judge: 1 ulp (the kernel's accumulation order)
 
 
 def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
-    return Op(name=name, family="pool", root=root, dtypes=DTYPES, inputs=("src",), reference=lambda *a, **k: None,
-              value_classes=("normal", "special") if root == "max_pool2d" else ("normal",), abi=abi,
+    return Op(name=name, family="pool", root=root, dtypes=DTYPES, inputs=("src",), value_classes=("normal", "special") if root == "max_pool2d" else ("normal",), abi=abi,
               info_always=True, semantics=_POOL_SEM[root],
               divergences=("Candle CPU avg_pool2d averages in T (no float accumulator for f16/bf16)",)
               if root == "avg_pool2d" else (),

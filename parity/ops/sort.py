@@ -139,7 +139,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 OPS = [
     Op(name=f"sort.{o}", family="sort", root=f"asort_{o}", dtypes=DTYPES, inputs=("x",),
-       reference=lambda *a, **k: None, value_classes=("normal", "ties"), out_rule="u32",
+       value_classes=("normal", "ties"), out_rule="u32",
        abi=("x", "dst", "ncols:i32", "ncols_pad:i32"),
        semantics=f"u32 argsort of each row, {'ascending' if o == 'asc' else 'descending'}; bitonic network over "
                  "ncols_pad indices in shared memory, padding sorts last; unstable",

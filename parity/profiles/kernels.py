@@ -178,9 +178,11 @@ class LaunchRule:
             (f", {self.shared} B shared" if str(self.shared) != "0" else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KernelOp(Op):
     """An op of a profile other than Candle's: described by its parameters' roles (module doc)."""
+    tolerance: Tolerance = Tolerance(ulp=0)            # how float outputs are judged (or `bound`)
+    domain: dict[str, str] = field(default_factory=dict)   # operand -> value domain
     pattern: str = ""                                  # kernel name: "elementwise_add_{T}", "copy_element"
     type_names: tuple[tuple[str, str], ...] = ()       # dtype -> its spelling in kernel names
     params: tuple[Param, ...] = ()
@@ -797,8 +799,7 @@ def kernel_op(*, name: str, family: str, pattern: str, dtypes: tuple[str, ...], 
     """A KernelOp with the generic spec its description defines (shape classes by kind unless given)."""
     op = KernelOp(name=name, family=family, root=pattern, dtypes=tuple(dtypes),
                   inputs=tuple(p.name for p in params if p.role in ("in", "inout")),
-                  reference=lambda *a, **k: None, spec=None, params_abi=tuple(p.name for p in params if p.role == "scalar"),
-                  param_sets=tuple(param_sets), tolerance=tolerance, domain=dict(domain or {}),
+                  spec=None, param_sets=tuple(param_sets), tolerance=tolerance, domain=dict(domain or {}),
                   value_classes=tuple(value_classes), abi=abi_strings(params), semantics=semantics,
                   divergences=tuple(divergences), pattern=pattern, type_names=tuple((type_names or {}).items()),
                   params=tuple(params), kind=kind, launch_rule=launch,

@@ -292,8 +292,7 @@ _KERNELS = {"q4_0": _tile8, "q4_1": _tile8, "q8_0": _tile8, "q5_0": _pairs, "q5_
 def _op(fmt: Format) -> Op:
     abi = ("vx", "y", "k:i32") if fmt.k_arg else ("vx", "y")
     return Op(name=f"quant.dequantize_{fmt.name}", family="quantized", root=f"dequantize_block_{fmt.name}",
-              dtypes=("f32", "f16"), inputs=("vx",), reference=lambda *a, **k: None,
-              value_classes=("normal", "special"), out_rule="last", abi=abi,
+              dtypes=("f32", "f16"), inputs=("vx",), value_classes=("normal", "special"), out_rule="last", abi=abi,
               semantics=f"GGUF {fmt.name} blocks ({fmt.qk} elements in {fmt.size} bytes) to f32/f16; "
                         f"grid ceil(n/{fmt.per_cta}), block {fmt.block}"
                         + {"nb32": ", k = n/32", "n": ", k = n", "": ""}[fmt.k_arg],

@@ -151,7 +151,7 @@ def _op(kind: str) -> Op:
         sem = (f"dst[i] = dequantize({kind} row ids[i]); grid (n_ids, min(ceil(hidden/512), 65535)), block 256: "
                "two elements per thread")
     return Op(name=f"quant.get_rows_{kind}", family="quantized", root=kernel, kernel=kernel, dtypes=("f32",),
-              inputs=("src0", "src1"), reference=lambda *a, **k: None, value_classes=("normal", "special"),
+              inputs=("src0", "src1"), value_classes=("normal", "special"),
               out_rule="f32", abi=("src0", "src1", "dst", "ne00:i64", "nb01:size_t"), semantics=sem,
               spec=StructuredSpec(shapes=_SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
                                   emulate=_emulate,

@@ -111,7 +111,7 @@ def _q_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 def _q_op(dt: str) -> Op:
     k = f"mmvq_gguf_quantize_q8_1_{dt}"
     return Op(name=f"quant.{k}", family="quantized", root=k, kernel=k, dtypes=(dt,), inputs=("x",),
-              reference=lambda *a, **kw: None, value_classes=("normal", "special"), out_rule="u8",
+              value_classes=("normal", "special"), out_rule="u8",
               abi=("x", "vy", "kx:i32", "kx_padded:i32"),
               semantics=f"{dt} rows to q8_1 blocks (x converted to float, then quantize_q8_1); "
                         "grid (ceil(kx_padded/256), rows), block 256",
@@ -229,7 +229,7 @@ def _op(fmt: str, dt: str, batch: int) -> Op:
     kernel = f"mmvq_gguf_{TAGS[fmt]}_{dt}_plain_cuda{batch}"
     (_, _, _), (_, nw, _) = geometry(batch, 2)
     return Op(name=f"quant.mmvq_gguf_{fmt}_{dt}_b{batch}", family="quantized", root=kernel, kernel=kernel,
-            dtypes=(dt,), inputs=("vx",), reference=lambda *a, **k: None, value_classes=("normal", "special"),
+            dtypes=(dt,), inputs=("vx",), value_classes=("normal", "special"),
             out_rule=dt, abi=("vx", "vy", "dst", "ncols_x:i32", "nrows_x:i32", "stride_col_y:i32",
                               "stride_col_dst:i32"),
             semantics=(f"dst[{batch} x nrows] ({dt}) = {fmt} weights x q8_1 activations (integer dot products); "

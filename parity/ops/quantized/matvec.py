@@ -394,7 +394,7 @@ def _op(kind: str, fmt: str, batch: int) -> Op:
         sem = (f"dst[{batch} x nrows] = {fmt} weights x q8_1 activations (integer dot products); "
                f"grid {'nrows' if batch == 1 else 'ceil(nrows/2)'}, block (32, {nw})")
     return Op(name=name, family="quantized", root=kernel, kernel=kernel, dtypes=("f32",), inputs=("vx",),
-              reference=lambda *a, **k: None, value_classes=("normal", "special"), out_rule="f32", abi=abi,
+              value_classes=("normal", "special"), out_rule="f32", abi=abi,
               semantics=sem,
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack,
                                   expected=_expected, judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL))

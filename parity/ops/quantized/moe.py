@@ -148,7 +148,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 def _op(fmt: str) -> Op:
     kernel = f"indexed_moe_forward_{FMTS[fmt]}_q8_1"
     return Op(name=f"quant.indexed_moe_{fmt}", family="quantized", root=kernel, kernel=kernel, dtypes=("f32",),
-              inputs=("w",), reference=lambda *a, **kw: None, value_classes=("normal", "special"), out_rule="f32",
+              inputs=("w",), value_classes=("normal", "special"), out_rule="f32",
               abi=("all_weights", "all_inputs", "indices", "all_outputs", "n:i32", "k:i32", "batch:i32",
                    "topk:i32", "k_padded:i32", "input_dim1:i32"),
               semantics=(f"out[b, j] = {fmt} expert indices[b, j] (n x k) x q8_1 input row (b or b*topk+j); "

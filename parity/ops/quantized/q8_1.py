@@ -165,7 +165,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
 
 
 OPS = [Op(name="quant.quantize_q8_1", family="quantized", root="quantize_q8_1", kernel="quantize_q8_1",
-          dtypes=("f32",), inputs=("x",), reference=lambda *a, **k: None, value_classes=("normal", "special"),
+          dtypes=("f32",), inputs=("x",), value_classes=("normal", "special"),
           out_rule="u8", abi=("x", "vy", "kx:i32", "kx_padded:i32"),
           semantics="f32 rows to q8_1 blocks (half d = amax/127, half s = sum, 32 x int8 roundf(x/d)); "
                     "grid (ceil(kx_padded/256), ky), block 256",
