@@ -53,6 +53,16 @@ _F32_POOL = np.array([3.4028235e38, -3.4028235e38, 1.1754944e-38, 0.0, -0.0, np.
 
 
 # ------------------------------------------------------------------------------ blocks
+@dataclass(frozen=True)
+class QuantKernel:
+    """Which kernel of the quantized family an op is (its spec's `variant`): what the family's build,
+    pack and emulate read instead of parsing the op's name back."""
+    kind: str                 # dequantize, get_rows, dmmv, mmvq, mmq, mmvq_gguf, indexed_moe, quantize_q8_1
+    format: str = ""          # the GGUF block format (q4_0 ... q8_K), or get_rows' f32/f16/bf16 table
+    dtype: str = "f32"        # the output dtype
+    batch: int = 1            # mat-vec: activation columns (Candle's cuda1..cuda8 kernels)
+
+
 def random_blocks(fmt: Format, nblocks: int, rng: np.random.Generator) -> np.ndarray:
     """(nblocks, size) u8: gguf's quantizer on normal floats, or random bytes with weight-sized
     scales where gguf cannot quantize (any byte pattern is a valid K-quant block)."""

@@ -28,7 +28,8 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.quantized.blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
+from parity.ops.quantized.blocks import (FORMATS, QK_K, Format, QuantKernel, adversarial, dequantize_reference,
+                                         random_blocks)
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
 # (name, quant blocks, doc): 32-element formats tile 8 blocks per CUDA block (q5: 16)
@@ -47,7 +48,7 @@ def _shapes(fmt: Format) -> dict[str, ShapeClass]:
 
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    fmt = FORMATS[op.root.removeprefix("dequantize_block_")]
+    fmt = FORMATS[op.spec.variant.format]
     nblocks = op.spec.shapes[case.layout].geo["blocks"]
     blocks = random_blocks(fmt, nblocks, rng)
     if case.values == "special":
@@ -100,7 +101,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     quant byte into its low and high nibble through `ex.quant_nibbles`, q4_K/q5_K's packed 6-bit
     sub-block scales and mins through `ex.quant_scale_min_k4`."""
     a = {x.name: x for x in launch.args}
-    fmt = FORMATS[op.root.removeprefix("dequantize_block_")]
+    fmt = FORMATS[op.spec.variant.format]
     vn, vo = a["vx"].value
     yn, yo = a["y"].value
     vx = bufs[vn][ex.pointer_offset(vo):]
@@ -297,7 +298,7 @@ def _op(fmt: Format) -> Op:
                         f"grid ceil(n/{fmt.per_cta}), block {fmt.block}"
                         + {"nb32": ", k = n/32", "n": ", k = n", "": ""}[fmt.k_arg],
               spec=StructuredSpec(shapes=_shapes(fmt), build=_build, pack=_pack, expected=_expected,
-                                  judge=_judge, emulate=_emulate,
+                                  judge=_judge, emulate=_emulate, variant=QuantKernel("dequantize", fmt.name),
                                   tolerance=lambda key: "bit-exact (any NaN equals any NaN): every product "
                                                         "is exact in f32, one rounding as in gguf"))
 

@@ -31,7 +31,7 @@ import numpy as np
 from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
-from parity.ops.quantized.blocks import FORMATS, QK_K, adversarial, dequantize_reference, random_blocks
+from parity.ops.quantized.blocks import FORMATS, QK_K, QuantKernel, adversarial, dequantize_reference, random_blocks
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer, rng_values, same_value
 
@@ -77,7 +77,7 @@ def row_bytes(kind: str, hidden: int) -> int:
 
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    kind = op.kernel.removeprefix("get_rows_")
+    kind = op.spec.variant.format
     g = dict(op.spec.shapes[case.layout].geo)
     table = _table(kind, g["rows"], g["hidden"], case.values == "special", rng)
     ids = np.array(g["ids"], dtype=np.uint32)
@@ -126,7 +126,7 @@ def _judge(expected, got, b: StructuredBuilt):
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     """Row ids[blockIdx.x] at src0 + id*nb01 bytes (f32/f16/bf16: id*ne00 elements); the elements the
     grid covers (K-quants: gridDim.y super-blocks; the others loop to ne00)."""
-    kind = op.kernel.removeprefix("get_rows_")
+    kind = op.spec.variant.format
     a = {x.name: x for x in launch.args}
     hidden, nb01 = int(a["ne00"].value), int(a["nb01"].value)
     tn, to = a["src0"].value
@@ -154,7 +154,7 @@ def _op(kind: str) -> Op:
               inputs=("src0", "src1"), value_classes=("normal", "special"),
               out_rule="f32", abi=("src0", "src1", "dst", "ne00:i64", "nb01:size_t"), semantics=sem,
               spec=StructuredSpec(shapes=_SHAPES, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                  emulate=_emulate,
+                                  emulate=_emulate, variant=QuantKernel("get_rows", kind),
                                   tolerance=lambda key: "exact values (gguf's dequantizer; +0 == -0, NaN to NaN)"))
 
 

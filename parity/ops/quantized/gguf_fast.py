@@ -33,7 +33,7 @@ from parity.core.layouts import contiguous
 from parity.core.numerics import round_float, to_f64
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.quantized import matvec, q8_1
-from parity.ops.quantized.blocks import FORMATS
+from parity.ops.quantized.blocks import FORMATS, QuantKernel
 from parity.ops.quantized.matvec import DOTS, _mmvq_lanes, _parts, _s_offset, reads_s
 from parity.ops.quantized.q8_1 import QK8_1
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
@@ -123,7 +123,8 @@ def _q_op(dt: str) -> Op:
 # ------------------------------------------------------------ mmvq_gguf_<fmt>_<T>_plain_cuda<b>
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    fmt_name, dt_name, batch = parse(op)
+    v = op.spec.variant
+    fmt_name, dt_name, batch = v.format, v.dtype, v.batch
     fmt, dt = FORMATS[fmt_name], dtype(dt_name)
     g = dict(op.spec.shapes[case.layout].geo)
     ncols, nrows = g["ncols"], g["nrows"]
@@ -198,7 +199,8 @@ def mmvq_sums(ex, fmt_name: str, blocks: np.ndarray, vy: np.ndarray, batch: int,
 
 
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
-    fmt_name, dt_name, batch = parse(op)
+    v = op.spec.variant
+    fmt_name, dt_name, batch = v.format, v.dtype, v.batch
     fmt = FORMATS[fmt_name]
     a = {x.name: x for x in launch.args}
     ncols, nrows = int(a["ncols_x"].value), int(a["nrows_x"].value)
@@ -219,12 +221,6 @@ _TOL = ("got in [round_T(e - tol), round_T(e + tol)], tol = (ncols/32 + 16) * 2^
         "(matvec.py); NaN to NaN, inf exact")
 
 
-def parse(op: Op) -> tuple[str, str, int]:
-    """(format, output dtype, batch) of quant.mmvq_gguf_<fmt>_<T>_b<b>."""
-    fmt, dt, b = op.name.removeprefix("quant.mmvq_gguf_").rsplit("_", 2)
-    return fmt, dt, int(b[1:])
-
-
 def _op(fmt: str, dt: str, batch: int) -> Op:
     kernel = f"mmvq_gguf_{TAGS[fmt]}_{dt}_plain_cuda{batch}"
     (_, _, _), (_, nw, _) = geometry(batch, 2)
@@ -235,7 +231,8 @@ def _op(fmt: str, dt: str, batch: int) -> Op:
             semantics=(f"dst[{batch} x nrows] ({dt}) = {fmt} weights x q8_1 activations (integer dot products); "
                        f"grid {'nrows' if batch == 1 else 'ceil(nrows/2)'}, block (32, {nw}); rows >= nrows not stored"),
             spec=StructuredSpec(shapes=_shapes(batch), build=_build, pack=_pack, expected=_expected,
-                                judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL))
+                                judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL,
+                                variant=QuantKernel("mmvq_gguf", fmt, dt, batch)))
 
 
 OPS = [_q_op(dt) for dt in DTS] + [_op(f, dt, b) for f in DOTS for dt in DTS for b in BATCHES]

@@ -53,7 +53,8 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.quantized import q8_1
-from parity.ops.quantized.blocks import FORMATS, QK_K, Format, adversarial, dequantize_reference, random_blocks
+from parity.ops.quantized.blocks import (FORMATS, QK_K, Format, QuantKernel, adversarial, dequantize_reference,
+                                         random_blocks)
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING, QK8_1
 from parity.ops.structured import StructuredBuilt, mask_judge, out_buffer
 
@@ -106,7 +107,8 @@ _MMQ_SHAPES = {n: ShapeClass(n, doc, {"ncols": k, "nrows": r, "batch": m}) for n
 # ------------------------------------------------------------------------------ build / pack
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    kind, fmt_name, batch = _parse(op)
+    v = op.spec.variant
+    kind, fmt_name, batch = v.kind, v.format, v.batch
     fmt = FORMATS[fmt_name]
     g = dict(op.spec.shapes[case.layout].geo)
     ncols, nrows = g["ncols"], g["nrows"]
@@ -266,7 +268,8 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     the qi/vdr threads that share it; dmmv: the lane of the 16-lane half that reads it), then
     `ex.mmv_reduce` over (warps, 32 lanes): the shared-memory sum of the other warps into warp 0,
     then the warp butterfly."""
-    kind, fmt_name, batch = _parse(op)
+    v = op.spec.variant
+    kind, fmt_name, batch = v.kind, v.format, v.batch
     fmt = FORMATS[fmt_name]
     a = {x.name: x for x in launch.args}
     yname = "y" if kind == "dmmv" else "vy"
@@ -361,12 +364,6 @@ def mmv_reduce(lanes: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the ops
-def _parse(op: Op) -> tuple[str, str, int]:
-    kind, rest = op.name.removeprefix("quant.").split("_", 1)
-    fmt, _, b = rest.partition("_b")
-    return kind, fmt, int(b or 1)
-
-
 def _dmmv_kernel(fmt: str) -> str:
     return f"dequantize_mul_mat_vec_{fmt}_cuda" if fmt in GGUF_LEGACY else f"dequantize_mul_mat_vec_{fmt.lower()}"
 
@@ -397,7 +394,8 @@ def _op(kind: str, fmt: str, batch: int) -> Op:
               value_classes=("normal", "special"), out_rule="f32", abi=abi,
               semantics=sem,
               spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack,
-                                  expected=_expected, judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL))
+                                  expected=_expected, judge=_judge, emulate=_emulate, tolerance=lambda key: _TOL,
+                                  variant=QuantKernel(kind, fmt, batch=batch)))
 
 
 OPS = ([_op("dmmv", f, 1) for f in DOTS] + [_op("mmvq", f, b) for b in BATCHES for f in DOTS]

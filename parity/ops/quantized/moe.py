@@ -30,7 +30,7 @@ from parity.core.dtypes import dtype
 from parity.core.layouts import contiguous
 from parity.ops.base import Arg, Launch, Op, ShapeClass, StructuredSpec
 from parity.ops.quantized import matvec, q8_1
-from parity.ops.quantized.blocks import FORMATS, QK_K, adversarial, random_blocks
+from parity.ops.quantized.blocks import FORMATS, QK_K, QuantKernel, adversarial, random_blocks
 from parity.ops.quantized.gguf_fast import judge_rounded, mmvq_sums
 from parity.ops.quantized.matvec import _nan_in_row0
 from parity.ops.quantized.q8_1 import MATRIX_ROW_PADDING, QK8_1
@@ -56,7 +56,7 @@ def expert_stride_bytes(fmt: str, n: int, k: int) -> int:
 
 def _build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
-    fmt_name = op.name.removeprefix("quant.indexed_moe_")
+    fmt_name = op.spec.variant.format
     fmt = FORMATS[fmt_name]
     g = dict(op.spec.shapes[case.layout].geo)
     E, n, k, ids = g["experts"], g["n"], g["k"], np.array(g["ids"], dtype=np.uint32)
@@ -125,7 +125,7 @@ def _judge(expected, got, b: StructuredBuilt):
 
 def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     a = {x.name: x for x in launch.args}
-    fmt_name = op.name.removeprefix("quant.indexed_moe_")
+    fmt_name = op.spec.variant.format
     fmt = FORMATS[fmt_name]
     n, k, topk, kp, dim1 = (int(a[x].value) for x in ("n", "k", "topk", "k_padded", "input_dim1"))
     batch = int(launch.grid[1])
@@ -158,6 +158,7 @@ def _op(fmt: str) -> Op:
                            if fmt == "q8_0" else ()),
               spec=StructuredSpec(shapes=_SHAPES, build=_build, pack=_pack,
                                   expected=lambda b: reference(b)[0], judge=_judge, emulate=_emulate,
+                                  variant=QuantKernel("indexed_moe", fmt),
                                   tolerance=lambda key: "per output (k/32 + 16) * 2^-23 * sum of |parts| "
                                                         "(matvec.py); NaN to NaN, inf exact"))
 
