@@ -57,7 +57,10 @@ import importlib.util
 import inspect
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,8 +71,9 @@ from parity.core.numerics import round_float, scalar_to_dtype, to_f64
 from parity.core.suggest import unknown
 from parity.core.tolerance import Tolerance
 from parity.core.values import VALUE_CLASSES
+from parity.ops.base import ShapeClass
 from parity.profiles.base import BUILTIN, Profile, default_sweeps
-from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, LaunchRule, Param, cdiv,
+from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, KernelOp, LaunchRule, Param, cdiv,
                                      custom_shape, evaluate, kernel_op, size_expr)
 
 TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a .py file next to this one",
@@ -358,99 +362,187 @@ def load_declaration(path: Path) -> Profile:
                    prefix=f"{name}.", source=str(path), sweeps=default_sweeps())
 
 
-def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, where: _Where):
-    label = k.get("op") if isinstance(k.get("op"), str) else ""
+# ------------------------------------------------------------------------------ one [[kernel]] table
+@dataclass(frozen=True)
+class _KernelEntry:
+    """One [[kernel]] table, and where its errors point: the line of the field, the op as the label."""
+    table: dict
+    index: int
+    where: _Where
 
-    def err(msg, field, sub=""):
-        return where.error(msg, field, i, label, sub)
-    for key in k:
-        if key not in KERNEL_KEYS:
-            raise err(unknown("key", key, KERNEL_KEYS), key)
-    for key in ("op", "name", "dtypes", "params", "reference"):
-        if key not in k:
-            raise err("missing (every kernel has op, name, dtypes, params, reference)", key)
-    op = k["op"]
-    if not isinstance(op, str) or not re.fullmatch(r"[A-Za-z_][\w-]*\.[A-Za-z_][\w.-]*", op):
-        raise err(f"{op!r}: must be 'family.op'", "op")
-    pattern = k["name"]
-    if not isinstance(pattern, str) or not re.fullmatch(r"[A-Za-z_]\w*(\{T\}\w*)*", pattern):
-        raise err(f"{pattern!r}: a C identifier, with {{T}} where the dtype goes", "name")
+    def error(self, msg: str, field: str, sub: str = "") -> DeclarationError:
+        op = self.table.get("op")
+        return self.where.error(msg, field, self.index, op if isinstance(op, str) else "", sub)
+
+
+def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs: ModuleType | None,
+            where: _Where) -> KernelOp:
+    """The KernelOp one [[kernel]] table declares, its fields checked in this order (the first error is the
+    one reported)."""
+    entry = _KernelEntry(k, i, where)
+    _check_keys(entry)
+    op, pattern, dts = _identity(entry)
+    params = _params(entry)
+    kind = _kind(entry, params)
+    tolerance, sum_terms = _tolerance(entry)
+    values = _value_classes(entry)
+    sets = _scalar_sets(entry, params)
+    domain = _domain(entry, params)
+    rule = _launch_rule(entry, launch)
+    refuse = _refusals(entry)
+    shapes, operand_shapes = _shapes(entry, kind, params)
+    ref = _reference(entry, refs, params, shapes)
+    semantics, divergences = _description(entry)
+    bound = None if sum_terms is None else _accumulation_bound(ref, params, sum_terms)
     try:
-        dts = [ALIASES.get(d, d) for d in _strings(k["dtypes"], "dtypes")]
+        return kernel_op(name=f"{profile}.{op}", family=op.split(".")[0], pattern=pattern, dtypes=tuple(dts),
+                         params=tuple(params), ref=ref, kind=kind, type_names=types, launch=rule, shapes=shapes,
+                         operand_shapes=operand_shapes, tolerance=tolerance, bound=bound, refuse=refuse,
+                         value_classes=tuple(values), param_sets=tuple(sets), domain=domain, semantics=semantics,
+                         divergences=divergences, profile=profile)
+    except DeclarationError as e:
+        raise entry.error(str(e), "params")
+
+
+def _operands(params: list[Param]) -> set[str]:
+    return {p.name for p in params if p.operand}
+
+
+def _scalar_names(params: list[Param]) -> list[str]:
+    return [p.name for p in params if p.role == "scalar"]
+
+
+def _outputs(params: list[Param]) -> list[str]:
+    return [p.name for p in params if p.role in ("out", "inout")]
+
+
+def _check_keys(entry: _KernelEntry) -> None:
+    """No unknown key, and every key a kernel cannot go without."""
+    for key in entry.table:
+        if key not in KERNEL_KEYS:
+            raise entry.error(unknown("key", key, KERNEL_KEYS), key)
+    for key in ("op", "name", "dtypes", "params", "reference"):
+        if key not in entry.table:
+            raise entry.error("missing (every kernel has op, name, dtypes, params, reference)", key)
+
+
+def _identity(entry: _KernelEntry) -> tuple[str, str, list[str]]:
+    """The op (family.op), the kernel-name pattern and the dtypes (aliases resolved)."""
+    op, pattern = entry.table["op"], entry.table["name"]
+    if not isinstance(op, str) or not re.fullmatch(r"[A-Za-z_][\w-]*\.[A-Za-z_][\w.-]*", op):
+        raise entry.error(f"{op!r}: must be 'family.op'", "op")
+    if not isinstance(pattern, str) or not re.fullmatch(r"[A-Za-z_]\w*(\{T\}\w*)*", pattern):
+        raise entry.error(f"{pattern!r}: a C identifier, with {{T}} where the dtype goes", "name")
+    try:
+        dts = [ALIASES.get(d, d) for d in _strings(entry.table["dtypes"], "dtypes")]
     except ValueError as e:
-        raise err(str(e), "dtypes")
+        raise entry.error(str(e), "dtypes")
     for d in dts:
         if d not in DTYPES:
-            raise err(unknown("dtype", d, DTYPES), "dtypes")
+            raise entry.error(unknown("dtype", d, DTYPES), "dtypes")
+    return op, pattern, dts
+
+
+def _params(entry: _KernelEntry) -> list[Param]:
+    """The parameters, in ABI order."""
+    texts = entry.table["params"]
+    if not isinstance(texts, list) or not texts:
+        raise entry.error("must be a list of 'name: role [type]' strings", "params")
     params = []
-    if not isinstance(k["params"], list) or not k["params"]:
-        raise err("must be a list of 'name: role [type]' strings", "params")
-    for j, p in enumerate(k["params"]):
+    for j, p in enumerate(texts):
         try:
             params.append(parse_param(p))
         except ValueError as e:
-            raise err(f"#{j + 1}: {e}", "params")
+            raise entry.error(f"#{j + 1}: {e}", "params")
+    return params
+
+
+def _kind(entry: _KernelEntry, params: list[Param]) -> str:
+    """As declared; else custom with shape classes, reduce where an out has an init, else map."""
+    k = entry.table
     kind = k.get("kind", "reduce" if any(p.role == "out" and p.init != "sentinel" for p in params)
                  and not k.get("shapes") else "custom" if k.get("shapes") else "map")
     if kind not in ("map", "reduce", "custom"):
-        raise err(f"{kind!r}: map, reduce or custom", "kind")
-    operands = {p.name for p in params if p.operand}
-    # tolerance
-    tol_spec, tolerance, sum_terms = k.get("tolerance", "exact"), Tolerance(ulp=0), None
-    if isinstance(tol_spec, dict) and set(tol_spec) == {"roundings"}:
+        raise entry.error(f"{kind!r}: map, reduce or custom", "kind")
+    return kind
+
+
+def _tolerance(entry: _KernelEntry) -> tuple[Tolerance, str | None]:
+    """The tolerance, and the terms of the accumulation bound ("": the largest input) or None without one."""
+    spec, tolerance, sum_terms = entry.table.get("tolerance", "exact"), Tolerance(ulp=0), None
+    if isinstance(spec, dict) and set(spec) == {"roundings"}:
         # the accumulation bound with m = N: an expression of N operations, each rounded once in T, in
         # any order and fused or not (an fma is one rounding where the reference's float64 is two)
-        n = tol_spec["roundings"]
+        n = spec["roundings"]
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise err(f"roundings = {n!r}: how many operations round in T, a whole number >= 1", "tolerance")
+            raise entry.error(f"roundings = {n!r}: how many operations round in T, a whole number >= 1", "tolerance")
         sum_terms = str(n)
-    elif tol_spec == "sum" or (isinstance(tol_spec, dict) and set(tol_spec) == {"sum"}):
-        sum_terms = "" if tol_spec == "sum" else tol_spec["sum"]
+    elif spec == "sum" or (isinstance(spec, dict) and set(spec) == {"sum"}):
+        sum_terms = "" if spec == "sum" else spec["sum"]
         if not isinstance(sum_terms, str):
-            raise err("{ sum = \"size expression\" }: how many terms each output adds up", "tolerance")
+            raise entry.error("{ sum = \"size expression\" }: how many terms each output adds up", "tolerance")
         if sum_terms:
             try:
                 size_expr(sum_terms)
             except (SyntaxError, ValueError) as x:
-                raise err(f"sum = {sum_terms!r}: {getattr(x, 'msg', None) or x}", "tolerance")
-    elif tol_spec == "exact":
+                raise entry.error(f"sum = {sum_terms!r}: {getattr(x, 'msg', None) or x}", "tolerance")
+    elif spec == "exact":
         pass
-    elif isinstance(tol_spec, dict) and set(tol_spec) <= {"ulp", "atol"}:
-        ulp, atol = tol_spec.get("ulp", 0), tol_spec.get("atol", 0.0)
+    elif isinstance(spec, dict) and set(spec) <= {"ulp", "atol"}:
+        ulp, atol = spec.get("ulp", 0), spec.get("atol", 0.0)
         if not (isinstance(ulp, int) or isinstance(ulp, dict)) or not isinstance(atol, (int, float, dict)):
-            raise err("{ ulp = N } (N an integer, or a table dtype -> N), atol a number", "tolerance")
+            raise entry.error("{ ulp = N } (N an integer, or a table dtype -> N), atol a number", "tolerance")
         tolerance = Tolerance(ulp=ulp, atol=atol)
     else:
-        raise err(f"{tol_spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }}, {{ roundings = N }} or {{ ulp = N }}",
-                  "tolerance")
-    # values, scalars, domain
+        raise entry.error(f"{spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }}, {{ roundings = N }} or "
+                          "{ ulp = N }", "tolerance")
+    return tolerance, sum_terms
+
+
+def _value_classes(entry: _KernelEntry) -> list[str]:
     try:
-        values = _strings(k.get("values", ["normal", "special"]), "value classes")
+        values = _strings(entry.table.get("values", ["normal", "special"]), "value classes")
     except ValueError as e:
-        raise err(str(e), "values")
+        raise entry.error(str(e), "values")
     for v in values:
         if v not in VALUE_CLASSES:
-            raise err(unknown("value class", v, VALUE_CLASSES), "values")
-    scalar_names = [p.name for p in params if p.role == "scalar"]
-    sets = k.get("scalars", [{}] if not scalar_names else None)
+            raise entry.error(unknown("value class", v, VALUE_CLASSES), "values")
+    return values
+
+
+def _scalar_sets(entry: _KernelEntry, params: list[Param]) -> list[dict]:
+    """The scalars' values, one table per case parameter set (one empty set for a kernel without scalars)."""
+    names = _scalar_names(params)
+    sets = entry.table.get("scalars", [{}] if not names else None)
     if sets is None:
-        raise err(f"the kernel takes scalars ({', '.join(scalar_names)}): give their values, "
-                  "scalars = [{ " + " = 1.5, ".join(scalar_names) + " = 1.5 }]", "scalars")
+        raise entry.error(f"the kernel takes scalars ({', '.join(names)}): give their values, "
+                          "scalars = [{ " + " = 1.5, ".join(names) + " = 1.5 }]", "scalars")
     if not isinstance(sets, list) or not all(isinstance(s, dict) for s in sets) or not sets:
-        raise err("must be a list of tables, one per case parameter set", "scalars")
+        raise entry.error("must be a list of tables, one per case parameter set", "scalars")
     for s in sets:
-        if set(s) != set(scalar_names) or not all(isinstance(v, (int, float)) for v in s.values()):
-            raise err(f"every table gives a number for each scalar ({', '.join(scalar_names) or 'none'}), "
-                      f"not {sorted(s)}", "scalars")
-    domain = k.get("domain", {})
+        if set(s) != set(names) or not all(isinstance(v, (int, float)) for v in s.values()):
+            raise entry.error(f"every table gives a number for each scalar ({', '.join(names) or 'none'}), "
+                              f"not {sorted(s)}", "scalars")
+    return sets
+
+
+def _domain(entry: _KernelEntry, params: list[Param]) -> dict:
+    """Operand -> the input domain its values are drawn from."""
+    domain, operands = entry.table.get("domain", {}), _operands(params)
     if not isinstance(domain, dict):
-        raise err("must be a table operand = domain", "domain")
+        raise entry.error("must be a table operand = domain", "domain")
     for n, d in domain.items():
         if n not in operands:
-            raise err(unknown("operand", n, operands), "domain")
+            raise entry.error(unknown("operand", n, operands), "domain")
         if d not in DOMAINS:
-            raise err(unknown("domain", d, DOMAINS), "domain")
-    # launch
+            raise entry.error(unknown("domain", d, DOMAINS), "domain")
+    return domain
+
+
+def _launch_rule(entry: _KernelEntry, launch: dict) -> LaunchRule:
+    """Block, grid and shared memory: the kernel's own, else the declaration's [launch], else a 256-thread
+    1-D launch over n."""
+    k = entry.table
     block = k.get("block", launch.get("block", 256))
     grid = k.get("grid", launch.get("grid"))
     shared = k.get("shared", launch.get("shared", 0))
@@ -460,135 +552,165 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs, wher
     grid = tuple(grid) if isinstance(grid, list) else (grid,)
     for field, exprs in (("block", block), ("grid", grid), ("shared", (shared,))):
         if not 1 <= len(exprs) <= 3:
-            raise err("one to three dimensions", field)
+            raise entry.error("one to three dimensions", field)
         for e in exprs:
             if isinstance(e, bool) or not isinstance(e, (int, str)):
-                raise err(f"{e!r}: a number or an expression over the sizes", field)
+                raise entry.error(f"{e!r}: a number or an expression over the sizes", field)
             if isinstance(e, str):
                 try:
                     size_expr(e)
                 except (SyntaxError, ValueError) as x:
-                    raise err(f"{e!r}: {getattr(x, 'msg', None) or x}", field)
-    refuse = k.get("refuse", [])
+                    raise entry.error(f"{e!r}: {getattr(x, 'msg', None) or x}", field)
+    return LaunchRule(block, grid, str(shared))
+
+
+def _refusals(entry: _KernelEntry) -> tuple[tuple[str, str], ...]:
+    """The (condition, what the host says) pairs under which the host launches nothing."""
+    refuse = entry.table.get("refuse", [])
     if not isinstance(refuse, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
                                                for r in refuse):
-        raise err("a list of [condition, what the host says] pairs", "refuse")
-    # shapes (custom)
-    shapes, operand_shapes = None, {}
+        raise entry.error("a list of [condition, what the host says] pairs", "refuse")
+    return tuple(tuple(r) for r in refuse)
+
+
+def _shapes(entry: _KernelEntry, kind: str, params: list[Param]) -> tuple[dict | None, dict[str, tuple[str, ...]]]:
+    """A custom kernel's shape classes and operand shapes; (None, {}) for the others, whose are parity's."""
+    k = entry.table
     if kind == "custom":
         if "shapes" not in k:
-            raise err("a custom kernel needs [kernel.shapes]: name = { size = N, ... }", "shapes")
-        os_ = k.get("operand_shapes", {})
-        if not isinstance(os_, dict) or not all(isinstance(v, list) for v in os_.values()):
-            raise err("must be a table operand = [size expressions]", "operand_shapes")
-        for n, exprs in os_.items():
-            if n not in operands:
-                raise err(unknown("operand", n, operands), "operand_shapes")
-            for e in exprs:
-                try:
-                    size_expr(str(e))
-                except (SyntaxError, ValueError) as x:
-                    raise err(f"{n}: {e!r}: {getattr(x, 'msg', None) or x}", "operand_shapes")
-        operand_shapes = {n: tuple(str(e) for e in v) for n, v in os_.items()}
-        for p in params:
-            if p.operand and p.name not in operand_shapes and p.role != "temp":
-                raise err(f"operand {p.name!r} has no shape: operand_shapes = {{ {p.name} = [\"n\"] }}",
-                          "operand_shapes")
-            if p.role == "temp" and p.name not in operand_shapes:
-                raise err(f"scratch {p.name!r} needs a size: operand_shapes = {{ {p.name} = [\"n\"] }}",
-                          "operand_shapes")
-        if not isinstance(k["shapes"], dict) or not k["shapes"]:
-            raise err("a table of shape classes: name = { size = N, ... }", "shapes")
-        shapes = {}
-        for sname, spec in k["shapes"].items():
-            if not isinstance(spec, dict):
-                raise err(f"{sname}: a table of sizes", "shapes", sname)
-            sizes = {s: v for s, v in spec.items() if s not in ("doc", "views")}
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()):
-                raise err(f"{sname}: every size is a non-negative integer", "shapes", sname)
-            views = spec.get("views", {})
-            if not isinstance(views, dict) or any(n not in operands for n in views):
-                raise err(f"{sname}: views = {{ operand = \"transposed\" }} (operands: {', '.join(sorted(operands))})",
+            raise entry.error("a custom kernel needs [kernel.shapes]: name = { size = N, ... }", "shapes")
+        operand_shapes = _operand_shapes(entry, params)
+        return _shape_classes(entry, _operands(params), operand_shapes), operand_shapes
+    if "shapes" in k or "operand_shapes" in k:
+        raise entry.error(f"shape classes are for custom kernels (kind = \"custom\"); a {kind} kernel's are parity's",
+                          "shapes" if "shapes" in k else "operand_shapes")
+    return None, {}
+
+
+def _operand_shapes(entry: _KernelEntry, params: list[Param]) -> dict[str, tuple[str, ...]]:
+    """Operand -> its shape as size expressions; every operand and scratch buffer has one."""
+    declared, operands = entry.table.get("operand_shapes", {}), _operands(params)
+    if not isinstance(declared, dict) or not all(isinstance(v, list) for v in declared.values()):
+        raise entry.error("must be a table operand = [size expressions]", "operand_shapes")
+    for n, exprs in declared.items():
+        if n not in operands:
+            raise entry.error(unknown("operand", n, operands), "operand_shapes")
+        for e in exprs:
+            try:
+                size_expr(str(e))
+            except (SyntaxError, ValueError) as x:
+                raise entry.error(f"{n}: {e!r}: {getattr(x, 'msg', None) or x}", "operand_shapes")
+    operand_shapes = {n: tuple(str(e) for e in v) for n, v in declared.items()}
+    for p in params:
+        if p.operand and p.name not in operand_shapes and p.role != "temp":
+            raise entry.error(f"operand {p.name!r} has no shape: operand_shapes = {{ {p.name} = [\"n\"] }}",
+                              "operand_shapes")
+        if p.role == "temp" and p.name not in operand_shapes:
+            raise entry.error(f"scratch {p.name!r} needs a size: operand_shapes = {{ {p.name} = [\"n\"] }}",
+                              "operand_shapes")
+    return operand_shapes
+
+
+def _shape_classes(entry: _KernelEntry, operands: set[str], operand_shapes: dict) -> dict[str, ShapeClass]:
+    """[kernel.shapes]: name -> its shape class."""
+    table = entry.table["shapes"]
+    if not isinstance(table, dict) or not table:
+        raise entry.error("a table of shape classes: name = { size = N, ... }", "shapes")
+    return {sname: _shape_class(entry, sname, spec, operands, operand_shapes) for sname, spec in table.items()}
+
+
+def _shape_class(entry: _KernelEntry, sname: str, spec, operands: set[str], operand_shapes: dict) -> ShapeClass:
+    """One shape class: its sizes, a doc and operand views; every operand's shape must evaluate over the sizes."""
+    if not isinstance(spec, dict):
+        raise entry.error(f"{sname}: a table of sizes", "shapes", sname)
+    sizes = {s: v for s, v in spec.items() if s not in ("doc", "views")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()):
+        raise entry.error(f"{sname}: every size is a non-negative integer", "shapes", sname)
+    views = spec.get("views", {})
+    if not isinstance(views, dict) or any(n not in operands for n in views):
+        raise entry.error(f"{sname}: views = {{ operand = \"transposed\" }} (operands: {', '.join(sorted(operands))})",
                           "shapes", sname)
-            for n, kind_ in views.items():
-                try:
-                    view(kind_, (2, 3))
-                except KeyError:
-                    raise err(f"{sname}: unknown view {kind_!r} (contig, offset, transposed, narrowed, stepped, "
+    for kind in views.values():
+        try:
+            view(kind, (2, 3))
+        except KeyError:
+            raise entry.error(f"{sname}: unknown view {kind!r} (contig, offset, transposed, narrowed, stepped, "
                               "perm, bcast-lead, bcast-inner, scalar, unit)", "shapes", sname)
-            for n, exprs in operand_shapes.items():
-                try:
-                    [evaluate(e, sizes) for e in exprs]
-                except NameError as x:
-                    raise err(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
-            shapes[sname] = custom_shape(sname, str(spec.get("doc") or ", ".join(f"{a} = {b}" for a, b in sizes.items())),
-                                         sizes, views)
-    elif "shapes" in k or "operand_shapes" in k:
-        raise err(f"shape classes are for custom kernels (kind = \"custom\"); a {kind} kernel's are parity's",
-                  "shapes" if "shapes" in k else "operand_shapes")
-    # reference
+    for n, exprs in operand_shapes.items():
+        try:
+            [evaluate(e, sizes) for e in exprs]
+        except NameError as x:
+            raise entry.error(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
+    return custom_shape(sname, str(spec.get("doc") or ", ".join(f"{a} = {b}" for a, b in sizes.items())), sizes, views)
+
+
+def _reference(entry: _KernelEntry, refs: ModuleType | None, params: list[Param],
+               shapes: dict | None) -> Callable[..., Any]:
+    """The reference: a NumPy expression or refs.<function>, naming only the kernel's operands, scalars and
+    sizes; more than one output takes a function (it returns a dict)."""
     ctypes = {p.name: p.ctype for p in params if p.role == "scalar"}
-    rtext = k["reference"]
+    rtext = entry.table["reference"]
     if not isinstance(rtext, str) or not rtext.strip():
-        raise err("a NumPy expression, or refs.<function> of the references module", "reference")
+        raise entry.error("a NumPy expression, or refs.<function> of the references module", "reference")
     if rtext.startswith("refs."):
         if refs is None:
-            raise err(f"{rtext}: no references module (references = \"refs.py\" at the top)", "reference")
+            raise entry.error(f"{rtext}: no references module (references = \"refs.py\" at the top)", "reference")
         fn = getattr(refs, rtext[5:], None)
         if not callable(fn):
-            raise err(f"{rtext}: the references module has no function {rtext[5:]!r}", "reference")
+            raise entry.error(f"{rtext}: the references module has no function {rtext[5:]!r}", "reference")
         ref = function_reference(fn, ctypes)
     else:
         try:
             ref = expression_reference(rtext, ctypes)
         except ValueError as e:
-            raise err(str(e), "reference")
+            raise entry.error(str(e), "reference")
+    operands, scalar_names = _operands(params), _scalar_names(params)
     known = operands | set(scalar_names) | {p.name for p in params} | {"n"}
     if shapes:
         known |= {s for sc in shapes.values() for s in sc.geo["sizes"]}
     unknown_names = sorted(ref.free_names - known)
     if unknown_names:
-        raise err(f"{unknown_names[0]!r} is no operand, scalar or size of the kernel "
-                  f"(operands: {', '.join(sorted(operands))}; scalars: {', '.join(scalar_names) or 'none'})", "reference")
-    outs = [p.name for p in params if p.role in ("out", "inout")]
+        raise entry.error(f"{unknown_names[0]!r} is no operand, scalar or size of the kernel (operands: "
+                          f"{', '.join(sorted(operands))}; scalars: {', '.join(scalar_names) or 'none'})", "reference")
+    outs = _outputs(params)
     if len(outs) > 1 and not rtext.startswith("refs."):
-        raise err(f"{len(outs)} outputs ({', '.join(outs)}): a function of the references module returns "
-                  "a dict of them", "reference")
-    semantics = k.get("semantics", rtext if not rtext.startswith("refs.") else "")
-    divergences = k.get("divergences", [])
-    if not isinstance(semantics, str):
-        raise err("must be a string", "semantics")
-    try:
-        _strings(divergences, "lines") if divergences else None
-    except ValueError as e:
-        raise err(str(e), "divergences")
-    family = op.split(".")[0]
-    bound = None
-    if sum_terms is not None:
-        ins = [p.name for p in params if p.role in ("in", "inout")]
-        outs = [p.name for p in params if p.role in ("out", "inout")]
+        raise entry.error(f"{len(outs)} outputs ({', '.join(outs)}): a function of the references module returns "
+                          "a dict of them", "reference")
+    return ref
 
-        def bound(inputs, sizes, scalars, key, ref=ref, ins=ins, outs=outs, terms=sum_terms):
-            """The accumulation bound: magnitude = the reference on |inputs| and |scalars| (sum|x|,
-            sum|x*y|, |alpha||x| + |y|, ...), m = the terms each output adds (the size expression, else
-            the largest input)."""
-            absolute = {n: np.abs(v) if np.asarray(v).dtype.kind == "f" else v for n, v in inputs.items()}
-            abs_scalars = {n: abs(v) for n, v in scalars.items()}     # numbers, checked at load
-            with np.errstate(all="ignore"):
-                mag = ref(absolute, sizes, abs_scalars, key)
-            mags = mag if isinstance(mag, dict) else {outs[0]: mag}
-            m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
-            # the other evaluations only where the bound alone refuses an element (accumulation_ok),
-            # and once for every output
-            others = functools.cache(lambda: _other_evaluations(ref, inputs, sizes, scalars, key, outs))
-            return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1),
-                        lambda o=o: tuple(a[o] for a in others() if o in a)) for o in outs if o in mags}
-    try:
-        return kernel_op(name=f"{profile}.{op}", family=family, pattern=pattern, dtypes=tuple(dts),
-                         params=tuple(params), ref=ref, kind=kind, type_names=types,
-                         launch=LaunchRule(block, grid, str(shared)), shapes=shapes, operand_shapes=operand_shapes,
-                         tolerance=tolerance, bound=bound, refuse=tuple(tuple(r) for r in refuse),
-                         value_classes=tuple(values), param_sets=tuple(sets), domain=domain, semantics=semantics,
-                         divergences=tuple(divergences), profile=profile)
-    except DeclarationError as e:
-        raise err(str(e), "params")
+
+def _description(entry: _KernelEntry) -> tuple[str, tuple[str, ...]]:
+    """The semantics (default: the reference's expression) and the divergences, as the reports show them."""
+    rtext = entry.table["reference"]
+    semantics = entry.table.get("semantics", rtext if not rtext.startswith("refs.") else "")
+    divergences = entry.table.get("divergences", [])
+    if not isinstance(semantics, str):
+        raise entry.error("must be a string", "semantics")
+    if divergences:
+        try:
+            _strings(divergences, "lines")
+        except ValueError as e:
+            raise entry.error(str(e), "divergences")
+    return semantics, tuple(divergences)
+
+
+def _accumulation_bound(ref: Callable[..., Any], params: list[Param], terms: str) -> Callable[..., dict]:
+    """The accumulation bound of a "sum" or { roundings = N } tolerance: magnitude = the reference on
+    |inputs| and |scalars| (sum|x|, sum|x*y|, |alpha||x| + |y|, ...), m = the terms each output adds
+    (the size expression, else the largest input)."""
+    ins = [p.name for p in params if p.role in ("in", "inout")]
+    outs = _outputs(params)
+
+    def bound(inputs, sizes, scalars, key):
+        absolute = {n: np.abs(v) if np.asarray(v).dtype.kind == "f" else v for n, v in inputs.items()}
+        abs_scalars = {n: abs(v) for n, v in scalars.items()}     # numbers, checked at load
+        with np.errstate(all="ignore"):
+            mag = ref(absolute, sizes, abs_scalars, key)
+        mags = mag if isinstance(mag, dict) else {outs[0]: mag}
+        m = evaluate(terms, sizes) if terms else max([int(np.asarray(inputs[n]).size) for n in ins] or [1])
+        # the other evaluations only where the bound alone refuses an element (accumulation_ok),
+        # and once for every output
+        others = functools.cache(lambda: _other_evaluations(ref, inputs, sizes, scalars, key, outs))
+        return {o: (np.abs(np.asarray(mags[o], dtype=np.float64)), max(int(m), 1),
+                    lambda o=o: tuple(a[o] for a in others() if o in a)) for o in outs if o in mags}
+    return bound

@@ -35,7 +35,7 @@ from parity.core.dtypes import dtype
 from parity.core.numerics import scalar_to_dtype
 from parity.core.tolerance import Tolerance
 from parity.profiles.base import Profile, default_sweeps
-from parity.profiles.kernels import CONTIGUOUS_LENGTHS, LaunchRule, Param, cdiv, custom_shape, kernel_op
+from parity.profiles.kernels import CONTIGUOUS_LENGTHS, KernelOp, LaunchRule, Param, cdiv, custom_shape, kernel_op
 
 NAME = "rocm-rs"
 PREFIX = "rocm-rs."
@@ -361,57 +361,83 @@ def _lengths(extra=None) -> dict:
     return out
 
 
-def _memory() -> list:
-    ops = []
-    idx_shapes = {name: custom_shape(name, doc, {"n": n, "index": i}) for name, (n, i), doc in [
-        ("first", (100, 0), "index 0 of 100"), ("middle", (1000, 777), "index 777 of 1000"),
-        ("last", (257, 256), "the last of 257")]}
-    one = dict(kind="custom", shapes=idx_shapes, launch=ONE_THREAD, tolerance=EXACT_VALUES,
-               value_classes=("normal", "special"))
-    ops.append(_op(
-        "memory.copy_element", "memory", "copy_element", ALL,
-        (P("input", "in"), P("output", "out"), _size_p("index")),
-        lambda ins, s, sc, key: ins["input"].reshape(-1)[int(s["index"])], operand_shapes={"input": ("n",),
-                                                                                            "output": ("1",)},
-        semantics="output[0] = input[index] (rocarray's get_element<T>)", divergences=(_FLOAT_CAST,), **one))
+INDEX_SHAPES = {name: custom_shape(name, doc, {"n": n, "index": i}) for name, (n, i), doc in [
+    ("first", (100, 0), "index 0 of 100"), ("middle", (1000, 777), "index 777 of 1000"),
+    ("last", (257, 256), "the last of 257")]}
+SLICE_SHAPES = {name: custom_shape(name, doc, {"rows": r, "eps": e, "start": st, "slice_len": ln, "total": ln * e})
+                for name, (r, e, st, ln), doc in [
+                    ("rows", (10, 7, 2, 5), "rows 2..7 of a 10x7"), ("one-row", (4, 33, 3, 1), "the last row of 4x33"),
+                    ("all", (6, 5, 0, 6), "every row of 6x5"), ("wide", (3, 1000, 1, 2), "rows 1..3 of 3x1000"),
+                    ("empty", (4, 5, 2, 0), "no row: a 0-block grid (refused)")]}
+COLUMN_SHAPES = {name: custom_shape(name, doc, {"rows": r, "cols": c, "col_index": i}) for name, (r, c, i), doc in [
+    ("first", (10, 7, 0), "column 0 of 10x7"), ("last", (10, 7, 6), "column 6 of 10x7"),
+    ("many-rows", (1000, 3, 1), "column 1 of 1000x3: four blocks"), ("one-col", (20, 1, 0), "20x1"),
+    ("empty", (0, 4, 1), "no rows: a 0-block grid (refused)")]}
 
-    def set_ref(ins, s, sc, key):
-        a = ins["array"].copy()
-        a.reshape(-1)[int(s["index"])] = ins["value"].reshape(-1)[0]
-        return a
-    ops.append(_op(
-        "memory.set_element", "memory", "set_element", ALL,
-        (P("array", "inout"), _size_p("index"), P("value", "in")), set_ref,
-        operand_shapes={"array": ("n",), "value": ("1",)},
-        semantics="array[index] = *value (value: a device pointer to one T)",
-        divergences=(_FLOAT_CAST, "rocm-rs's set_element passes the value's host address (kernels.rs:1026)"), **one))
-    slice_shapes = {name: custom_shape(name, doc, {"rows": r, "eps": e, "start": st, "slice_len": ln,
-                                                   "total": ln * e})
-                    for name, (r, e, st, ln), doc in [
-                        ("rows", (10, 7, 2, 5), "rows 2..7 of a 10x7"), ("one-row", (4, 33, 3, 1), "the last row of 4x33"),
-                        ("all", (6, 5, 0, 6), "every row of 6x5"), ("wide", (3, 1000, 1, 2), "rows 1..3 of 3x1000"),
-                        ("empty", (4, 5, 2, 0), "no row: a 0-block grid (refused)")]}
-    ops.append(_op(
-        "memory.slice_first_dim", "memory", "slice_first_dim", ALL,
-        (P("input", "in"), P("output", "out"), _size_p("start"), _size_p("slice_len"),
-         _size_p("elements_per_slice", "eps"), P("total_output_elements", "len", "u32", of="output", expr="total")),
-        lambda ins, s, sc, key: ins["input"].reshape(-1)[int(s["start"]) * int(s["elements_per_slice"]):
-                                                        (int(s["start"]) + int(s["slice_len"])) * int(s["elements_per_slice"])],
-        kind="custom", shapes=slice_shapes, operand_shapes={"input": ("rows", "eps"), "output": ("total",)},
-        launch=LaunchRule((256, 1, 1), ("ceil(total_output_elements / 256)",)), tolerance=EXACT_VALUES,
-        value_classes=("normal", "special"), semantics="output = input[start : start + slice_len] along dim 0",
-        divergences=(_FLOAT_CAST,)))
-    col_shapes = {name: custom_shape(name, doc, {"rows": r, "cols": c, "col_index": i}) for name, (r, c, i), doc in [
-        ("first", (10, 7, 0), "column 0 of 10x7"), ("last", (10, 7, 6), "column 6 of 10x7"),
-        ("many-rows", (1000, 3, 1), "column 1 of 1000x3: four blocks"), ("one-col", (20, 1, 0), "20x1"),
-        ("empty", (0, 4, 1), "no rows: a 0-block grid (refused)")]}
-    ops.append(_op(
-        "memory.extract_column", "memory", "extract_column", ALL,
-        (P("input", "in"), P("output", "out"), _size_p("rows"), _size_p("cols"), _size_p("col_index")),
-        lambda ins, s, sc, key: ins["input"].reshape(-1)[np.arange(int(s["rows"])) * int(s["cols"]) + int(s["col_index"])],
-        kind="custom", shapes=col_shapes, operand_shapes={"input": ("rows", "cols"), "output": ("rows",)},
-        launch=LaunchRule((256, 1, 1), ("ceil(rows / 256)",)), tolerance=EXACT_VALUES,
-        value_classes=("normal", "special"), semantics="output[r] = input[r, col_index]", divergences=(_FLOAT_CAST,)))
+
+def _set_element_ref(ins, s, sc, key):
+    a = ins["array"].copy()
+    a.reshape(-1)[int(s["index"])] = ins["value"].reshape(-1)[0]
+    return a
+
+
+def _slice_ref(ins, s, sc, key):
+    eps = int(s["elements_per_slice"])
+    return ins["input"].reshape(-1)[int(s["start"]) * eps:(int(s["start"]) + int(s["slice_len"])) * eps]
+
+
+def _column_ref(ins, s, sc, key):
+    return ins["input"].reshape(-1)[np.arange(int(s["rows"])) * int(s["cols"]) + int(s["col_index"])]
+
+
+def _memory() -> list:
+    """The void* kernels, then reverse_array."""
+    return _element_access() + _slices() + _copies() + _generic_placeholders() + [_reverse()]
+
+
+def _element_access() -> list:
+    """get_element<T> and set_element<T>: one element, by one thread."""
+    one = dict(kind="custom", shapes=INDEX_SHAPES, launch=ONE_THREAD, tolerance=EXACT_VALUES,
+               value_classes=("normal", "special"))
+    return [
+        _op("memory.copy_element", "memory", "copy_element", ALL,
+            (P("input", "in"), P("output", "out"), _size_p("index")),
+            lambda ins, s, sc, key: ins["input"].reshape(-1)[int(s["index"])],
+            operand_shapes={"input": ("n",), "output": ("1",)},
+            semantics="output[0] = input[index] (rocarray's get_element<T>)", divergences=(_FLOAT_CAST,), **one),
+        _op("memory.set_element", "memory", "set_element", ALL,
+            (P("array", "inout"), _size_p("index"), P("value", "in")), _set_element_ref,
+            operand_shapes={"array": ("n",), "value": ("1",)},
+            semantics="array[index] = *value (value: a device pointer to one T)",
+            divergences=(_FLOAT_CAST, "rocm-rs's set_element passes the value's host address (kernels.rs:1026)"),
+            **one),
+    ]
+
+
+def _slices() -> list:
+    """slice_first_dim (rows of a matrix) and extract_column."""
+    return [
+        _op("memory.slice_first_dim", "memory", "slice_first_dim", ALL,
+            (P("input", "in"), P("output", "out"), _size_p("start"), _size_p("slice_len"),
+             _size_p("elements_per_slice", "eps"), P("total_output_elements", "len", "u32", of="output", expr="total")),
+            _slice_ref, kind="custom", shapes=SLICE_SHAPES,
+            operand_shapes={"input": ("rows", "eps"), "output": ("total",)},
+            launch=LaunchRule((256, 1, 1), ("ceil(total_output_elements / 256)",)), tolerance=EXACT_VALUES,
+            value_classes=("normal", "special"), semantics="output = input[start : start + slice_len] along dim 0",
+            divergences=(_FLOAT_CAST,)),
+        _op("memory.extract_column", "memory", "extract_column", ALL,
+            (P("input", "in"), P("output", "out"), _size_p("rows"), _size_p("cols"), _size_p("col_index")),
+            _column_ref, kind="custom", shapes=COLUMN_SHAPES,
+            operand_shapes={"input": ("rows", "cols"), "output": ("rows",)},
+            launch=LaunchRule((256, 1, 1), ("ceil(rows / 256)",)), tolerance=EXACT_VALUES,
+            value_classes=("normal", "special"), semantics="output[r] = input[r, col_index]",
+            divergences=(_FLOAT_CAST,)),
+    ]
+
+
+def _copies() -> list:
+    """copy_memory, generic_map (a placeholder: it copies too) and fill_value."""
+    ops = []
     for name, pattern, sem, div in (
             ("copy_memory", "copy_memory", "dst = src", (_FLOAT_CAST,)),
             ("generic_map", "generic_map", "output = input: a placeholder (rocm-rs's map(input, output, len, func) "
@@ -430,39 +456,48 @@ def _memory() -> list:
         operand_shapes={"output": ("n",), "value": ("1",)}, launch=GRID_1D, tolerance=EXACT_VALUES,
         value_classes=("normal", "special"), semantics="output[i] = *value (value: a device pointer to one T)",
         divergences=(_FLOAT_CAST, "rocm-rs's fill_value passes the value's host address (kernels.rs:1426)")))
-    ops.append(_op(
-        "memory.generic_filter", "memory", "generic_filter", ALL,
-        (P("input", "in"), P("output", "out"), P("n", "len", "u32", of="input", expr="n"),
-         P("count", "out", elem="u32")),
-        lambda ins, s, sc, key: {"output": ins["input"], "count": np.asarray([int(s["n"])], dtype=np.uint32)},
-        kind="custom", shapes=_lengths(), operand_shapes={"input": ("n",), "output": ("n",), "count": ("1",)},
-        launch=GRID_1D, tolerance=EXACT_VALUES, value_classes=("normal", "special"),
-        semantics="a placeholder: output = input, *count = n (thread 0)",
-        divergences=(_FLOAT_CAST, "the Rust API promises the elements passing the predicate")))
-    ops.append(_op(
-        "memory.generic_reduce", "memory", "generic_reduce", ALL,
-        (P("input", "in"), P("n", "len", "u32", of="input", expr="n"), P("initial", "in"), P("result", "out")),
-        lambda ins, s, sc, key: ins["initial"].reshape(-1)[:1], kind="custom", shapes=_lengths(),
-        operand_shapes={"input": ("n",), "initial": ("1",), "result": ("1",)}, launch=GRID_1D,
-        tolerance=EXACT_VALUES, value_classes=("normal", "special"),
-        semantics="a placeholder: *result = *initial",
-        divergences=(_FLOAT_CAST, "the Rust API promises the fold of the input by func; its reduce passes the "
-                                  "initial value's host address (kernels.rs:1224)")))
-    ops.append(_op(
-        "memory.generic_search", "memory", "generic_search", ALL,
-        (P("input", "in"), P("n", "len", "u32", of="input", expr="n"), P("result", "out", elem="i32", init="value:-1")),
-        lambda ins, s, sc, key: np.asarray([0 if int(s["n"]) else -1], dtype=np.int32), kind="custom",
-        shapes=_lengths(), operand_shapes={"input": ("n",), "result": ("1",)}, launch=GRID_1D, tolerance=EXACT_VALUES,
-        value_classes=("normal",), semantics="a placeholder: *result = 0 (the host starts it at -1)",
-        divergences=("the Rust API promises the first index whose element passes the predicate",)))
-    ops.append(_op(
+    return ops
+
+
+def _generic_placeholders() -> list:
+    """generic_filter, generic_reduce and generic_search: placeholders of what the Rust API promises."""
+    return [
+        _op("memory.generic_filter", "memory", "generic_filter", ALL,
+            (P("input", "in"), P("output", "out"), P("n", "len", "u32", of="input", expr="n"),
+             P("count", "out", elem="u32")),
+            lambda ins, s, sc, key: {"output": ins["input"], "count": np.asarray([int(s["n"])], dtype=np.uint32)},
+            kind="custom", shapes=_lengths(), operand_shapes={"input": ("n",), "output": ("n",), "count": ("1",)},
+            launch=GRID_1D, tolerance=EXACT_VALUES, value_classes=("normal", "special"),
+            semantics="a placeholder: output = input, *count = n (thread 0)",
+            divergences=(_FLOAT_CAST, "the Rust API promises the elements passing the predicate")),
+        _op("memory.generic_reduce", "memory", "generic_reduce", ALL,
+            (P("input", "in"), P("n", "len", "u32", of="input", expr="n"), P("initial", "in"), P("result", "out")),
+            lambda ins, s, sc, key: ins["initial"].reshape(-1)[:1], kind="custom", shapes=_lengths(),
+            operand_shapes={"input": ("n",), "initial": ("1",), "result": ("1",)}, launch=GRID_1D,
+            tolerance=EXACT_VALUES, value_classes=("normal", "special"),
+            semantics="a placeholder: *result = *initial",
+            divergences=(_FLOAT_CAST, "the Rust API promises the fold of the input by func; its reduce passes the "
+                                      "initial value's host address (kernels.rs:1224)")),
+        _op("memory.generic_search", "memory", "generic_search", ALL,
+            (P("input", "in"), P("n", "len", "u32", of="input", expr="n"),
+             P("result", "out", elem="i32", init="value:-1")),
+            lambda ins, s, sc, key: np.asarray([0 if int(s["n"]) else -1], dtype=np.int32), kind="custom",
+            shapes=_lengths(), operand_shapes={"input": ("n",), "result": ("1",)}, launch=GRID_1D,
+            tolerance=EXACT_VALUES, value_classes=("normal",),
+            semantics="a placeholder: *result = 0 (the host starts it at -1)",
+            divergences=("the Rust API promises the first index whose element passes the predicate",)),
+    ]
+
+
+def _reverse() -> KernelOp:
+    """reverse_array<T>: typed, not void*."""
+    return _op(
         "memory.reverse", "memory", "reverse_array_{T}", FOUR,
         (P("data", "inout"), P("n", "len", "u32", of="data", expr="n")),
         lambda ins, s, sc, key: ins["data"][::-1], kind="custom", shapes=_lengths(),
         operand_shapes={"data": ("n",)}, launch=GRID_1D, tolerance=EXACT_VALUES, value_classes=("normal", "special"),
         semantics="data reversed in place (n/2 threads swap)",
-        divergences=("no Rust code launches it: rocm-rs's 1-D launch over n",)))
-    return ops
+        divergences=("no Rust code launches it: rocm-rs's 1-D launch over n",))
 
 
 # ------------------------------------------------------------------------------ sorting
@@ -472,8 +507,30 @@ SORT_SHAPES = {name: custom_shape(name, doc, {"n": n}, order=order) for name, n,
     ("reversed", 500, {"data": "sorted-desc"}, "500 elements in descending order"),
     ("empty", 0, {}, "n = 0: the kernels loop while i < n - 1 (unsigned)"),
 ]}
+BITONIC_SHAPES = {name: custom_shape(name, doc, {"n": n}) for name, n, doc in [
+    ("len1", 1, "one element"), ("len8", 8, "8: a power of two"), ("len100", 100, "100: padded to 128"),
+    ("len500", 500, "500: padded to 512"), ("len512", 512, "512: one full block of the kernel's 512")]}
+IS_SORTED_SHAPES = {name: custom_shape(name, doc, {"n": n}, order=order) for name, n, order, doc in [
+    ("sorted", 500, {"data": "sorted"}, "500 sorted elements: 1"),
+    ("sorted-but-last", 500, {"data": "sorted-but-last"}, "sorted but the last pair swapped: 0"),
+    ("unsorted", 500, {}, "500 random elements: 0"), ("len1", 1, {}, "one element: 1"),
+    ("empty", 0, {}, "n = 0: 1 (the kernel loops while i < n - 1, unsigned)")]}
+PARTIAL_SHAPES = {name: custom_shape(name, doc, {"n": n, "k": k}) for name, (n, k), doc in [
+    ("k10", (100, 10), "the 10 smallest of 100"), ("k1", (1000, 1), "the smallest of 1000"),
+    ("k49", (50, 49), "all but one of 50"), ("k0", (10, 0), "k = 0: nothing moves"),
+    ("k-all", (20, 20), "k = n: rocm-rs sorts fully instead (not launched)")]}
+NTH_SHAPES = {name: custom_shape(name, doc, {"n": n, "nth": k}) for name, (n, k), doc in [
+    ("first", (100, 0), "the smallest of 100"), ("last", (100, 99), "the largest of 100"),
+    ("median", (1000, 500), "element 500 of 1000"), ("len1", (1, 0), "one element")]}
+MERGE_SHAPES = {name: custom_shape(name, doc, {"left_len": a, "right_len": b},
+                                   order={"left": "sorted", "right": "sorted"})
+                for name, (a, b), doc in [
+                    ("uneven", (100, 57), "100 and 57"), ("left-empty", (0, 10), "nothing on the left"),
+                    ("right-empty", (10, 0), "nothing on the right"), ("ones", (1, 1), "one and one"),
+                    ("big", (500, 500), "500 and 500")]}
+SORT_VALUES = ("normal", "ties", "wide")
 _NO_NAN = "NaN is not generated: comparisons with NaN are false, so no order is defined"
-_SINGLE = f"one thread (thread 0 of block 0) does the work; no Rust code launches it: grid 1, block 1"
+_SINGLE = "one thread (thread 0 of block 0) does the work; no Rust code launches it: grid 1, block 1"
 
 
 def _sorted_ref(ins, s, sc, key, name="data"):
@@ -490,25 +547,35 @@ def _selection(ins, s, sc, key):
     return d
 
 
+def _is_sorted_ref(ins, s, sc, key):
+    return np.asarray([int(bool(np.all(ins["data"][:-1] <= ins["data"][1:])))], dtype=np.uint32)
+
+
+def _nth_ref(ins, s, sc, key):
+    return {"data": np.sort(ins["data"], kind="stable"),
+            "result": np.sort(ins["data"], kind="stable")[int(s["nth"]):int(s["nth"]) + 1]}
+
+
 def _sorting() -> list:
-    ops = []
-    sort_vals = ("normal", "ties", "wide")
-    ops.append(_op(
+    """The kernels of sorting_kernels.hip."""
+    return _sorts() + _argsort() + _order_queries() + _merge_and_stable_sort() + [_launch_test()]
+
+
+def _sorts() -> list:
+    """The in-place sorts: simple (bubble), bitonic in either direction, radix (a bubble-sort fallback)."""
+    ops = [_op(
         "sort.simple_sort", "sort", "simple_sort_int", ("i32",),
         (P("data", "inout"), P("n", "len", "u32", of="data", expr="n")), _sorted_ref, kind="custom",
         shapes=SORT_SHAPES, operand_shapes={"data": ("n",)}, launch=ONE_THREAD, tolerance=EXACT_VALUES,
-        value_classes=sort_vals, semantics="data sorted ascending (bubble sort)", divergences=(_SINGLE,)))
-    bitonic = {name: custom_shape(name, doc, {"n": n}) for name, n, doc in [
-        ("len1", 1, "one element"), ("len8", 8, "8: a power of two"), ("len100", 100, "100: padded to 128"),
-        ("len500", 500, "500: padded to 512"), ("len512", 512, "512: one full block of the kernel's 512")]}
+        value_classes=SORT_VALUES, semantics="data sorted ascending (bubble sort)", divergences=(_SINGLE,))]
     for d in ("ASCENDING", "DESCENDING"):
         asc = d == "ASCENDING"
         ops.append(_op(
             f"sort.bitonic_{d.lower()}", "sort", f"bitonic_sort_{d}_{{T}}", FOUR,
             (P("data", "inout"), P("n", "len", "u32", of="data", expr="n"), _size_p("padded_n", "next_pow2(n)")),
             (lambda asc: lambda ins, s, sc, key: np.sort(ins["data"], kind="stable")[::1 if asc else -1])(asc),
-            kind="custom", shapes=bitonic, operand_shapes={"data": ("n",)},
-            launch=LaunchRule(("padded_n", 1, 1), ("1",)), tolerance=EXACT_VALUES, value_classes=sort_vals,
+            kind="custom", shapes=BITONIC_SHAPES, operand_shapes={"data": ("n",)},
+            launch=LaunchRule(("padded_n", 1, 1), ("1",)), tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
             semantics=f"data sorted {d.lower()} by a bitonic network in shared memory: one block of padded_n = "
                       "next_pow2(n) <= 512 threads, the padding filled with a sentinel",
             divergences=(f"the kernel's name pastes the macro's name ({SORT_SOURCE}: "
@@ -518,85 +585,79 @@ def _sorting() -> list:
         "sort.radix_ascending", "sort", "radix_sort_ascending_{T}", SIX,
         (P("data", "inout"), P("temp_buffer", "temp"), P("n", "len", "u32", of="data", expr="n")), _sorted_ref,
         kind="custom", shapes=SORT_SHAPES, operand_shapes={"data": ("n",), "temp_buffer": ("n",)}, launch=ONE_THREAD,
-        tolerance=EXACT_VALUES, value_classes=sort_vals,
+        tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
         semantics="data sorted ascending (a bubble sort: 'simple radix sort fallback')", divergences=(_SINGLE, _NO_NAN)))
-    ops.append(_op(
-        "sort.init_indices", "sort", "init_indices", ("u32",),
-        (P("indices", "out"), P("n", "len", "u32", of="indices", expr="n")),
-        lambda ins, s, sc, key: np.arange(int(s["n"]), dtype=np.uint32), launch=GRID_1D, value_classes=("normal",),
-        semantics="indices[i] = i (argsort's first launch)"))
-    args_shapes = {k: v for k, v in SORT_SHAPES.items()}
-    ops.append(_op(
-        "sort.argsort", "sort", "argsort_{T}", SIX,
-        (P("data", "in"), P("indices", "out", elem="u32", init="iota"), P("n", "len", "u32", of="data", expr="n")),
-        lambda ins, s, sc, key: np.argsort(ins["data"], kind="stable").astype(np.uint32), kind="custom",
-        shapes=args_shapes, operand_shapes={"data": ("n",), "indices": ("n",)}, launch=GRID_1D,
-        refuse=(("n <= 1", "rocm-rs's argsort returns before any launch when len <= 1 (sorting.rs)"),),
-        tolerance=EXACT_VALUES, value_classes=sort_vals,
-        semantics="indices (set to 0..n-1 by init_indices first) bubble-sorted by data[indices[j]]: a stable "
-                  "ascending argsort, by thread 0 of block 0 of rocm-rs's 1-D launch",
-        divergences=("Candle's asort_asc is a bitonic network per row: unstable, u32 indices too", _NO_NAN)))
-    check_shapes = {name: custom_shape(name, doc, {"n": n}, order=order) for name, n, order, doc in [
-        ("sorted", 500, {"data": "sorted"}, "500 sorted elements: 1"),
-        ("sorted-but-last", 500, {"data": "sorted-but-last"}, "sorted but the last pair swapped: 0"),
-        ("unsorted", 500, {}, "500 random elements: 0"), ("len1", 1, {}, "one element: 1"),
-        ("empty", 0, {}, "n = 0: 1 (the kernel loops while i < n - 1, unsigned)")]}
-    ops.append(_op(
-        "sort.is_sorted", "sort", "is_sorted_{T}", SIX,
-        (P("data", "in"), P("n", "len", "u32", of="data", expr="n"), P("result", "out", elem="u32")),
-        lambda ins, s, sc, key: np.asarray([int(bool(np.all(ins["data"][:-1] <= ins["data"][1:])))], dtype=np.uint32),
-        kind="custom", shapes=check_shapes, operand_shapes={"data": ("n",), "result": ("1",)}, launch=ONE_THREAD,
-        tolerance=EXACT_VALUES, value_classes=("normal", "ties"),
-        semantics="*result = 1 when data[i] <= data[i+1] everywhere, else 0", divergences=(_SINGLE, _NO_NAN)))
-    partial = {name: custom_shape(name, doc, {"n": n, "k": k}) for name, (n, k), doc in [
-        ("k10", (100, 10), "the 10 smallest of 100"), ("k1", (1000, 1), "the smallest of 1000"),
-        ("k49", (50, 49), "all but one of 50"), ("k0", (10, 0), "k = 0: nothing moves"),
-        ("k-all", (20, 20), "k = n: rocm-rs sorts fully instead (not launched)")]}
-    ops.append(_op(
-        "sort.partial_sort", "sort", "partial_sort_{T}", FOUR,
-        (P("data", "inout"), P("n", "len", "u32", of="data", expr="n"), _size_p("k")), _selection, kind="custom",
-        shapes=partial, operand_shapes={"data": ("n",)}, launch=ONE_THREAD, tolerance=EXACT_VALUES,
-        refuse=(("k >= n", "rocm-rs's partial_sort sorts the whole array instead when k >= len (sorting.rs)"),),
-        value_classes=sort_vals,
-        semantics="a selection sort of the first k positions: each takes the first minimum of the rest (swap); "
-                  "the rest of data is what the swaps leave", divergences=(_NO_NAN,)))
-    nth = {name: custom_shape(name, doc, {"n": n, "nth": k}) for name, (n, k), doc in [
-        ("first", (100, 0), "the smallest of 100"), ("last", (100, 99), "the largest of 100"),
-        ("median", (1000, 500), "element 500 of 1000"), ("len1", (1, 0), "one element")]}
-    ops.append(_op(
-        "sort.nth_element", "sort", "nth_element_{T}", FOUR,
-        (P("data", "inout"), P("n", "len", "u32", of="data", expr="n"), _size_p("nth"), P("result", "out")),
-        lambda ins, s, sc, key: {"data": np.sort(ins["data"], kind="stable"),
-                                 "result": np.sort(ins["data"], kind="stable")[int(s["nth"]):int(s["nth"]) + 1]},
-        kind="custom", shapes=nth, operand_shapes={"data": ("n",), "result": ("1",)}, launch=ONE_THREAD,
-        tolerance=EXACT_VALUES, value_classes=sort_vals,
-        semantics="data sorted ascending (bubble sort), then *result = data[nth]", divergences=(_SINGLE, _NO_NAN)))
-    merge = {name: custom_shape(name, doc, {"left_len": a, "right_len": b}, order={"left": "sorted", "right": "sorted"})
-             for name, (a, b), doc in [
-                 ("uneven", (100, 57), "100 and 57"), ("left-empty", (0, 10), "nothing on the left"),
-                 ("right-empty", (10, 0), "nothing on the right"), ("ones", (1, 1), "one and one"),
-                 ("big", (500, 500), "500 and 500")]}
-    ops.append(_op(
-        "sort.merge_sorted", "sort", "merge_sorted_{T}", FOUR,
-        (P("left", "in"), _size_p("left_len"), P("right", "in"), _size_p("right_len"), P("output", "out")),
-        lambda ins, s, sc, key: np.sort(np.concatenate([ins["left"], ins["right"]]), kind="stable"), kind="custom",
-        shapes=merge, operand_shapes={"left": ("left_len",), "right": ("right_len",),
-                                      "output": ("left_len + right_len",)},
-        launch=ONE_THREAD, tolerance=EXACT_VALUES, value_classes=sort_vals,
-        semantics="output = the merge of two sorted runs, left first on ties", divergences=(_SINGLE, _NO_NAN)))
-    ops.append(_op(
-        "sort.stable_sort", "sort", "stable_sort_{T}", FOUR,
-        (P("data", "inout"), P("temp_buffer", "temp"), P("n", "len", "u32", of="data", expr="n")), _sorted_ref,
-        kind="custom", shapes=SORT_SHAPES, operand_shapes={"data": ("n",), "temp_buffer": ("n",)}, launch=ONE_THREAD,
-        tolerance=EXACT_VALUES, value_classes=sort_vals, semantics="data sorted ascending by insertion (stable)",
-        divergences=(_SINGLE, _NO_NAN)))
-    ops.append(_op(
+    return ops
+
+
+def _argsort() -> list:
+    """argsort's two launches: init_indices, then argsort_<T> over the indices."""
+    return [
+        _op("sort.init_indices", "sort", "init_indices", ("u32",),
+            (P("indices", "out"), P("n", "len", "u32", of="indices", expr="n")),
+            lambda ins, s, sc, key: np.arange(int(s["n"]), dtype=np.uint32), launch=GRID_1D, value_classes=("normal",),
+            semantics="indices[i] = i (argsort's first launch)"),
+        _op("sort.argsort", "sort", "argsort_{T}", SIX,
+            (P("data", "in"), P("indices", "out", elem="u32", init="iota"), P("n", "len", "u32", of="data", expr="n")),
+            lambda ins, s, sc, key: np.argsort(ins["data"], kind="stable").astype(np.uint32), kind="custom",
+            shapes=SORT_SHAPES, operand_shapes={"data": ("n",), "indices": ("n",)}, launch=GRID_1D,
+            refuse=(("n <= 1", "rocm-rs's argsort returns before any launch when len <= 1 (sorting.rs)"),),
+            tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
+            semantics="indices (set to 0..n-1 by init_indices first) bubble-sorted by data[indices[j]]: a stable "
+                      "ascending argsort, by thread 0 of block 0 of rocm-rs's 1-D launch",
+            divergences=("Candle's asort_asc is a bitonic network per row: unstable, u32 indices too", _NO_NAN)),
+    ]
+
+
+def _order_queries() -> list:
+    """is_sorted, partial_sort (the k smallest first) and nth_element."""
+    return [
+        _op("sort.is_sorted", "sort", "is_sorted_{T}", SIX,
+            (P("data", "in"), P("n", "len", "u32", of="data", expr="n"), P("result", "out", elem="u32")),
+            _is_sorted_ref, kind="custom", shapes=IS_SORTED_SHAPES, operand_shapes={"data": ("n",), "result": ("1",)},
+            launch=ONE_THREAD, tolerance=EXACT_VALUES, value_classes=("normal", "ties"),
+            semantics="*result = 1 when data[i] <= data[i+1] everywhere, else 0", divergences=(_SINGLE, _NO_NAN)),
+        _op("sort.partial_sort", "sort", "partial_sort_{T}", FOUR,
+            (P("data", "inout"), P("n", "len", "u32", of="data", expr="n"), _size_p("k")), _selection, kind="custom",
+            shapes=PARTIAL_SHAPES, operand_shapes={"data": ("n",)}, launch=ONE_THREAD, tolerance=EXACT_VALUES,
+            refuse=(("k >= n", "rocm-rs's partial_sort sorts the whole array instead when k >= len (sorting.rs)"),),
+            value_classes=SORT_VALUES,
+            semantics="a selection sort of the first k positions: each takes the first minimum of the rest (swap); "
+                      "the rest of data is what the swaps leave", divergences=(_NO_NAN,)),
+        _op("sort.nth_element", "sort", "nth_element_{T}", FOUR,
+            (P("data", "inout"), P("n", "len", "u32", of="data", expr="n"), _size_p("nth"), P("result", "out")),
+            _nth_ref, kind="custom", shapes=NTH_SHAPES, operand_shapes={"data": ("n",), "result": ("1",)},
+            launch=ONE_THREAD, tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
+            semantics="data sorted ascending (bubble sort), then *result = data[nth]", divergences=(_SINGLE, _NO_NAN)),
+    ]
+
+
+def _merge_and_stable_sort() -> list:
+    """merge_sorted (two sorted runs) and stable_sort (insertion)."""
+    return [
+        _op("sort.merge_sorted", "sort", "merge_sorted_{T}", FOUR,
+            (P("left", "in"), _size_p("left_len"), P("right", "in"), _size_p("right_len"), P("output", "out")),
+            lambda ins, s, sc, key: np.sort(np.concatenate([ins["left"], ins["right"]]), kind="stable"), kind="custom",
+            shapes=MERGE_SHAPES, operand_shapes={"left": ("left_len",), "right": ("right_len",),
+                                                 "output": ("left_len + right_len",)},
+            launch=ONE_THREAD, tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
+            semantics="output = the merge of two sorted runs, left first on ties", divergences=(_SINGLE, _NO_NAN)),
+        _op("sort.stable_sort", "sort", "stable_sort_{T}", FOUR,
+            (P("data", "inout"), P("temp_buffer", "temp"), P("n", "len", "u32", of="data", expr="n")), _sorted_ref,
+            kind="custom", shapes=SORT_SHAPES, operand_shapes={"data": ("n",), "temp_buffer": ("n",)},
+            launch=ONE_THREAD, tolerance=EXACT_VALUES, value_classes=SORT_VALUES,
+            semantics="data sorted ascending by insertion (stable)", divergences=(_SINGLE, _NO_NAN)),
+    ]
+
+
+def _launch_test() -> KernelOp:
+    """test_simple_kernel: it does nothing, a launch test."""
+    return _op(
         "sort.test_simple_kernel", "sort", "test_simple_kernel", ("i32",),
         (P("data", "inout"), P("n", "len", "u32", of="data", expr="n")), lambda ins, s, sc, key: ins["data"],
         kind="custom", shapes=SORT_SHAPES, operand_shapes={"data": ("n",)}, launch=ONE_THREAD, tolerance=EXACT_VALUES,
         value_classes=("normal",), semantics="does nothing (data[0] = data[0]): a launch test",
-        divergences=(_SINGLE,)))
-    return ops
+        divergences=(_SINGLE,))
 
 
 def _catalog() -> dict:
