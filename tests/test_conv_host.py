@@ -16,7 +16,7 @@ from parity.run.cases import Case
 from parity.run.engine import prepare_case, run_case
 from parity.core.numerics import to_f64
 from parity.ops import CATALOG
-from parity.ops.conv import HostConv
+from parity.ops.conv_host import HostConv
 
 HOST_OPS = ("conv.conv1d_host", "conv.conv2d_host")
 ALL = [f"{op}/{dt}/{sh}/normal/s0" for op in HOST_OPS for sh in CATALOG[op].spec.shapes

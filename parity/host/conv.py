@@ -1,6 +1,6 @@
 """The `conv.host` routine: Candle's backend conv1d/conv2d host sequence, on every level.
 
-The steps are `HostConv`'s launches (parity/ops/conv.py), each run through the executor's own
+The steps are `HostConv`'s launches (parity/ops/conv_host.py), each run through the executor's own
 `run`, so every level executes them with its own means and judges each one (guards, inputs):
 
   1. im2col1d_T / im2col_T            suite kernel (NumPy emulation on `cpu`)
@@ -27,7 +27,7 @@ import numpy as np
 from parity.host.miopen import DeviceMemory, Miopen, MiopenError, conv_problem, run_forward
 from parity.host.protocols import HostExecutor
 from parity.ops.base import ExecResult, Launch
-from parity.ops.conv import HostConv
+from parity.ops.conv_host import HostConv
 
 
 @runtime_checkable

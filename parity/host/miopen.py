@@ -179,7 +179,7 @@ class Miopen:
 
 
 def conv_problem(hc) -> ConvProblem | str:
-    """The MIOpen problem of a Candle conv call (`parity.ops.conv.HostConv`), or why Candle's
+    """The MIOpen problem of a Candle conv call (`parity.ops.conv_host.HostConv`), or why Candle's
     ROCm backend sends it to im2col + rocBLAS instead."""
     if hc.key not in FORWARD_DTYPES:
         return f"{hc.key} is not one of {'/'.join(FORWARD_DTYPES)}"

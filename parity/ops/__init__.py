@@ -4,13 +4,14 @@ from __future__ import annotations
 import fnmatch
 
 from parity.core.suggest import unknown
-from parity.ops import (affine, binary, cast, conv, fill,  # noqa: E402  (BLAS host routine; pooling/upsampling)
-                        indexing, matmul, nn, pool, quantized, reduce, reduce_sum, sort, ternary, unary)
+from parity.ops import (affine, binary, cast, conv, conv_host, fill, indexing, matmul, nn, pool, quantized, reduce,
+                        reduce_sum, sort, ternary, unary)
 from parity.ops.base import Op
 
-CATALOG: dict[str, Op] = {op.name: op for mod in (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort,
-                                                       matmul, pool, conv, quantized)
-                          for op in mod.OPS}
+# in this order: the order of `parity list`, of a sweep's cases and of every report
+FAMILIES = (unary, binary, affine, cast, ternary, fill, reduce, reduce_sum, nn, indexing, sort, matmul, pool, conv,
+            conv_host, quantized)
+CATALOG: dict[str, Op] = {op.name: op for mod in FAMILIES for op in mod.OPS}
 
 
 def select(patterns: list[str] | None = None) -> list[Op]:

@@ -20,33 +20,22 @@ Params (conv.rs): l_out = (l_in + 2p - d(k-1) - 1)/s + 1; transposed l_out = (l_
 Float results are judged against the float64 result within 2*sqrt(n)*eps_acc*sum|x*w| + 1 ulp
 (n = c_in*k_h*k_w); integers, im2col and col2im of integers exactly.
 
-`conv.conv1d_host` / `conv.conv2d_host` are Candle's backend conv1d/conv2d (what `Tensor::conv1d`
-runs; no cudnn), a `conv.host` host routine rather than one kernel (`HostConv`): im2col1d_T /
-im2col_T, [ucopy_T of a non-contiguous kernel into kernel_c], ONE GEMM (1, b*l_out, c_out,
-c_in*k) against the kernel viewed as (c_out, c_in*k)ᵀ, then ucopy_T of the (b, l_out, c_out)
-result into N,C,L (a memcpy when that view is contiguous). CUDA Candle runs the GEMM on the
-*original* kernel buffer even when it copied it (KD cuda-conv-noncontiguous-kernel); the ROCm
-port runs it on kernel_c. On `amd`, f32/f16/bf16 with contiguous operands go through MIOpen
-first (parity/host/conv.py).
+`conv.conv1d_host` / `conv.conv2d_host`, Candle's backend conv1d/conv2d host sequence, are in
+parity/ops/conv_host.py; they share these cases, the reference and the judge (HOST_ROOTS).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
 
 import numpy as np
 
 from parity.core.dtypes import dtype
 from parity.core.layouts import Layout, contiguous, permuted, strided
 from parity.core.numerics import round_float, to_f64
-from parity.ops.abi import pack, sentinel_fill
-from parity.ops.base import Arg, ChainSupport, Known, Launch, Op, Operands, ShapeClass, StructuredSpec, for_num_elems
-from parity.ops.matmul import DTYPES as GEMM_DTYPES
-from parity.ops.matmul import gemm_launch
+from parity.ops.abi import sentinel_fill
+from parity.ops.base import Arg, ChainSupport, Known, Launch, Op, ShapeClass, StructuredSpec, for_num_elems
 from parity.ops.structured import StructuredBuilt, make_input, mask_judge, out_buffer, same_value
-from parity.ops.unary import OPS as UNARY_OPS
 
 DTYPES = ("f32", "f64", "u8", "u32", "f16", "bf16")
 ACC_EPS = {"f32": 2.0 ** -23, "f16": 2.0 ** -23, "bf16": 2.0 ** -23, "f64": 2.0 ** -52}
@@ -56,11 +45,6 @@ KD_CONV1D_DILATION = Known(
     "cuda", "*/c1-dilation/*",
     "KD cuda-conv1d-dilation: candle's direct conv1d_T computes src_l = (stride*dst_l + offset)*dilation "
     "(conv.cu:40), wrong for dilation > 1; the backend uses im2col1d, which is correct")
-KD_CONV_NONCONTIGUOUS_KERNEL = Known(
-    "cuda", "*/c[12]-kslice/*",
-    "KD cuda-conv-noncontiguous-kernel: candle's CUDA conv1d/conv2d copy a non-contiguous kernel into "
-    "kernel_c, then run the GEMM on the original buffer read as a contiguous (c_out, c_in*k) matrix "
-    "from its start offset (cuda_backend/mod.rs); the ROCm port runs it on kernel_c")
 
 
 class ConvKernel(str, Enum):
@@ -99,7 +83,7 @@ class ConvKernel(str, Enum):
 HOST_ROOTS = {"conv1d_host": "conv1d", "conv2d_host": "conv2d"}
 
 
-def _sc(name, doc, **g) -> ShapeClass:
+def shape_class(name, doc, **g) -> ShapeClass:
     g.setdefault("stride", 1)
     g.setdefault("padding", 0)
     g.setdefault("dilation", 1)
@@ -110,73 +94,54 @@ def _sc(name, doc, **g) -> ShapeClass:
 
 
 C1 = {s.name: s for s in [
-    _sc("c1-basic", "src (2,3,11), k (4,3,3)", src=(2, 3, 11), k=(4, 3, 3)),
-    _sc("c1-stride-pad", "stride 2, padding 1", src=(2, 3, 11), k=(4, 3, 3), stride=2, padding=1),
-    _sc("c1-dilation", "dilation 2, padding 1 (CUDA direct conv1d: known divergence)", src=(2, 3, 12), k=(4, 3, 3),
+    shape_class("c1-basic", "src (2,3,11), k (4,3,3)", src=(2, 3, 11), k=(4, 3, 3)),
+    shape_class("c1-stride-pad", "stride 2, padding 1", src=(2, 3, 11), k=(4, 3, 3), stride=2, padding=1),
+    shape_class("c1-dilation", "dilation 2, padding 1 (CUDA direct conv1d: known divergence)", src=(2, 3, 12), k=(4, 3, 3),
         dilation=2, padding=1),
-    _sc("c1-kslice", "kernel channels 1..4 of a (4,5,3) kernel (strides [15,3,1], offset 3)", src=(2, 3, 11),
+    shape_class("c1-kslice", "kernel channels 1..4 of a (4,5,3) kernel (strides [15,3,1], offset 3)", src=(2, 3, 11),
         k=(4, 3, 3), kview="kslice"),
-    _sc("c1-offset", "src batches 1..3 of a (3,3,11) tensor (offset 33), batch 2", src=(2, 3, 11), k=(4, 3, 3),
+    shape_class("c1-offset", "src batches 1..3 of a (3,3,11) tensor (offset 33), batch 2", src=(2, 3, 11), k=(4, 3, 3),
         sview="offset"),
 ]}
 C2 = {s.name: s for s in [
-    _sc("c2-basic", "src (2,3,7,6), k (4,3,3,2)", src=(2, 3, 7, 6), k=(4, 3, 3, 2)),
-    _sc("c2-stride-pad", "stride 2, padding 1", src=(2, 3, 7, 6), k=(4, 3, 3, 2), stride=2, padding=1),
-    _sc("c2-dilation", "dilation 2, padding 2", src=(1, 3, 8, 7), k=(2, 3, 3, 2), dilation=2, padding=2),
-    _sc("c2-kslice", "kernel channels 1..4 of a (4,5,3,2) kernel", src=(2, 3, 7, 6), k=(4, 3, 3, 2), kview="kslice"),
-    _sc("c2-offset", "src batches 1..3 of a (3,3,7,6) tensor (offset)", src=(2, 3, 7, 6), k=(4, 3, 3, 2),
+    shape_class("c2-basic", "src (2,3,7,6), k (4,3,3,2)", src=(2, 3, 7, 6), k=(4, 3, 3, 2)),
+    shape_class("c2-stride-pad", "stride 2, padding 1", src=(2, 3, 7, 6), k=(4, 3, 3, 2), stride=2, padding=1),
+    shape_class("c2-dilation", "dilation 2, padding 2", src=(1, 3, 8, 7), k=(2, 3, 3, 2), dilation=2, padding=2),
+    shape_class("c2-kslice", "kernel channels 1..4 of a (4,5,3,2) kernel", src=(2, 3, 7, 6), k=(4, 3, 3, 2), kview="kslice"),
+    shape_class("c2-offset", "src batches 1..3 of a (3,3,7,6) tensor (offset)", src=(2, 3, 7, 6), k=(4, 3, 3, 2),
         sview="offset"),
 ]}
 T1 = {s.name: s for s in [
-    _sc("t1-basic", "src (2,3,5), k (3,4,3) (c_in, c_out, k), stride 2, padding 1, out_padding 1",
+    shape_class("t1-basic", "src (2,3,5), k (3,4,3) (c_in, c_out, k), stride 2, padding 1, out_padding 1",
         src=(2, 3, 5), k=(3, 4, 3), stride=2, padding=1, out_padding=1),
-    _sc("t1-dilation", "stride 1, dilation 2", src=(2, 3, 5), k=(3, 4, 3), dilation=2),
-    _sc("t1-kslice", "kernel out-channel slice of a (3,6,3) kernel", src=(2, 3, 5), k=(3, 4, 3), stride=3,
+    shape_class("t1-dilation", "stride 1, dilation 2", src=(2, 3, 5), k=(3, 4, 3), dilation=2),
+    shape_class("t1-kslice", "kernel out-channel slice of a (3,6,3) kernel", src=(2, 3, 5), k=(3, 4, 3), stride=3,
         kview="kslice"),
-    _sc("t1-offset", "src offset view, stride 2", src=(2, 3, 5), k=(3, 4, 3), stride=2, sview="offset"),
+    shape_class("t1-offset", "src offset view, stride 2", src=(2, 3, 5), k=(3, 4, 3), stride=2, sview="offset"),
 ]}
 T2 = {s.name: s for s in [
-    _sc("t2-basic", "src (2,3,4,5), k (3,2,3,2), stride 2, padding 1, out_padding 1",
+    shape_class("t2-basic", "src (2,3,4,5), k (3,2,3,2), stride 2, padding 1, out_padding 1",
         src=(2, 3, 4, 5), k=(3, 2, 3, 2), stride=2, padding=1, out_padding=1),
-    _sc("t2-dilation", "dilation 2", src=(1, 3, 4, 5), k=(3, 2, 3, 2), dilation=2),
-    _sc("t2-kslice", "kernel out-channel slice", src=(2, 3, 4, 5), k=(3, 2, 3, 2), kview="kslice"),
+    shape_class("t2-dilation", "dilation 2", src=(1, 3, 4, 5), k=(3, 2, 3, 2), dilation=2),
+    shape_class("t2-kslice", "kernel out-channel slice", src=(2, 3, 4, 5), k=(3, 2, 3, 2), kview="kslice"),
 ]}
 I2 = {s.name: s for s in [
-    _sc("i2-basic", "src (2,3,7,6), k (3,2)", src=(2, 3, 7, 6), k=(1, 3, 3, 2)),
-    _sc("i2-stride-pad", "stride 2, padding 1", src=(2, 3, 7, 6), k=(1, 3, 3, 2), stride=2, padding=1),
-    _sc("i2-dilation", "dilation 2, padding 1", src=(1, 3, 8, 7), k=(1, 3, 3, 2), dilation=2, padding=1),
-    _sc("i2-offset", "src offset view", src=(2, 3, 7, 6), k=(1, 3, 3, 2), sview="offset"),
-    _sc("i2-strided", "src NCWH memory (H/W strides swapped)", src=(2, 3, 7, 6), k=(1, 3, 3, 2), sview="transposed"),
+    shape_class("i2-basic", "src (2,3,7,6), k (3,2)", src=(2, 3, 7, 6), k=(1, 3, 3, 2)),
+    shape_class("i2-stride-pad", "stride 2, padding 1", src=(2, 3, 7, 6), k=(1, 3, 3, 2), stride=2, padding=1),
+    shape_class("i2-dilation", "dilation 2, padding 1", src=(1, 3, 8, 7), k=(1, 3, 3, 2), dilation=2, padding=1),
+    shape_class("i2-offset", "src offset view", src=(2, 3, 7, 6), k=(1, 3, 3, 2), sview="offset"),
+    shape_class("i2-strided", "src NCWH memory (H/W strides swapped)", src=(2, 3, 7, 6), k=(1, 3, 3, 2), sview="transposed"),
 ]}
 I1 = {s.name: s for s in [
-    _sc("i1-basic", "src (2,3,11), k 3", src=(2, 3, 11), k=(1, 3, 3)),
-    _sc("i1-stride-pad", "stride 2, padding 1", src=(2, 3, 11), k=(1, 3, 3), stride=2, padding=1),
-    _sc("i1-dilation", "dilation 2, padding 1", src=(2, 3, 12), k=(1, 3, 3), dilation=2, padding=1),
-    _sc("i1-offset", "src offset view", src=(2, 3, 11), k=(1, 3, 3), sview="offset"),
+    shape_class("i1-basic", "src (2,3,11), k 3", src=(2, 3, 11), k=(1, 3, 3)),
+    shape_class("i1-stride-pad", "stride 2, padding 1", src=(2, 3, 11), k=(1, 3, 3), stride=2, padding=1),
+    shape_class("i1-dilation", "dilation 2, padding 1", src=(2, 3, 12), k=(1, 3, 3), dilation=2, padding=1),
+    shape_class("i1-offset", "src offset view", src=(2, 3, 11), k=(1, 3, 3), sview="offset"),
 ]}
-# The host path takes every view Candle's conv1d/conv2d accept: the direct kernels' classes plus a
-# kernel at an offset (contiguous: the GEMM reads it in place), a strided source and c_out 1 (the
-# result needs no transposing copy).
-H1 = {**C1, **{s.name: s for s in [
-    _sc("c1-koffset", "kernel out-channels 1..5 of a (5,3,3) kernel: contiguous at offset 9", src=(2, 3, 11),
-        k=(4, 3, 3), kview="offset"),
-    _sc("c1-src-nlc", "src a (2,11,3) N,L,C tensor viewed as N,C,L (strides [33,1,3]), stride 2", src=(2, 3, 11),
-        k=(4, 3, 3), sview="transposed", stride=2),
-    _sc("c1-cout1", "c_out 1, padding 2: the (b, l_out, 1) result is already N,C,L (memcpy)", src=(2, 3, 11),
-        k=(1, 3, 3), padding=2),
-]}}
-H2 = {**C2, **{s.name: s for s in [
-    _sc("c2-koffset", "kernel out-channels 1..5 of a (5,3,3,2) kernel: contiguous at offset 18", src=(2, 3, 7, 6),
-        k=(4, 3, 3, 2), kview="offset"),
-    _sc("c2-src-strided", "src N,C,W,H memory (H/W strides swapped), stride 2, padding 1", src=(2, 3, 7, 6),
-        k=(4, 3, 3, 2), sview="transposed", stride=2, padding=1),
-    _sc("c2-cout1", "c_out 1: the (b, h_out, w_out, 1) result is already NCHW (memcpy)", src=(2, 3, 7, 6),
-        k=(1, 3, 3, 2), padding=1),
-]}}
 CI = {s.name: s for s in [
-    _sc("ci-basic", "src (2,5,4,3) = (b, l_in, c_out, k), stride 2", src=(2, 5, 4, 3), k=(1, 1, 3), stride=2),
-    _sc("ci-stride1", "stride 1 (overlaps)", src=(2, 5, 4, 3), k=(1, 1, 3), stride=1),
-    _sc("ci-stride4", "stride 4 > k (gaps of zeros)", src=(1, 4, 2, 3), k=(1, 1, 3), stride=4),
+    shape_class("ci-basic", "src (2,5,4,3) = (b, l_in, c_out, k), stride 2", src=(2, 5, 4, 3), k=(1, 1, 3), stride=2),
+    shape_class("ci-stride1", "stride 1 (overlaps)", src=(2, 5, 4, 3), k=(1, 1, 3), stride=1),
+    shape_class("ci-stride4", "stride 4 > k (gaps of zeros)", src=(1, 4, 2, 3), k=(1, 1, 3), stride=4),
 ]}
 
 
@@ -356,7 +321,7 @@ def _shapes_out(root, g, sshape, kshape):
     return (sshape[0], sshape[2], (sshape[1] - 1) * s + sshape[3])     # col2im1d
 
 
-def _build(case, rng) -> StructuredBuilt:
+def build(case, rng) -> StructuredBuilt:
     op = case.catalog_op
     dt = dtype(case.dtype)
     g = dict(op.spec.shapes[case.layout].geo)
@@ -372,14 +337,14 @@ def _build(case, rng) -> StructuredBuilt:
     return StructuredBuilt(case, op, case.dtype, dts, lays, bases, inputs, g, out_dtype=dt, out_shape=out)
 
 
-def _info(*lays: Layout) -> np.ndarray:
+def info_of(*lays: Layout) -> np.ndarray:
     v = []
     for l in lays:
         v += list(l.shape) + list(l.strides)
     return np.array(v, dtype=np.uint64)
 
 
-def _sz(name: str, v: int) -> Arg:
+def size_arg(name: str, v: int) -> Arg:
     return Arg("size_t", int(v), name=name)
 
 
@@ -390,21 +355,21 @@ def im2col_launch(key: str, src: Layout, src_base: np.ndarray, k_spatial: tuple[
     of shape (b, h_out, w_out, c, h_k, w_k) / (b, l_out, c, l_k)."""
     b, c = src.shape[:2]
     outs = [out_len(n, k, stride, padding, dilation) for n, k in zip(src.shape[2:], k_spatial)]
-    tail = [_sz("stride", stride), _sz("padding", padding), _sz("dilation", dilation),
-            Arg("info", _info(src), name="info"), Arg("ptr", ("src", src.offset), name="src"),
+    tail = [size_arg("stride", stride), size_arg("padding", padding), size_arg("dilation", dilation),
+            Arg("info", info_of(src), name="info"), Arg("ptr", ("src", src.offset), name="src"),
             Arg("ptr", ("dst", 0), name="dst")]
     if len(k_spatial) == 2:
         (oh, ow), (kh, kw) = outs, k_spatial
         root, n = "im2col", b * oh * ow * c * kh * kw
         grid_n = n
-        args = [_sz("dst_numel", n), _sz("h_out", oh), _sz("w_out", ow), _sz("h_k", kh), _sz("w_k", kw)] + tail
+        args = [size_arg("dst_numel", n), size_arg("h_out", oh), size_arg("w_out", ow), size_arg("h_k", kh), size_arg("w_k", kw)] + tail
     else:
         (lo,), (lk,) = outs, k_spatial
         root, n = "im2col1d", b * lo * c * lk
         grid_n = b * lo * c                            # one thread per (b, l_out, c), each writes l_k
-        args = [_sz("n_threads", grid_n), _sz("l_out", lo), _sz("l_k", lk)] + tail
+        args = [size_arg("n_threads", grid_n), size_arg("l_out", lo), size_arg("l_k", lk)] + tail
     bufs = {"src": src_base, "dst": sentinel_fill(dtype(key), n)}
-    return Launch(_BY_ROOT[root].kernel_name(key), args, bufs, ("dst",), grid=for_num_elems(grid_n),
+    return Launch(BY_ROOT[root].kernel_name(key), args, bufs, ("dst",), grid=for_num_elems(grid_n),
                   dtypes={name: key for name in bufs})
 
 
@@ -422,34 +387,34 @@ def _pack(b: StructuredBuilt) -> Launch:
     if "k" in b.layouts:
         kl = b.layouts["k"]
         kp = Arg("ptr", ("k", kl.offset), name="kernel")
-        info = Arg("info", _info(sl, kl), name="info")
+        info = Arg("info", info_of(sl, kl), name="info")
         bufs["k"] = b.bases["k"]
     if root == "conv1d":
-        args = [_sz("src_numel", sl.numel), _sz("l_out", b.out_shape[2]), _sz("stride", s), _sz("padding", p),
-                _sz("dilation", d), info, src, kp, dst]
+        args = [size_arg("src_numel", sl.numel), size_arg("l_out", b.out_shape[2]), size_arg("stride", s), size_arg("padding", p),
+                size_arg("dilation", d), info, src, kp, dst]
     elif root == "conv2d":
-        args = [_sz("src_numel", sl.numel), _sz("w_out", b.out_shape[3]), _sz("h_out", b.out_shape[2]),
-                _sz("stride", s), _sz("padding", p), _sz("dilation", d), info, src, kp, dst]
+        args = [size_arg("src_numel", sl.numel), size_arg("w_out", b.out_shape[3]), size_arg("h_out", b.out_shape[2]),
+                size_arg("stride", s), size_arg("padding", p), size_arg("dilation", d), info, src, kp, dst]
     elif root == "conv_transpose1d":
-        args = [_sz("src_numel", sl.numel), _sz("l_out", b.out_shape[2]), _sz("stride", s), _sz("padding", p),
-                _sz("out_padding", op_), _sz("dilation", d), info, src, kp, dst]
+        args = [size_arg("src_numel", sl.numel), size_arg("l_out", b.out_shape[2]), size_arg("stride", s), size_arg("padding", p),
+                size_arg("out_padding", op_), size_arg("dilation", d), info, src, kp, dst]
     elif root == "conv_transpose2d":
-        args = [_sz("src_numel", sl.numel), _sz("w_out", b.out_shape[3]), _sz("h_out", b.out_shape[2]),
-                _sz("stride", s), _sz("padding", p), _sz("out_padding", op_), _sz("dilation", d), info, src, kp, dst]
+        args = [size_arg("src_numel", sl.numel), size_arg("w_out", b.out_shape[3]), size_arg("h_out", b.out_shape[2]),
+                size_arg("stride", s), size_arg("padding", p), size_arg("out_padding", op_), size_arg("dilation", d), info, src, kp, dst]
     else:
         bb, l_in, c_out, k = g["src"]
-        args = [_sz("dst_el", n_out), _sz("l_out", b.out_shape[2]), _sz("l_in", l_in), _sz("c_out", c_out),
-                _sz("k_size", k), _sz("stride", s), src, dst]
+        args = [size_arg("dst_el", n_out), size_arg("l_out", b.out_shape[2]), size_arg("l_in", l_in), size_arg("c_out", c_out),
+                size_arg("k_size", k), size_arg("stride", s), src, dst]
     return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=for_num_elems(n_out),
                   dtypes={n: b.key for n in bufs})
 
 
-def _expected(b: StructuredBuilt) -> np.ndarray:
+def expected(b: StructuredBuilt) -> np.ndarray:
     root = HOST_ROOTS.get(b.op.root, b.op.root)
     return compute(root, b.geo, b.inputs["src"], b.inputs.get("k"), b.out_dtype).reshape(b.out_shape)
 
 
-def _judge(expected, got, b: StructuredBuilt):
+def judge(expected, got, b: StructuredBuilt):
     dt, root = b.out_dtype, HOST_ROOTS.get(b.op.root, b.op.root)
     if not dt.is_float or root in ("im2col", "im2col1d"):
         return mask_judge(expected, got, dt, same_value(expected, got))
@@ -526,98 +491,7 @@ def _emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     ex.store(dst, np.asarray(res).reshape(-1))
 
 
-# ------------------------------------------------------------------ the backend host path
-@dataclass(frozen=True)
-class HostConv:
-    """One call of Candle's backend conv1d/conv2d as its host code sees it: the operand layouts
-    (src (b, c_in, l) or (b, c_in, h, w); kernel (c_out, c_in, k...)) and the parameters. Each
-    method builds one launch of that host code, in order; parity.host.conv runs them."""
-    key: str
-    src: Layout
-    kernel: Layout
-    stride: int
-    padding: int
-    dilation: int
-
-    @classmethod
-    def from_launch(cls, launch: Launch) -> "HostConv":
-        a = {x.name: x for x in launch.args}
-
-        def lay(info: str, ptr: str) -> Layout:
-            v = [int(x) for x in a[info].value]
-            return strided(v[:len(v) // 2], v[len(v) // 2:], int(a[ptr].value[1]))
-        return cls(launch.dtypes["dst"], lay("src_layout", "src"), lay("kernel_layout", "kernel"),
-                   int(a["stride"].value), int(a["padding"].value), int(a["dilation"].value))
-
-    def out_spatial(self) -> tuple[int, ...]:
-        return tuple(out_len(n, k, self.stride, self.padding, self.dilation)
-                     for n, k in zip(self.src.shape[2:], self.kernel.shape[2:]))
-
-    def bmnk(self) -> tuple[int, int, int, int]:
-        """The one GEMM: (1, b*l_out, c_out, c_in*k) (b*h_out*w_out rows for conv2d)."""
-        return (1, self.src.shape[0] * math.prod(self.out_spatial()), self.kernel.shape[0],
-                math.prod(self.kernel.shape[1:]))
-
-    def im2col(self, src_base: np.ndarray) -> Launch:
-        return im2col_launch(self.key, self.src, src_base, tuple(self.kernel.shape[2:]), self.stride, self.padding,
-                             self.dilation)
-
-    def kernel_copy(self, kernel_base: np.ndarray) -> Launch:
-        """copy_strided_src of a non-contiguous kernel into a dense kernel_c (ucopy_T)."""
-        return _ucopy(self.key, self.kernel, kernel_base)
-
-    def gemm(self, col: np.ndarray, rhs_base: np.ndarray, rhs_offset: int) -> Launch:
-        """col (b*m, k) @ kernel (c_out, k)ᵀ read from `rhs_base` at `rhs_offset` (a (k, c_out) view,
-        strides [1, k]) into a fresh (b*m, c_out) result."""
-        _, m, n, k = self.bmnk()
-        return gemm_launch(self.key, self.bmnk(), contiguous((m, k)), col, strided((k, n), (1, k), rhs_offset),
-                           rhs_base, sentinel_fill(dtype(self.key), m * n))
-
-    def result_layout(self) -> Layout:
-        """The GEMM result (b, *out, c_out) viewed as (b, c_out, *out): Candle's res_l."""
-        b, n, outs = self.src.shape[0], self.kernel.shape[0], self.out_spatial()
-        st = contiguous((b, *outs, n)).strides
-        return strided((b, n, *outs), (st[0], 1, *st[1:-1]))
-
-    def copy_back(self, res: np.ndarray) -> Launch | None:
-        """ucopy_T of the result into N,C,L / NCHW; None when res_l is contiguous (memcpy_dtod)."""
-        rl = self.result_layout()
-        return None if rl.is_contiguous() else _ucopy(self.key, rl, res)
-
-
-def _ucopy(key: str, layout: Layout, base: np.ndarray) -> Launch:
-    """Candle's copy_strided_src of a non-contiguous view: ucopy_T into a dense `out`."""
-    return pack(UCOPY, key, Operands(("x",), {"x": dtype(key)}, {"x": layout}, {"x": base}, {"x": None}), {})
-
-
-UCOPY = next(o for o in UNARY_OPS if o.root == "ucopy")
-
-
-def _pack_host(b: StructuredBuilt) -> Launch:
-    """The `conv.host` launch: the operands' layouts and Candle's conv parameters; the executor
-    runs the host sequence (parity.host.conv) from them."""
-    g, sl, kl = b.geo, b.layouts["src"], b.layouts["k"]
-    args = [_sz("stride", g["stride"]), _sz("padding", g["padding"]), _sz("dilation", g["dilation"]),
-            Arg("info", _info(sl), name="src_layout"), Arg("info", _info(kl), name="kernel_layout"),
-            Arg("ptr", ("src", sl.offset), name="src"), Arg("ptr", ("k", kl.offset), name="kernel"),
-            Arg("ptr", ("dst", 0), name="dst")]
-    bufs = {"src": b.bases["src"], "k": b.bases["k"], "dst": out_buffer(b)}
-    return Launch(b.op.kernel_name(b.key), args, bufs, ("dst",), grid=(1, 1, 1), block=(1, 1, 1),
-                  library="conv.host", dtypes={n: b.key for n in bufs})
-
-
-def _host_row_fields(b: StructuredBuilt, res) -> dict:
-    hc = HostConv(b.key, b.layouts["src"], b.layouts["k"], b.geo["stride"], b.geo["padding"], b.geo["dilation"])
-    _, m, n, k = hc.bmnk()
-    return {"flops": 2.0 * m * n * k, **res.detail}
-
-
-def _host_kernels(root: str) -> Callable[[str], tuple[str, str]]:
-    im2col = "im2col1d" if root == "conv1d_host" else "im2col"
-    return lambda key: (_BY_ROOT[im2col].kernel_name(key), UCOPY.kernel_name(key))
-
-
-_SEM = {
+SEMANTICS = {
     "conv1d": "direct conv1d: out[b,o,l] = sum_{c,k} src[b,c,l*s + k*d - p] * w[o,c,k] (correct math; CUDA's "
               "kernel is wrong for d > 1: KD cuda-conv1d-dilation); f16/bf16 accumulate in float, others in T",
     "conv2d": "direct conv2d (NCHW, OIHW), accumulation as conv1d",
@@ -626,19 +500,13 @@ _SEM = {
     "im2col": "(b, h_out, w_out, c, h_k, w_k) patches, zeros in the padding",
     "im2col1d": "(b, l_out, c, l_k) patches, one thread per (b, l_out, c), zeros in the padding",
     "col2im1d": "dst (b, c_out, l_out) = sum over l_in*stride + k == l of src (b, l_in, c_out, k), in T",
-    "conv1d_host": "Candle's backend conv1d: im2col1d_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
-                   "(1, b*l_out, c_out, c_in*k) against the kernel as (c_out, c_in*k)ᵀ, ucopy_T to N,C,L; MIOpen "
-                   "first on amd",
-    "conv2d_host": "Candle's backend conv2d: im2col_T, ucopy_T of a non-contiguous kernel into kernel_c, one GEMM "
-                   "(1, b*h_out*w_out, c_out, c_in*kh*kw), ucopy_T to NCHW; MIOpen first on amd",
 }
-_KNOWN = {"conv1d": (KD_CONV1D_DILATION,), "conv1d_host": (KD_CONV_NONCONTIGUOUS_KERNEL,),
-          "conv2d_host": (KD_CONV_NONCONTIGUOUS_KERNEL,)}
+_KNOWN = {"conv1d": (KD_CONV1D_DILATION,)}
 _DIVS = {"conv_transpose1d": ("Candle CPU conv_transpose1d is wrong for batch > 1 (PR README)",),
          **{root: tuple(k.reason for k in known) for root, known in _KNOWN.items()}}
 
 
-def _tol(root):
+def tolerance_text(root):
     if root in ("im2col", "im2col1d"):
         return lambda key: "exact"
     return lambda key: ("exact (wraps in T)" if key in ("u8", "u32") else
@@ -660,23 +528,12 @@ CHAIN_2D = ChainSupport(_chain2d_geometry,
                         acc_bound=lambda key, lays: 2.0 * math.sqrt(math.prod(lays["k"].shape[1:])) * ACC_EPS[key])
 
 
-def _host_op(name: str, root: str, shapes: dict, chain: ChainSupport | None = None) -> Op:
-    return Op(name=name, family="conv", root=root, dtypes=GEMM_DTYPES, inputs=("src", "k"),
-              value_classes=("normal",),
-              abi=("stride:size_t", "padding:size_t", "dilation:size_t", "src_layout", "kernel_layout", "src",
-                   "kernel", "dst"),
-              semantics=_SEM[root], divergences=_DIVS[root], known=_KNOWN[root],
-              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack_host, expected=_expected, judge=_judge,
-                                  tolerance=_tol(root), library="conv.host",
-                                  row_fields=_host_row_fields, suite_kernels=_host_kernels(root), chain=chain))
-
-
 def _op(name, root, shapes, abi, chain: ChainSupport | None = None) -> Op:
     return Op(name=name, family="conv", root=root, dtypes=DTYPES, inputs=("src",) if root.startswith(("im2col", "col2im"))
               else ("src", "k"), value_classes=("normal",), abi=abi,
-              info_always=True, semantics=_SEM[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
-              spec=StructuredSpec(shapes=shapes, build=_build, pack=_pack, expected=_expected, judge=_judge,
-                                  emulate=_emulate, tolerance=_tol(root), chain=chain, variant=ConvKernel(root)))
+              info_always=True, semantics=SEMANTICS[root], divergences=_DIVS.get(root, ()), known=_KNOWN.get(root, ()),
+              spec=StructuredSpec(shapes=shapes, build=build, pack=_pack, expected=expected, judge=judge,
+                                  emulate=_emulate, tolerance=tolerance_text(root), chain=chain, variant=ConvKernel(root)))
 
 
 OPS = [
@@ -696,7 +553,5 @@ OPS = [
                                           "padding:size_t", "dilation:size_t", "info", "src", "dst")),
     _op("conv.col2im1d", "col2im1d", CI, ("dst_el:size_t", "l_out:size_t", "l_in:size_t", "c_out:size_t",
                                           "k_size:size_t", "stride:size_t", "src", "dst")),
-    _host_op("conv.conv1d_host", "conv1d_host", H1),
-    _host_op("conv.conv2d_host", "conv2d_host", H2, CHAIN_2D),
 ]
-_BY_ROOT = {o.root: o for o in OPS}
+BY_ROOT = {o.root: o for o in OPS}
