@@ -107,7 +107,7 @@ def _auto_level(subj):
     from parity.run.levels import WHAT_RUNS_IT, make
     reasons = []
     for name in AUTO:
-        lv = make(name, subj.hip_src, subj.cuda_src)
+        lv = make(name, subj.hip_src, subj.cuda_src, suite=subj.suite)
         if lv.availability.available:
             return lv
         reasons.append(f"{name}: {lv.availability.reason}")

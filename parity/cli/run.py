@@ -252,10 +252,10 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         click.echo(f"--resume {folder}: skipped {why}", err=True)
     with terminal.progress(console) as prog:
         stopped_by = session.execute(cases, runnable, journal, prog, meta, opts.timing, opts.every_fault)
-    _report(opts, cases, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj.port)
+    _report(opts, cases, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
 
 
-def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, port=None) -> list[dict]:
+def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, subj) -> list[dict]:
     """A kernel failing at wave 64 gets a handful of its failing cases run again at wave 32 (when the
     run had no wave-32 level): the evidence table then says whether the failure is a wave-size bug.
     The rows feed the evidence only: the run's table keeps the levels it asked for."""
@@ -268,7 +268,7 @@ def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, conso
     ids = set(recheck_ids(rows))
     if not ids:
         return []
-    lv = make(W32, Path(meta["hip_src"]), None, gpus=None, port=port)
+    lv = make(W32, subj.hip_src, None, gpus=None, port=subj.port, suite=subj.suite)
     if not lv.availability.available:
         return []
     todo = [c for c in cases if c.id in ids]
@@ -292,7 +292,7 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
 
 
 def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known,
-            strict: bool, static, journal, signal_: BaseException | None, port) -> None:
+            strict: bool, static, journal, signal_: BaseException | None, subj) -> None:
     from parity.render import baseline, junit, markdown, terminal
     from parity.render import timing as timing_report
     from parity.render.html import write_extra_reports
@@ -308,7 +308,7 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
     meta.update(opts.meta())
     res = Results.from_rows(rows, meta)
     res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
-    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, port), meta["hip_src"])
+    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, subj), subj.suite)
     if waves:
         res.meta["wave_evidence"] = waves
     if static is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -143,8 +144,9 @@ class AmdExecutor(Executor):
 
     def __init__(self, suite_dir: str | os.PathLike | None = None, *, arch: str | None = None,
                  cache_root: str | os.PathLike | None = None, extra_flags: list[str] = (),
-                 port: Port | None = None):
+                 port: Port | None = None, discovered: Suite | Callable[[], Suite] | None = None):
         self.suite_dir = Path(suite_dir) if suite_dir else resources.hip_suite()
+        self._discovered = discovered            # the run's one discovery of suite_dir (port.subject_suite)
         self.port = port                 # a shim port: its build line (hiprtc compiles HIP: no -x hip)
         if port is not None:
             f = port.hipcc_flags()
@@ -165,7 +167,7 @@ class AmdExecutor(Executor):
     @property
     def suite(self) -> Suite:
         if self._suite is None:
-            self._suite = subject_suite(self.suite_dir, self.port)
+            self._suite = subject_suite(self.suite_dir, self.port, discovered=self._discovered)
         return self._suite
 
     def availability(self) -> Availability:

@@ -39,8 +39,9 @@ class AmdStaticExecutor(Executor):
     level = "amd-static"
 
     def __init__(self, suite_dir: Path, targets: Iterable[str] = RUN_TARGETS, port: Port | None = None,
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, discovered: Suite | Callable[[], Suite] | None = None) -> None:
         self.suite_dir, self.targets = Path(suite_dir), tuple(targets)
+        self._discovered = discovered            # the run's one discovery of suite_dir (port.subject_suite)
         self.port = port                                 # a shim port: its build line on every compile
         self._suite: Suite | None = None
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
@@ -68,7 +69,7 @@ class AmdStaticExecutor(Executor):
     @property
     def suite(self) -> Suite:
         if self._suite is None:
-            self._suite = subject_suite(self.suite_dir, self.port, any_if_none=True)
+            self._suite = subject_suite(self.suite_dir, self.port, any_if_none=True, discovered=self._discovered)
         return self._suite
 
     def sources_for(self, kernels: Iterable[str]) -> list[Path]:

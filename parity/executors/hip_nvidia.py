@@ -298,8 +298,10 @@ class HipOnNvidiaExecutor(Executor):
                  compiler: str = "auto", include_dirs: list[str | os.PathLike] | None = None,
                  defines: dict[str, str] | None = None, extra_flags: list[str] = (),
                  cache_root: str | os.PathLike | None = None, timing: bool = False,
-                 wave: int | None = None, lane_compile: bool = False, port: Port | None = None):
+                 wave: int | None = None, lane_compile: bool = False, port: Port | None = None,
+                 discovered: Suite | Callable[[], Suite] | None = None):
         self.suite_dir = Path(suite_dir) if suite_dir else resources.hip_suite()
+        self._discovered = discovered            # the run's one discovery of suite_dir (port.subject_suite)
         if include_dirs is None:
             include_dirs = self.default_includes()
         if wave is not None and self.wave is not None:
@@ -332,7 +334,7 @@ class HipOnNvidiaExecutor(Executor):
     def suite(self) -> Suite:
         if self._suite is None:                           # a port: its own sources, .cu included
             self._suite = subject_suite(self.suite_dir, self.port if self.level != "cuda" else None,
-                                        tuple(self.suffixes))
+                                        tuple(self.suffixes), discovered=self._discovered)
         return self._suite
 
     def compile(self, source: Path) -> CompileResult:

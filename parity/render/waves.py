@@ -5,10 +5,11 @@ not flag are listed too: the run found what the scan missed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from parity.core.row import Verdict
 from parity.suite.amd_static import kernel_notes
-from parity.suite.scan import discover
+from parity.suite.scan import Suite, discover
 
 W64, W32 = "hip-on-nvidia", "hip-on-nvidia/w32"
 PASSING = (Verdict.PASS, Verdict.XFAIL)
@@ -16,9 +17,10 @@ PASSING = (Verdict.PASS, Verdict.XFAIL)
 RUNTIME = (Verdict.FAIL, Verdict.CRASH, Verdict.TIMEOUT, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED)
 
 
-def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
+def evidence(rows: list[dict], suite: str | Path | Callable[[], Suite]) -> list[dict]:
     """One entry per kernel with a non-passing case at wave 64: its verdicts at both wave sizes,
-    whether wave 32 passed the same cases, and the amd-static notes (file:line: note)."""
+    whether wave 32 passed the same cases, and the amd-static notes (file:line: note). suite: the
+    suite folder, or the run's discovery of it (parity.run.session.Subject.suite)."""
     by_kernel: dict[str, dict[str, list[dict]]] = {}
     for r in rows:
         if r.get("level") in (W64, W32) and r.get("kernel"):
@@ -26,7 +28,7 @@ def evidence(rows: list[dict], suite_dir: str | Path) -> list[dict]:
     bad = {k: v for k, v in by_kernel.items() if any(r["verdict"] not in PASSING for r in v.get(W64, []))}
     if not bad:
         return []
-    notes = kernel_notes(discover(Path(suite_dir)))
+    notes = kernel_notes(suite() if callable(suite) else discover(Path(suite)))
     out = []
     for k in sorted(bad):
         v = bad[k]

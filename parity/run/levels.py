@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from parity.executors.base import Availability, Compiling, Executor
 from parity.executors.cpu import CpuExecutor
 from parity.executors.pool import GpuPool
 from parity.suite.port import Port
+from parity.suite.scan import Suite
 
 LEVELS = ("cpu", "hip-on-nvidia", "amd", "amd-static", "cuda")
 # Levels that run only when named (not in `auto`): `cupy`, the CuPy reference / timing baseline;
@@ -153,16 +155,20 @@ def level_wave(name: str) -> int | None:
 
 def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 30.0,
          isolate: bool = True, gpus: str | int | None = None, port: Port | None = None,
-         profile: str | None = None) -> Level:
+         profile: str | None = None, suite: Suite | Callable[[], Suite] | None = None) -> Level:
     """Build one level's executor; import or setup failures become `unavailable` with the reason.
     port: the HIP suite is a port described by its build line (parity.suite.port: a shim port's .cu files,
     include order, force-included headers, defines), for hip-on-nvidia, amd-static and amd alike.
     profile: the ABI profile of the run (parity.profiles; None: Candle's): the kernels the cpu level
     interprets and the parameter lists amd-static checks declarations against.
+    suite: the run's one discovery of hip_src (or of the port), or a function that makes it on first
+    use (parity.run.session.Subject.suite): the HIP levels narrow a copy instead of discovering again.
 
     GPU levels run in a worker process (isolate=True) so a faulting or hanging kernel costs one
     case (`crash`, `timeout`), not the run."""
     ported = {"port": port} if port is not None else {}
+    if suite is not None:
+        ported["discovered"] = suite
     try:
         if name == "cpu":
             cpu = CpuExecutor(profile)
@@ -178,12 +184,12 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
             kwargs = {"suite_dir": hip_src, **ported}
         elif name == "amd-static":               # compiles only: no worker process to isolate
             from parity.executors.amd_compile import AmdStaticExecutor
-            ex = AmdStaticExecutor(hip_src, port=port, profile=profile)
+            ex = AmdStaticExecutor(hip_src, port=port, profile=profile, discovered=suite)
             av = ex.availability()
             return Level(name, av, ex if av.available else None, ex if av.available else None)
         elif name == "cupy":
             from parity.executors.cupy_ref import CupyRefExecutor as cls
-            kwargs = {}
+            kwargs = {}                          # (the CuPy reference reads no suite)
         elif name == "cuda":
             if cuda_src is None:
                 return Level(name, Availability(False, "no CUDA suite given (--cuda-src DIR)"), None)
@@ -197,6 +203,8 @@ def make(name: str, hip_src: Path, cuda_src: Path | None, case_timeout: float = 
         return Level(name, Availability(False, f"{e}"), None)
     if not av.available:
         return Level(name, av, None)
+    if callable(kwargs.get("discovered")):      # the worker process gets the suite itself, not the maker
+        kwargs["discovered"] = kwargs["discovered"]()
     if isolate:
         from parity.executors.worker import IsolatedExecutor
         ids = resolve_gpus(gpus)

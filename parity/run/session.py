@@ -178,8 +178,8 @@ def build_levels(levels: str | list[str], subj: Subject, wave: str | int = "64",
         names = expand_waves(names, parse_waves(wave))
     except ValueError as e:
         raise SessionError(str(e))
-    lvls = [make(n, subj.hip_src, subj.cuda_src, case_timeout, gpus=gpus, port=subj.port, profile=subj.profile.name)
-            for n in names]
+    lvls = [make(n, subj.hip_src, subj.cuda_src, case_timeout, gpus=gpus, port=subj.port, profile=subj.profile.name,
+                 suite=subj.suite) for n in names]
     must = [] if auto or not named else [(lv, "named in --levels") for lv in lvls]
     for r in required:
         lv = next((lv for lv in lvls if lv.name == r or lv.name.split("/")[0] == r), None)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from parity.core import toml
 from parity.core.suggest import unknown
-from parity.suite.scan import default_defines, discover
+from parity.suite.scan import Suite, default_defines, discover
 
 PORT_FILE = "parity-port.toml"
 LANGUAGES = ("hip",)                  # the sources are compiled as HIP (hipcc -x hip; nvcc -x cu + mapping)
@@ -239,12 +240,16 @@ def discover_port(port: Port):
 
 
 def subject_suite(suite_dir: Path, port: Port | None, suffixes: tuple[str, ...] = (".hip",),
-                  any_if_none: bool = False):
+                  any_if_none: bool = False, discovered: Suite | Callable[[], Suite] | None = None) -> Suite:
     """The suite a HIP level reads: a port's own sources (its build line), else the folder's files
-    with these suffixes (any_if_none: every source when the folder has none of them)."""
+    with these suffixes (any_if_none: every source when the folder has none of them). discovered:
+    the run's one discovery of that folder or port (parity.run.session.Subject.suite), or a function
+    that makes it; a copy of it is narrowed here, so the run discovers its suite once."""
+    if callable(discovered):
+        discovered = discovered()
     if port is not None:
-        return discover_port(port)
-    suite = discover(suite_dir)
+        return discovered.copy() if discovered is not None else discover_port(port)
+    suite = discovered.copy() if discovered is not None else discover(suite_dir)
     chosen = [s for s in suite.sources if s.suffix in suffixes]
     suite.sources = chosen or (list(suite.sources) if any_if_none else [])
     return suite

@@ -58,6 +58,11 @@ class Suite:
     def names(self) -> list[str]:
         return sorted(self.kernels)
 
+    def copy(self) -> "Suite":
+        """A copy whose lists a caller may narrow (a level's own sources) without touching others'."""
+        return Suite(self.root, list(self.sources), list(self.headers), dict(self.kernels), self.language,
+                     list(self.notes))
+
     def file_of(self, kernel: str) -> Path | None:
         k = self.kernels.get(kernel)
         return k.file if k else None
