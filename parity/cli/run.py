@@ -250,9 +250,10 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     journal = session.open_journal(folder, cases, runnable, bool(resume))
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)
+    kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', worked out once here)
     with terminal.progress(console) as prog:
-        stopped_by = session.execute(cases, runnable, journal, prog, meta, opts.timing, opts.every_fault)
-    _report(opts, cases, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
+        stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault)
+    _report(opts, cases, kernels, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
 
 
 def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, subj) -> list[dict]:
@@ -291,7 +292,7 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
         click.echo(f"--gpus {opts.gpus}: no GPU level runs here; ignored", err=True)
 
 
-def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lvls: list, known,
+def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, subj) -> None:
     from parity.render import baseline, junit, markdown, terminal
     from parity.render import timing as timing_report
@@ -312,7 +313,7 @@ def _report(opts: RunOptions, cases: list, meta: dict, folder: Path, console, lv
     if waves:
         res.meta["wave_evidence"] = waves
     if static is not None:
-        notes = static.executor.notes(set().union(*(c.kernels for c in cases)))
+        notes = static.executor.notes(kernels)
         if notes:
             res.meta["static_notes"] = notes
     res.to_json(folder / "results.json")

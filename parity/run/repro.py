@@ -61,26 +61,31 @@ def _args(launch) -> list[dict]:
     return out
 
 
-def find_source(kernel: str, level: str, hip_src: Path | None, cuda_src: Path | None) -> Path | None:
-    from parity.run.session import DEFAULT_HIP_SRC
+def find_source(kernel: str, level: str, subj) -> Path | None:
+    """The file defining `kernel` in the suite `level` runs (the session's one discovery of the HIP
+    suite; the CUDA suite for `cuda`)."""
     from parity.suite.scan import discover
-    folder = cuda_src if level == "cuda" else (hip_src or DEFAULT_HIP_SRC)
+    folder = subj.cuda_src if level == "cuda" else subj.hip_src
     if folder is None or not Path(folder).is_dir():
         return None
     try:
-        suite = discover(folder)
+        suite = discover(folder) if level == "cuda" else subj.suite()
         f = suite.file_of(kernel)
         return Path(f) if f else None
     except Exception:
         return None
 
 
-def _judged_on(level: str, hip_src: Path | None, cuda_src: Path | None, spec, built, expected, launch,
-               profile: str | None = None):
-    """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
-    level gives (unavailable, its reason, None, None). profile: the case's ABI profile (None: Candle's)."""
+def _subject(hip_src: Path | None, cuda_src: Path | None, profile: str | None = None):
+    """The session's subject of a repro; profile: the case's ABI profile (None: Candle's)."""
     from parity.run import session
-    subj = session.subject(hip_src, cuda_src, profile=profile or "candle")
+    return session.subject(hip_src, cuda_src, profile=profile or "candle")
+
+
+def _judged_on(level: str, subj, spec, built, expected, launch):
+    """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
+    level gives (unavailable, its reason, None, None)."""
+    from parity.run import session
     (lv,) = session.build_levels([level], subj, named=False)
     if not lv.availability.available:
         return Verdict.UNAVAILABLE, lv.availability.reason, None, None
@@ -166,11 +171,12 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     out_dt, layouts, out_geo = b.out_dtype, dict(b.layouts), b.out_geometry
     before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
     prof = getattr(op, "profile", "") or None      # a described kernel's profile (parity.profiles.kernels)
-    verdict, message, got, _ = _judged_on(level, hip_src, cuda_src, spec, b, expected, launch, prof)
+    subj = _subject(hip_src, cuda_src, prof)
+    verdict, message, got, _ = _judged_on(level, subj, spec, b, expected, launch)
     if isinstance(expected, dict):                 # a described kernel's outputs by name: the first judged
         expected = expected[b.out_name]
         got = got[b.out_name] if isinstance(got, dict) else got
-    source = find_source(launch.kernel, level, hip_src, cuda_src)
+    source = find_source(launch.kernel, level, subj)
     npz = None
     if out is not None:
         npz = Path(out)
@@ -260,7 +266,7 @@ def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | Non
     as a single case from the stored buffers)."""
     spec = case.catalog_op.spec
     b, launch, expected = spec.prepare(case)
-    verdict, message, _, res = _judged_on(level, hip_src, cuda_src, spec, b, expected, launch)
+    verdict, message, _, res = _judged_on(level, _subject(hip_src, cuda_src), spec, b, expected, launch)
     steps = spec.row_fields(b, res)["chain"].get("steps", []) if res is not None else []
     npz = None
     if out is not None:

@@ -275,15 +275,15 @@ def start(runnable: list[Level], kernels: set[str], progress=None) -> float:
     return time.perf_counter() - t0
 
 
-def execute(cases: list[Case], runnable: list[Level], journal: Journal, progress, meta: dict,
+def execute(cases: list[Case], kernels: set[str], runnable: list[Level], journal: Journal, progress, meta: dict,
             timing: TimingOptions | None = None, every_fault: bool = False) -> BaseException | None:
-    """Compile, then run every case on every runnable level, journalled; fills meta's `compile_s`,
+    """Compile the files these kernels need (the cases' kernels: a chain's are its steps'), then run
+    every case on every runnable level, journalled; fills meta's `compile_s`,
     `elapsed_s`, `resumed_rows` and `interrupted`. progress: a rich Progress (or parity.render's plain
     one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None."""
     from parity.run.engine import run_cases
     interrupted: BaseException | None = None
     t0 = time.perf_counter()
-    kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', built once here)
     try:
         meta["compile_s"] = start(runnable, kernels, progress)
         for lv in runnable:
