@@ -20,8 +20,8 @@
 //  * stream path (longer rows, other lengths, unaligned rows element by element): one row per
 //    block in chunks of PMAX packs a thread, in passes that alternate direction, so that each pass
 //    starts on the chunk the last one left in registers; a row of one chunk is read once.
-// Cross-thread sums and maxima: group_allreduce, through shared memory (no lane operations: the same
-// code on 32- and 64-lane wavefronts).
+// Cross-thread sums and maxima: group_allreduce, shuffles inside 32-thread segments (HIP's width
+// argument: the same segments on 32- and 64-lane wavefronts), then shared memory across them.
 #include "structured.h"
 #if defined(PK_NVIDIA)
 #include <hip/hip_bf16.h>  // cvt.rn.bf16.f32 (Cv<bf16>)
@@ -154,43 +154,31 @@ template <> struct Cv<bf16> {
 };
 
 // ------------------------------------------------------------------ cross-thread reduction
-// Through shared memory only, never lane operations (as structured.h): the same code on 32- and
-// 64-lane wavefronts. Threads are taken in segments of kSeg consecutive threads.
-constexpr unsigned kSeg = 32;
-
 PK_DEV unsigned thread_in_block() { return threadIdx.x + blockDim.x * threadIdx.y; }
 PK_DEV unsigned block_threads() { return blockDim.x * blockDim.y; }
 
-// Shared memory of group_allreduce: up to NMAX values a thread, D of them at a time, blocks of up
-// to NT threads. A norm kernel's is D = 1 (4 KB): static shared memory is held by every block of
-// the kernel, and Candle launches the norms with 32 threads below 1024 columns; D = 4 (16 KB)
-// left 12 such blocks an SM (H200, rmsnorm f32 65536x256: 79 us = 46% of copy, against 45 us for
-// a reduction through shuffles, which the suite does not use: wave 32 and 64 run the same code).
-template <class V, int D, int NMAX, int NT> struct GroupScratch {
-  V val[D][NT + 1];         // one per thread (+1: value i's segment reads start i banks apart)
-  V part[NMAX][NT / kSeg];  // one per segment
+// Shared memory of one group_allreduce call: the segment partials of up to NMAX values a thread in
+// blocks of up to NT threads. A kernel holds one per call, so no call waits for the readers of the
+// last (static shared memory is held by every block of the kernel: 512 bytes for the norms, where a
+// buffer of one value per thread took 4 KB and left 12 of Candle's 32-thread blocks an SM).
+template <class V, int NMAX, int NT> struct GroupScratch {
+  V part[NMAX][NT / kSeg];
 };
 
 // v[i] combined (f) over the G threads of this thread's group (groups of G consecutive threads,
-// G a multiple of kSeg dividing the block); every thread gets the same bits: thread i of each
-// segment folds value i over its segment in thread order, then every thread folds its group's
-// segment partials in order. Every thread of the block calls it (2 barriers per D values, +1).
-template <int N, class V, int D, int NMAX, int NT, class F>
-PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, D, NMAX, NT>& sh, F&& f) {
-  static_assert(N <= NMAX && D <= (int)kSeg, "one value a thread of the segment");
-  const unsigned t = thread_in_block(), seg = t / kSeg, i0 = t - seg * kSeg;
+// G a multiple of kSeg dividing the block); every thread gets the same bits: each segment's
+// butterfly (seg_allreduce), then, for groups of several segments, every thread folds its group's
+// segment partials in order (one barrier). Every thread of the block calls it.
+template <int N, class V, int NMAX, int NT, class F>
+PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
+  static_assert(N <= NMAX, "room for every value");
 #pragma unroll
-  for (int b = 0; b < N; b += D) {                       // values b .. b+D-1
-    __syncthreads();                                     // readers of the buffer are done
+  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(v[i], f);
+  if (G == kSeg) return;  // uniform over the block
+  const unsigned t = thread_in_block(), seg = t / kSeg;
+  if (t % kSeg == 0) {
 #pragma unroll
-    for (int i = b; i < N && i < b + D; ++i) sh.val[i - b][t] = v[i];
-    __syncthreads();
-    if (i0 < (unsigned)D && b + (int)i0 < N) {           // thread i0 of the segment: value b+i0
-      V r = sh.val[i0][seg * kSeg];
-#pragma unroll 8
-      for (unsigned k = 1; k < kSeg; ++k) r = f(r, sh.val[i0][seg * kSeg + k]);
-      sh.part[b + i0][seg] = r;
-    }
+    for (int i = 0; i < N; ++i) sh.part[i][seg] = v[i];
   }
   __syncthreads();
   const unsigned nseg = G / kSeg, s0 = seg - seg % nseg;
@@ -203,53 +191,47 @@ PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, D, NMAX, NT>&
 }
 
 // ------------------------------------------------------------------ how a block covers rows
-// Batch path: G threads per row, P packs per thread and row.
+// Batch path: G = 2^lg_g threads per row, P = 2^lg_p packs per thread and row, K = 2^lg_k rows per
+// group; a working block takes nt/G*K consecutive rows and the blocks in between return at once.
+// Everything before an idle block returns is shifts and compares on log2s, no division, no loop and
+// no memory read: Candle's 1024-thread norm blocks are mostly idle, and their warps' preamble was
+// what the kernel spent its issue slots on (H200, rmsnorm f16 16384x1024: 85 instructions a warp,
+// 47 M in all, the working warps' about 5 M of them; issue slots 72% busy at 13% of DRAM bandwidth;
+// in log2s, 65.2 -> 53.9 us).
 struct RowPlan {
-  unsigned G;
-  int P;  // 0: no plan (the stream path)
+  u32 lg_g, lg_p;
+  bool ok;  // false: the stream path
 };
-PK_DEV u32 pow2_ceil(u32 x) { return x <= 1 ? 1u : 1u << (32 - __clz((int)(x - 1))); }
-PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }   // x a power of two: a shift, no division
-// The fewest threads per row (G a power of two >= 32, at most nt) that hold a row of npk packs as
-// exactly P packs each (P a power of two <= PMAX), or else as one pack on each of the first npk
-// threads; rows of other lengths take the stream path. A handful of instructions and no division:
-// every warp of every block works it out before the idle ones return, and Candle's 1024-thread
-// norm blocks are mostly idle (a loop with divisions here made each idle 1024-thread block cost
-// about a microsecond; with two divisions by G left, rmsnorm f32 16384x1024 on an H100 issued an
-// instruction on 70% of cycles, the idle warps' preamble, at 35% of DRAM bandwidth).
-template <int PMAX> PK_DEV RowPlan plan_rows(u32 npk, unsigned nt) {
-  u32 G = pow2_ceil((npk + PMAX - 1) / PMAX);
-  G = G < kSeg ? kSeg : G;
-  if (G <= nt && npk > G) {
-    const u32 P = npk >> log2_pow2(G);
-    if (P * G == npk && (P & (P - 1)) == 0) return RowPlan{G, (int)P};
-  }
-  if (npk <= nt) {
-    G = pow2_ceil(npk);
-    return RowPlan{G < kSeg ? kSeg : G, 1};
-  }
-  return RowPlan{0, 0};
+PK_DEV u32 log2_ceil(u32 x) { return x <= 1 ? 0u : (u32)(32 - __clz((int)(x - 1))); }
+PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
+template <int N> struct Log2 { static constexpr u32 v = 1 + Log2<N / 2>::v; };
+template <> struct Log2<1> { static constexpr u32 v = 0; };
+constexpr u32 kLgSeg = Log2<kSeg>::v;
+// The fewest threads per row (G a power of two >= kSeg, at most the block's 2^lg_nt) that hold a row
+// of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
+// pack on each of the first npk threads; rows of other lengths take the stream path.
+template <int PMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
+  constexpr u32 lg_pmax = Log2<PMAX>::v;
+  const u32 lg_n = log2_ceil(npk);
+  const u32 lg_g = lg_n > lg_pmax + kLgSeg ? lg_n - lg_pmax : kLgSeg;  // log2 ceil(ceil(npk / PMAX)), >= kSeg
+  if ((npk & (npk - 1)) == 0 && lg_n > lg_g && lg_g <= lg_nt) return RowPlan{lg_g, lg_n - lg_g, true};
+  if (lg_n <= lg_nt && kLgSeg <= lg_nt) return RowPlan{lg_n > kLgSeg ? lg_n : kLgSeg, 0, true};
+  return RowPlan{0, 0, false};
 }
 // Rows per group: the register budget of PMAX packs, at most KMAX rows (the per-row partials).
 template <int PMAX, int KMAX, int P> struct RowsPerGroup {
   static constexpr int v = PMAX / P < KMAX ? PMAX / P : KMAX;
 };
 // This thread's rows in a working block of the batch path: rows row .. row+K-1 of its group (one
-// block per row in the launch: gridDim.x rows); false for a block that has nothing to do (every
-// block but each nt/G*K-th, a power of two: its rows are another block's).
+// block per row in the launch: gridDim.x rows).
 struct RowSlot {
   usize row;
   unsigned g;
   u32 nrows;
 };
-PK_DEV bool row_slot(unsigned G, int K, RowSlot& s) {
+PK_DEV RowSlot row_slot(unsigned G, int K) {
   const u32 lg = log2_pow2(G);
-  const unsigned per_block = (block_threads() >> lg) * (unsigned)K;
-  if ((blockIdx.x & (per_block - 1)) != 0) return false;
-  s.row = (usize)blockIdx.x + (usize)(thread_in_block() >> lg) * K;
-  s.g = thread_in_block() & (G - 1);
-  s.nrows = gridDim.x;
-  return true;
+  return RowSlot{(usize)blockIdx.x + (usize)(thread_in_block() >> lg) * K, thread_in_block() & (G - 1), gridDim.x};
 }
 
 // K rows of P packs (V elements) per thread: pack j of a row is the row's pack j*G + g. The plan
@@ -339,10 +321,10 @@ struct RowChunks {
   }
 };
 
+// Rows of whole packs and every pointer on a 16-byte boundary (a null alpha or beta is 0: aligned).
 template <class T, int V> PK_DEV bool aligned_rows(u32 ncols, const T* a, const T* b, const T* c = nullptr,
                                                    const T* d = nullptr) {
-  return ncols % V == 0 && pack_aligned<V>(a) && pack_aligned<V>(b) && (c == nullptr || pack_aligned<V>(c)) &&
-         (d == nullptr || pack_aligned<V>(d));
+  return ncols % V == 0 && (((usize)a | (usize)b | (usize)c | (usize)d) & (sizeof(T) * V - 1)) == 0;
 }
 
 // Runs f(Int<P>()) for the power of two P == p (1 <= p <= PMAX).
@@ -355,15 +337,19 @@ template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
 
 // Row dispatch: the batch path when plan_rows has a plan and it is not simply one row of PMAX packs
 // per thread (that is the stream path's single chunk), else the stream path in 16-byte packs
-// (aligned) or in elements.
-template <class T, int PMAX, class B, class S>
+// (aligned) or in elements. Idle blocks of the batch path return here, before the dispatch on P.
+template <class T, int PMAX, int KMAX, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
+  constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const unsigned nt = block_threads();
   if (aligned && (nt & (nt - 1)) == 0) {  // Candle's blocks: 32 or 1024 threads
-    const RowPlan p = plan_rows<PMAX>(ncols / V, nt);
-    if (p.P > 0 && !(p.P == PMAX && p.G == nt)) {
-      with_packs<1, PMAX>(p.P, [&](auto P) { batch(Int<V>(), P, p.G); });
+    const u32 lg_nt = log2_pow2(nt);
+    const RowPlan p = plan_rows<PMAX>(ncols / V, lg_nt);
+    if (p.ok && !(p.lg_p == lg_pmax && p.lg_g == lg_nt)) {
+      const u32 lg_k = lg_pmax - p.lg_p < lg_kmax ? lg_pmax - p.lg_p : lg_kmax;  // RowsPerGroup
+      if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + lg_k)) - 1)) != 0) return;  // another block's rows
+      with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) { batch(Int<V>(), P, 1u << p.lg_g); });
       return;
     }
     stream(Int<V>());
@@ -380,7 +366,7 @@ PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
 // NaN tests took a compare mask per element (SGPR spills on CDNA).
 template <class T> using SmC = typename Num<T>::C;
 constexpr int kSoftmaxThreads = 256;  // the launch bound (Candle: 32)
-template <class T> using SmScratch = GroupScratch<SmC<T>, PK_SOFTMAX_ROWS, PK_SOFTMAX_ROWS, kSoftmaxThreads>;
+template <class T> using SmScratch = GroupScratch<SmC<T>, PK_SOFTMAX_ROWS, kSoftmaxThreads>;
 
 template <class T> PK_DEV SmC<T> sm_max(SmC<T> a, SmC<T> b) {
   if constexpr (sizeof(SmC<T>) == 8) return fmax(a, b);
@@ -400,10 +386,9 @@ template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
 }
 
 template <class T, int V, int P, int K>
-PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch<T>& smem) {
+PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch<T> (&smem)[2]) {
   typedef SmC<T> C;
-  RowSlot s;
-  if (!row_slot(G, K, s)) return;
+  const RowSlot s = row_slot(G, K);
   RowTile<T, V, P, K> t;
   t.load(src, ncols, s, G, Cv<T>::out(Limits<T>::lowest()));
   C m[K], sum[K];
@@ -413,7 +398,7 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch
 #pragma unroll
     for (int j = 0; j < P; ++j) m[k] = pack_max(t.x[k][j], m[k]);
   }
-  group_allreduce(m, G, smem, [](C a, C b) { return sm_max<T>(a, b); });
+  group_allreduce(m, G, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     sum[k] = 0;
@@ -426,7 +411,7 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch
         sum[k] += ex;
       }
   }
-  group_allreduce(sum, G, smem, [](C a, C b) { return a + b; });
+  group_allreduce(sum, G, smem[1], [](C a, C b) { return a + b; });
 #pragma unroll
   for (int k = 0; k < K; ++k) sum[k] = sm_inv<T>(sum[k]);
   t.store(dst, ncols, s, [&](int k, int j) {
@@ -446,7 +431,7 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch
 // each e to T under the final max, so max, sum and write are 3 passes. Each pass after the first
 // starts on the chunk still in registers.
 template <class T, int V, int P>
-PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T>& smem) {
+PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)[2]) {
   typedef SmC<T> C;
   const usize row = blockIdx.x;
   const unsigned nt = block_threads();
@@ -477,7 +462,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T>& smem) 
     });
     forward = !forward;
     mx[0] = m;
-    group_allreduce(mx, nt, smem, [](C a, C b) { return sm_max<T>(a, b); });
+    group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
     sm[0] = s == 0 ? s : s * expg<T>((m == neg_inf ? (C)0 : m) - mx[0]);
   } else {
     rc.pass(forward, pad, [&](int, bool) {
@@ -485,7 +470,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T>& smem) 
       for (int j = 0; j < P; ++j) mx[0] = pack_max(rc.x[j], mx[0]);
     });
     forward = !forward;
-    group_allreduce(mx, nt, smem, [](C a, C b) { return sm_max<T>(a, b); });
+    group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
     rc.pass(forward, pad, [&](int, bool) {
 #pragma unroll
       for (int j = 0; j < P; ++j)
@@ -499,7 +484,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T>& smem) 
     forward = !forward;
     x_holds_e = true;
   }
-  group_allreduce(sm, nt, smem, [](C a, C b) { return a + b; });
+  group_allreduce(sm, nt, smem[1], [](C a, C b) { return a + b; });
   const C inv = sm_inv<T>(sm[0]);
   rc.pass(forward, pad, [&](int c, bool fresh) {
     const bool e_in_x = x_holds_e && !fresh;
@@ -519,9 +504,9 @@ template <class T> constexpr int kSoftmaxPacks = sizeof(T) == 4 ? PK_SOFTMAX_PAC
 
 template <class T>
 PK_DEV void softmax(const T* x, T* dst, int n_cols) {
-  __shared__ SmScratch<T> smem;
+  __shared__ SmScratch<T> smem[2];  // max, sum
   const u32 ncols = (u32)n_cols;
-  row_dispatch<T, kSoftmaxPacks<T>>(
+  row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
       [&](auto V, auto P, unsigned G) {
         constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<kSoftmaxPacks<T>, PK_SOFTMAX_ROWS, Pv>::v;
@@ -535,7 +520,7 @@ PK_DEV void softmax(const T* x, T* dst, int n_cols) {
 // T(scale * x * alpha); layernorm one-pass mean and E[x^2] - mean^2, rsqrtf(var + eps),
 // T((x - mean) * inv_std * alpha + beta). alpha, beta may be null.
 template <bool LN> struct NormStats;                       // per-row partial sums
-typedef GroupScratch<float, 1, 2 * PK_NORM_ROWS, kMaxBlock> NormScratch;
+typedef GroupScratch<float, 2 * PK_NORM_ROWS, kMaxBlock> NormScratch;
 template <> struct NormStats<false> { static constexpr int N = 1; };
 template <> struct NormStats<true> { static constexpr int N = 2; };
 
@@ -594,8 +579,7 @@ template <bool LN, class T, int V, int P, int K>
 PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, unsigned G,
                        NormScratch& smem) {
   constexpr int N = NormStats<LN>::N;
-  RowSlot s;
-  if (!row_slot(G, K, s)) return;
+  const RowSlot s = row_slot(G, K);
   RowTile<T, V, P, K> t;
   t.load(src, ncols, s, G, Cv<T>::out(0));
   float st[N * K];
@@ -650,7 +634,7 @@ template <bool LN, class T>
 PK_DEV void norm(const T* x, T* dst, const T* alpha, const T* beta, int n_cols, float eps) {
   __shared__ NormScratch smem;
   const u32 ncols = (u32)n_cols;
-  row_dispatch<T, PK_NORM_PACKS>(
+  row_dispatch<T, PK_NORM_PACKS, PK_NORM_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst, alpha, beta),
       [&](auto V, auto P, unsigned G) {
         constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<PK_NORM_PACKS, PK_NORM_ROWS, Pv>::v;

@@ -17,11 +17,10 @@
 //     q5_0 d*(sumi*d8 - 8 or 16 * s8), q4_1 / q5_1 sumi*d*d8 + m*s8 (s8: the q8_1 block's stored
 //     sum), q8_0 d*d8*sumi, K-quants d*d8*(scaled sumi) - dmin*d8*(min-scaled sum of y's quants).
 //
-// Cross-thread sums: through shared memory over the block, never lane masks or shuffles, so the
-// kernels are the same on 32-lane NVIDIA warps and 64-lane AMD CDNA wavefronts (where Candle's
-// 32-lane warp_reduce_sum would pair a q8_1 block with half of its neighbour). quantize_q8_1
-// (quantized_dot.h) stores each 32-element block's sum as Candle's warp_reduce_sum leaves it, bit for
-// bit; the mat-vec sums are in an order of their own (float rounding only).
+// Cross-thread sums: the mat-vec kernels add through shared memory over the block, in an order of
+// their own (float rounding only); quantize_q8_1 (quantized_dot.h) reduces each 32-element block with
+// shuffles of width 32 (the same segments on 32- and 64-lane wavefronts) and stores its sum as
+// Candle's warp_reduce_sum leaves it, bit for bit.
 #include "quantized_dot.h"
 
 namespace pk {
