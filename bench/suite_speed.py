@@ -7,9 +7,11 @@ run on the HIP suite(s) through hip-on-nvidia (--wave, default 32: NVIDIA's own 
 kernels (the `cuda` level: candle-kernels/src compiled as it is), L2 cold. Per row: the bytes the
 launch must move (its inputs read once, its outputs written once; gathers count the rows they read), a
 device-to-device copy of as many bytes, the launch floor (an empty kernel on the launch's grid, block
-and shared memory, as bench/launch_floor.py measures), each suite's time, its % of the copy, and
-HIP/CUDA. Timing: bench/harness.py (parity's CUDA clock, raw events for kernels, copies and empty
-launches alike).
+and shared memory, as bench/launch_floor.py measures), the ceiling that floor leaves (the best % of
+copy the launch allows), each suite's time, its % of the copy, and HIP/CUDA; under the table, each
+suite's nn rows against the 80% bar (bench/speed_table.py, which also re-renders a saved run).
+Timing: bench/harness.py (parity's CUDA clock, raw events for kernels, copies and empty launches
+alike).
 
     python3 bench/suite_speed.py OUT_DIR [--suite NAME=DIR ...] [--cuda-src DIR] [--wave 32|64]
                                  [--families nn,reduce] [--no-lengths] [--check]
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import cold_options, copy_ms, gpu_clock, timed  # noqa: E402
+from speed_table import write  # noqa: E402
 from parity.run.cases import Case  # noqa: E402
 from parity.core.layouts import LAYOUT_CLASSES, LayoutClass  # noqa: E402
 from parity.ops import CATALOG  # noqa: E402
@@ -328,43 +331,11 @@ def main() -> None:
             rec["cuda_pct_copy"] = round(100 * rec["copy_us"] / rec["cuda_us"], 1)
         out.append(rec)
         print(json.dumps(rec), flush=True)
-        write(a.out, out, dev, a, suites, hips, "cuda" in exes)
+        write(a.out, out, {"device": dev, "wave": a.wave, "suites": suites, "variants": variants,
+                           "cuda_src": str(a.cuda_src), "cuda": "cuda" in exes})
     print(Path(a.out, "suite_speed.md").read_text())
     for ex in exes.values():
         ex.close()
-
-
-def write(out_dir: str, out: list[dict], dev: str, a, suites: dict, hips: dict, cuda: bool) -> None:
-    """suite_speed.md / .json from the rows so far (written after every row: a run cut short keeps them)."""
-    names = list(hips)            # suites, then variants
-    cols = (["family", "case", "MB", "copy us", "floor us", "cuda us", "cuda % copy"]
-            + [c for n in names for c in (f"{n} us", f"{n} % copy", f"{n}/cuda")] + (["check"] if a.check else []))
-
-    def cell(rec, c):
-        if c == "MB":
-            return f"{rec['bytes'] / 1e6:.1f}" if rec.get("bytes") else ""
-        if c == "check":
-            ch = rec.get("check")
-            return "" if not ch else ", ".join(f"{k}: {v}" for k, v in ch.items())
-        key = {"copy us": "copy_us", "floor us": "floor_us", "cuda us": "cuda_us", "cuda % copy": "cuda_pct_copy"}.get(c)
-        for n in names:
-            key = {f"{n} us": f"{n}_us", f"{n} % copy": f"{n}_pct_copy", f"{n}/cuda": f"{n}_vs_cuda"}.get(c, key)
-        v = rec.get(key, "") if key else rec.get(c, "")
-        return "" if v is None else str(v)
-    table = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for rec in out:
-        table.append("| " + " | ".join(cell(rec, c) for c in cols) + " |")
-    notes = [f"- {rec['case']}: " + "; ".join(rec["notes"]) for rec in out if rec.get("notes")]
-    head = (f"device: {dev}; hip-on-nvidia wave {a.wave}; HIP suites: "
-            + ", ".join(f"{n} = {d}" for n, d in {**suites, **dict(s.split('=', 1) for s in a.variant)}.items())
-            + f"; cuda = {a.cuda_src if cuda else '(not found)'}; cold L2; times in microseconds "
-              "(median of event-timed samples); % copy = a device-to-device copy of the same bytes / kernel time; "
-              "floor = an empty kernel on the launch's grid and block")
-    text = head + "\n\n" + "\n".join(table) + ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + "\n"
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    Path(out_dir, "suite_speed.md").write_text(text)
-    Path(out_dir, "suite_speed.json").write_text(json.dumps({"device": dev, "wave": a.wave, "suites": suites,
-                                                             "cuda_src": str(a.cuda_src), "rows": out}, indent=1))
 
 
 if __name__ == "__main__":
