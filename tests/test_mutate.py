@@ -205,9 +205,10 @@ def test_spread_interleaves_case_classes():
 def test_header_mutant_compiles_only_the_sources_that_can_use_the_changed_definition(tmp_path: Path):
     """A header mutant compiles the sources that mention the changed definition, or a definition of
     the header that does (transitively), or whose other headers do; the others cannot contain its
-    code. File-scope code, free operators and a definition nobody uses: every source."""
+    code. File-scope code, free operators and a definition nobody uses: every source. A comment
+    naming a definition is no use of it."""
     from parity.mutate.targets import FileTarget, enclosing_name, source_order
-    header = ("#pragma once\nnamespace pk {\n// f(x) here\nstruct Acc {\n  int v;\n};\n"
+    header = ("#pragma once\n// clamp_idx: ids past the end read the last\nnamespace pk {\n// f(x) here\nstruct Acc {\n  int v;\n};\n"
               "__device__ int clamp_idx(int i, int n) {\n  return i < n ? i : n - 1;\n}\n"
               "template <class T>\n__device__ T at(const T* p, int i, int n) {\n  return p[clamp_idx(i, n)];\n}\n"
               "__device__ int unused(int i) {\n  return i > 0 ? i : 0;\n}\n"
@@ -381,11 +382,13 @@ def test_every_bundled_argument_names_a_mutant_the_suite_has():
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("where", ["common.h:57:nan-check", "structured.h:79:relational-boundary",
-                                   "unary.h:114:ternary-swap"])
+@pytest.mark.parametrize("where", ["common.h|if (!is_nan(r)) return r;|nan-check",
+                                   "structured.h|if (tid < h) buf[tid]|relational-boundary",
+                                   "unary.h|return (x > C(0)) ? x : alpha|ternary-swap"])
 def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_path: Path, where: str):
     """The static source selection is sound: the smallest bundled source that source_order leaves
-    out for a header mutant compiles (nvcc, the hip-on-nvidia flags, PTX) to exactly the original's."""
+    out for a header mutant compiles (nvcc, the hip-on-nvidia flags, PTX) to exactly the original's.
+    Mutants are named by their line's text (the first line holding it), not its number: headers grow."""
     import subprocess
     from parity.run.cases import load_sweep
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
@@ -393,11 +396,11 @@ def test_a_source_a_header_mutant_leaves_out_compiles_to_the_originals_ptx(tmp_p
     from parity.mutate.operators import mutants_of
     from parity.mutate.targets import cases_for, source_order, sources_needed, targets
     from parity.core.resources import hip_mapping
-    file, line, op = where.split(":")
+    file, text_of_line, op = where.split("|")
     suite = DEFAULT_HIP_SRC
     t = targets(suite, [hip_mapping()])[file]
     need = sources_needed(t, cases_for(t, load_sweep("pr")))
-    [m, *_] = [m for m in mutants_of(suite, [file], [op]) if m.line == int(line)]
+    [m, *_] = [m for m in mutants_of(suite, [file], [op]) if text_of_line in m.source_line]
     text = m.apply((suite / file).read_text())
     left_out = [s for s in need if s not in source_order(t, need, text, m.offset, suite)]
     assert left_out

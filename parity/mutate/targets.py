@@ -149,11 +149,12 @@ def _untemplated(head: str) -> str:
 def _names_reaching(text: str, name: str) -> set[str] | None:
     """`name` and every definition of the header `text` that mentions one of these names, to a
     fixpoint (a source using any of them may use the changed code); None when a mention sits
-    outside any named definition (file-scope code: every includer may use it)."""
-    names, todo = {name}, [name]
+    outside any named definition (file-scope code: every includer may use it). Comments and
+    literals do not count: a header comment naming a helper is no use of it."""
+    names, todo, code = {name}, [name], mask(text)
     while todo:
         word = re.compile(rf"\b{re.escape(todo.pop())}\b")
-        for m in word.finditer(text):
+        for m in word.finditer(code):
             outer = enclosing_name(text, m.start())
             if outer is None:
                 return None
