@@ -337,7 +337,8 @@ template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
 
 // Row dispatch: the batch path when plan_rows has a plan and it is not simply one row of PMAX packs
 // per thread (that is the stream path's single chunk), else the stream path in 16-byte packs
-// (aligned) or in elements. Idle blocks of the batch path return here, before the dispatch on P.
+// (aligned) or in elements: batch(V, P, K, G) with V, P and K as Int<>s. Idle blocks of the batch path
+// return here, before the dispatch on P.
 template <class T, int PMAX, int KMAX, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
@@ -349,7 +350,9 @@ PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
     if (p.ok && !(p.lg_p == lg_pmax && p.lg_g == lg_nt)) {
       const u32 lg_k = lg_pmax - p.lg_p < lg_kmax ? lg_pmax - p.lg_p : lg_kmax;  // RowsPerGroup
       if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + lg_k)) - 1)) != 0) return;  // another block's rows
-      with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) { batch(Int<V>(), P, 1u << p.lg_g); });
+      with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) {
+        batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), 1u << p.lg_g);
+      });
       return;
     }
     stream(Int<V>());
@@ -508,9 +511,8 @@ PK_DEV void softmax(const T* x, T* dst, int n_cols) {
   const u32 ncols = (u32)n_cols;
   row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
-      [&](auto V, auto P, unsigned G) {
-        constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<kSoftmaxPacks<T>, PK_SOFTMAX_ROWS, Pv>::v;
-        softmax_batch<T, decltype(V)::v, Pv, Kv>(x, dst, ncols, G, smem);
+      [&](auto V, auto P, auto K, unsigned G) {
+        softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, G, smem);
       },
       [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem); });
 }
@@ -636,9 +638,8 @@ PK_DEV void norm(const T* x, T* dst, const T* alpha, const T* beta, int n_cols, 
   const u32 ncols = (u32)n_cols;
   row_dispatch<T, PK_NORM_PACKS, PK_NORM_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst, alpha, beta),
-      [&](auto V, auto P, unsigned G) {
-        constexpr int Pv = decltype(P)::v, Kv = RowsPerGroup<PK_NORM_PACKS, PK_NORM_ROWS, Pv>::v;
-        norm_batch<LN, T, decltype(V)::v, Pv, Kv>(x, dst, alpha, beta, ncols, eps, G, smem);
+      [&](auto V, auto P, auto K, unsigned G) {
+        norm_batch<LN, T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, alpha, beta, ncols, eps, G, smem);
       },
       [&](auto V) { norm_stream<LN, T, decltype(V)::v, PK_NORM_PACKS>(x, dst, alpha, beta, ncols, eps, smem); });
 }
