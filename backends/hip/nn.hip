@@ -38,16 +38,10 @@
 #ifndef PK_SOFTMAX_ROWS
 #define PK_SOFTMAX_ROWS 8
 #endif
-// Norms: 2 packs (32 KB of rows in flight per 1024-thread block) and <= 32 registers, so that two
-// 1024-thread blocks fit an SM: with one, each block that returns at once holds the SM for itself.
-// H200, rmsnorm f32 16384x1024 / 4096x4096 / 1024x16384: 2 packs, 32 registers: 81 / 44 / 41 us;
-// 4 packs, 64 registers: 131 / 64 / 54 us; 8 packs, 64 registers: 112 / 48 / 38 us.
-#ifndef PK_NORM_PACKS
-#define PK_NORM_PACKS 2
-#endif
-#ifndef PK_NORM_ROWS
-#define PK_NORM_ROWS 2
-#endif
+// Norms: <= 32 registers, so that two 1024-thread blocks fit an SM: with one, each block that
+// returns at once holds the SM for itself (H200, rmsnorm f32 16384x1024 / 4096x4096 / 1024x16384:
+// 2 packs, 32 registers: 81 / 44 / 41 us; 4 packs, 64 registers: 131 / 64 / 54 us). Under that cap,
+// the batch path's packs a thread and rows a group are kNormPacks / kNormRows below.
 #ifndef PK_NORM_MIN_BLOCKS
 #define PK_NORM_MIN_BLOCKS 2
 #endif
@@ -167,8 +161,10 @@ template <class V, int NMAX, int NT> struct GroupScratch {
 
 // v[i] combined (f) over the G threads of this thread's group (groups of G consecutive threads,
 // G a multiple of kSeg dividing the block); every thread gets the same bits: each segment's
-// butterfly (seg_allreduce), then, for groups of several segments, every thread folds its group's
-// segment partials in order (one barrier). Every thread of the block calls it.
+// butterfly (seg_allreduce), then, for groups of several segments, one barrier and a butterfly over
+// the group's nseg segment partials, lane l of every segment reading partial l % nseg (the same
+// tree in every span of nseg lanes of every segment of the group). A fold of the partials in turn
+// was nseg dependent shared reads a value, 32 in a 1024-thread group.
 template <int N, class V, int NMAX, int NT, class F>
 PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
   static_assert(N <= NMAX, "room for every value");
@@ -181,13 +177,9 @@ PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh
     for (int i = 0; i < N; ++i) sh.part[i][seg] = v[i];
   }
   __syncthreads();
-  const unsigned nseg = G / kSeg, s0 = seg - seg % nseg;
+  const unsigned nseg = G / kSeg, s0 = seg & ~(nseg - 1);  // nseg: a power of two <= kSeg
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    V r = sh.part[i][s0];
-    for (unsigned k = 1; k < nseg; ++k) r = f(r, sh.part[i][s0 + k]);
-    v[i] = r;
-  }
+  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(sh.part[i][s0 + t % nseg], f, nseg);
 }
 
 // ------------------------------------------------------------------ how a block covers rows
@@ -209,7 +201,9 @@ template <> struct Log2<1> { static constexpr u32 v = 0; };
 constexpr u32 kLgSeg = Log2<kSeg>::v;
 // The fewest threads per row (G a power of two >= kSeg, at most the block's 2^lg_nt) that hold a row
 // of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
-// pack on each of the first npk threads; rows of other lengths take the stream path.
+// pack on each of the first npk threads; rows of other lengths take the stream path. (Worked out
+// with selects and one test for every warp, idle or not, it cost the idle blocks more: H200, rmsnorm
+// f16 16384x1024 47 -> 41% of copy.)
 template <int PMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
   constexpr u32 lg_pmax = Log2<PMAX>::v;
   const u32 lg_n = log2_ceil(npk);
@@ -229,9 +223,9 @@ struct RowSlot {
   unsigned g;
   u32 nrows;
 };
-PK_DEV RowSlot row_slot(unsigned G, int K) {
-  const u32 lg = log2_pow2(G);
-  return RowSlot{(usize)blockIdx.x + (usize)(thread_in_block() >> lg) * K, thread_in_block() & (G - 1), gridDim.x};
+PK_DEV RowSlot row_slot(u32 lg_g, int K) {
+  return RowSlot{(usize)blockIdx.x + (usize)(thread_in_block() >> lg_g) * K, thread_in_block() & ((1u << lg_g) - 1),
+                 gridDim.x};
 }
 
 // K rows of P packs (V elements) per thread: pack j of a row is the row's pack j*G + g. The plan
@@ -276,14 +270,17 @@ struct RowTile {
 
 // Stream path: one row in chunks of P packs per thread (chunk c, pack j: the row's pack
 // (c*P + j)*G + g), visited by passes in alternating directions; the chunk in registers (cur) is
-// not loaded again. Padding as RowTile's.
+// not loaded again. Padding as RowTile's. A chunk's bounds are worked out where they are used, not
+// kept in members from its load (H200, softmax f32 4096x4096: 79% of copy in this form; 60% in a
+// build that kept them, among other differences). A second buffer that loaded the next chunk
+// while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
+// rows from 86-95% to 68-80% of copy.
 template <class T, int V, int P>
 struct RowChunks {
   const T* row;
   u32 npk;
   unsigned G, g;
-  int nch, cur, np;  // chunks, the chunk in x, its packs for this thread
-  bool full;         // every thread has P packs in chunk cur (uniform)
+  int nch, cur;  // chunks, the chunk in x
   Vec<T, V> x[P];
 
   PK_DEV RowChunks(const T* r, u32 ncols)
@@ -292,14 +289,10 @@ struct RowChunks {
     cur = -1;
   }
   PK_DEV u32 at(int c) const { return ((u32)c * P * G + g) * V; }  // element offset of pack 0 of chunk c
-  PK_DEV void load(int c, T fill) {
+  PK_DEV bool full(int c) const { return (u32)(c + 1) * P * G <= npk; }  // P packs on every thread
+  PK_DEV int packs(int c) const {  // this thread's packs in chunk c
     const u32 first = (u32)c * P * G + g;
-    np = first < npk ? (int)((npk - first + G - 1) / G) : 0;
-    full = (u32)(c + 1) * P * G <= npk;
-    const T* p = row + at(c);
-#pragma unroll
-    for (int j = 0; j < P; ++j, p += G * V) x[j] = full || j < np ? vload<V>(p, 0) : Vec<T, V>::splat(fill);
-    cur = c;
+    return first < npk ? (int)((npk - first + G - 1) / G) : 0;
   }
   // f(c, fresh): chunk c is in x; fresh when it was loaded for this visit. fill: the padding, an
   // argument rather than a member: `in ? *p : member` became a select of pointers into a private
@@ -308,16 +301,25 @@ struct RowChunks {
     for (int i = 0; i < nch; ++i) {
       const int c = forward ? i : nch - 1 - i;
       const bool fresh = c != cur;
-      if (fresh) load(c, fill);
+      if (fresh) {
+        const bool all = full(c);
+        const int np = packs(c);
+        const T* q = row + at(c);
+#pragma unroll
+        for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload<V>(q, 0) : Vec<T, V>::splat(fill);
+        cur = c;
+      }
       f(c, fresh);
     }
   }
   // stores out(j) to each pack of chunk c (== cur) inside the row
   template <class F> PK_DEV void store(T* dst, int c, F&& out) const {
+    const bool all = full(c);
+    const int np = packs(c);
     T* q = dst + at(c);
 #pragma unroll
     for (int j = 0; j < P; ++j, q += G * V)
-      if (full || j < np) vstore<V>(q, 0, out(j));
+      if (all || j < np) vstore<V>(q, 0, out(j));
   }
 };
 
@@ -337,8 +339,8 @@ template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
 
 // Row dispatch: the batch path when plan_rows has a plan and it is not simply one row of PMAX packs
 // per thread (that is the stream path's single chunk), else the stream path in 16-byte packs
-// (aligned) or in elements: batch(V, P, K, G) with V, P and K as Int<>s. Idle blocks of the batch path
-// return here, before the dispatch on P.
+// (aligned) or in elements: batch(V, P, K, lg_g) with V, P and K as Int<>s. Idle blocks of the batch
+// path return here, before the dispatch on P.
 template <class T, int PMAX, int KMAX, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
@@ -351,7 +353,7 @@ PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
       const u32 lg_k = lg_pmax - p.lg_p < lg_kmax ? lg_pmax - p.lg_p : lg_kmax;  // RowsPerGroup
       if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + lg_k)) - 1)) != 0) return;  // another block's rows
       with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) {
-        batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), 1u << p.lg_g);
+        batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), p.lg_g);
       });
       return;
     }
@@ -381,17 +383,24 @@ template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
   return m;
 }
 // e = exp(x - max) is kept in the row's registers (in T: it is already rounded to T) for the write.
+// f16/bf16: exp as 2^(v*log2 e), one multiply and the hardware exp2 (Candle's hexp is the same
+// ex2.approx): its error, a few float ulps (the product's rounding times |v*log2 e| < 200 among
+// them), is far under half an f16 or bf16 ulp, where expf adds a range reduction to every element
+// of a kernel that issue slots bound (ncu, H200, softmax f16 4096x4096: 61% of issue slots busy at
+// 3.7 warps a scheduler). f32 keeps expf: its 16-ulp tolerance is narrower than that product error.
 template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
-  return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
+  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2f(Cv<T>::rd(x - m) * 1.44269504088896341f));
+  else return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
 }
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
   return Cv<T>::rd((SmC<T>)((SmC<T>)1 / sum));  // f16/bf16: 1/sum rounded to T first
 }
 
 template <class T, int V, int P, int K>
-PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, unsigned G, SmScratch<T> (&smem)[2]) {
+PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T> (&smem)[2]) {
   typedef SmC<T> C;
-  const RowSlot s = row_slot(G, K);
+  const unsigned G = 1u << lg_g;
+  const RowSlot s = row_slot(lg_g, K);
   RowTile<T, V, P, K> t;
   t.load(src, ncols, s, G, Cv<T>::out(Limits<T>::lowest()));
   C m[K], sum[K];
@@ -511,8 +520,8 @@ PK_DEV void softmax(const T* x, T* dst, int n_cols) {
   const u32 ncols = (u32)n_cols;
   row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
-      [&](auto V, auto P, auto K, unsigned G) {
-        softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, G, smem);
+      [&](auto V, auto P, auto K, u32 lg_g) {
+        softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, lg_g, smem);
       },
       [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem); });
 }
@@ -522,7 +531,17 @@ PK_DEV void softmax(const T* x, T* dst, int n_cols) {
 // T(scale * x * alpha); layernorm one-pass mean and E[x^2] - mean^2, rsqrtf(var + eps),
 // T((x - mean) * inv_std * alpha + beta). alpha, beta may be null.
 template <bool LN> struct NormStats;                       // per-row partial sums
-typedef GroupScratch<float, 2 * PK_NORM_ROWS, kMaxBlock> NormScratch;
+// The batch path's packs a thread (P <= kNormPacks) and rows a group (K <= kNormRows): f16, bf16 and
+// layernorm f32 4 packs, one row (64 KB of rows in flight per working 1024-thread block); rmsnorm f32
+// and f64 2 packs, 2 rows. H200, % of copy, 2 packs -> 4: rmsnorm f16 1024x16384 68 -> 88, bf16
+// 68 -> 84, layernorm f32 2048x8192 59 -> 79, f16 1024x16384 56 -> 77; rmsnorm f32 4096x4096
+// 84 -> 63 and 8192x2048 74 -> 61 (it spills at 4 packs under the cap; f64 is not measured). The
+// stream path's chunk: kNormChunk packs.
+template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
+template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
+template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;
+constexpr int kNormChunk = 2;
+typedef GroupScratch<float, 4, kMaxBlock> NormScratch;  // N * K <= 4
 template <> struct NormStats<false> { static constexpr int N = 1; };
 template <> struct NormStats<true> { static constexpr int N = 2; };
 
@@ -578,10 +597,11 @@ PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const No
 }
 
 template <bool LN, class T, int V, int P, int K>
-PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, unsigned G,
+PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, u32 lg_g,
                        NormScratch& smem) {
   constexpr int N = NormStats<LN>::N;
-  const RowSlot s = row_slot(G, K);
+  const unsigned G = 1u << lg_g;
+  const RowSlot s = row_slot(lg_g, K);
   RowTile<T, V, P, K> t;
   t.load(src, ncols, s, G, Cv<T>::out(0));
   float st[N * K];
@@ -636,12 +656,12 @@ template <bool LN, class T>
 PK_DEV void norm(const T* x, T* dst, const T* alpha, const T* beta, int n_cols, float eps) {
   __shared__ NormScratch smem;
   const u32 ncols = (u32)n_cols;
-  row_dispatch<T, PK_NORM_PACKS, PK_NORM_ROWS>(
+  row_dispatch<T, kNormPacks<LN, T>, kNormRows<LN, T>>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst, alpha, beta),
-      [&](auto V, auto P, auto K, unsigned G) {
-        norm_batch<LN, T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, alpha, beta, ncols, eps, G, smem);
+      [&](auto V, auto P, auto K, u32 lg_g) {
+        norm_batch<LN, T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, alpha, beta, ncols, eps, lg_g, smem);
       },
-      [&](auto V) { norm_stream<LN, T, decltype(V)::v, PK_NORM_PACKS>(x, dst, alpha, beta, ncols, eps, smem); });
+      [&](auto V) { norm_stream<LN, T, decltype(V)::v, kNormChunk>(x, dst, alpha, beta, ncols, eps, smem); });
 }
 
 // ----------------------------------------------------------------------------------- rope

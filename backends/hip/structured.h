@@ -77,9 +77,15 @@ constexpr unsigned kSeg = 32;
 // (H200, one run, when nn.hip's and quantize_q8_1's sums left shared memory for it: layernorm
 // f32 4096x4096 56.2 -> 47.9 us, rmsnorm f32 44.7 -> 41.2 us, quantize_q8_1 of 14336 4.70 ->
 // 4.58 us against Candle's 4.54.)
-template <class V, class F> PK_DEV V seg_allreduce(V v, F&& f) {
+// span < kSeg (a power of two, the same on every thread of the segment): v combined over each aligned
+// span of that many threads. (A loop bounded by span kept nn.hip's 1024-thread norms under 32
+// registers at 4 packs a thread where an unrolled butterfly with its large masks skipped spilled
+// more: H200, rmsnorm f32 2048x8192 at 4 packs, 92% of copy with the loop, 66% unrolled. On NVIDIA
+// it also leaves softmax_f16, which never runs the loop under Candle's launch, at 80 registers
+// with spills, measured no slower than at 127 without.)
+template <class V, class F> PK_DEV V seg_allreduce(V v, F&& f, unsigned span = kSeg) {
 #pragma unroll
-  for (int m = (int)kSeg / 2; m > 0; m /= 2) v = f(v, __shfl_xor(v, m, (int)kSeg));
+  for (int m = (int)span / 2; m > 0; m /= 2) v = f(v, __shfl_xor(v, m, (int)kSeg));
   return v;
 }
 
