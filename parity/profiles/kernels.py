@@ -202,6 +202,11 @@ class KernelOp(Op):
     def signature(self, key: str) -> list[str]:
         return [("ptr" if p.pointer else dtype(key).name if p.ctype == "T" else p.ctype) for p in self.params]
 
+    def typed_signature(self, key: str) -> list[str]:
+        """signature() with each pointer's element type (`f32*`, `u64*`; const-ness is not declared)."""
+        return [f"{dtype(key).name if p.elem == 'T' else p.elem}*" if p.pointer else t
+                for p, t in zip(self.params, self.signature(key))]
+
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
