@@ -6,6 +6,7 @@ every mistake in a declaration is one line naming the file, the line and the fie
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -129,6 +130,190 @@ def test_declaration_errors_name_file_line_and_field(tmp_path, old, new, line, s
     # the command line: one line, exit 2
     r = CliRunner().invoke(main, ["coverage", "--hip-src", str(tmp_path / "hip")])
     assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+
+
+def _rejected(tmp_path, old: str | tuple, new: str | tuple) -> tuple[Path, str]:
+    """The example's declaration with `old` replaced by `new` (or each of a tuple by its counterpart): its file
+    and the one-line error of loading it (which must also be `parity coverage`'s: exit 2, no traceback)."""
+    shutil.copytree(EXAMPLE / "hip", tmp_path / "hip")
+    decl = tmp_path / "hip" / "parity-kernels.toml"
+    text = decl.read_text()
+    for o, n in zip((old,) if isinstance(old, str) else old, (new,) if isinstance(new, str) else new):
+        assert o in text, o
+        text = text.replace(o, n, 1)
+    decl.write_text(text)
+    with pytest.raises(DeclarationError) as e:
+        profiles.load(decl)
+    msg = str(e.value)
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(tmp_path / "hip")])
+    assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, r.output
+    return decl, msg
+
+
+SIZE_NAMES = [
+    # (old, new, line, message): a name no launch has, in every kind of size expression
+    ('grid = "ceil(n / 256)"', 'grid = "ceil(nn / 256)"', 14,
+     "kernel blas.axpy: grid: unknown size 'nn' (known: block, n, numel_out, numel_x, numel_y)"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(row / 256)"', 41,
+     "kernel reduce.rowsum: grid: unknown size 'row' in shape class 'small' (known: block, cols, numel_a, numel_out, rows)"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nblock = [32, "rowz"]', 42,
+     "kernel reduce.rowsum: block: unknown size 'rowz' in shape class 'small'"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nshared = "rows * 4 + k"', 42,
+     "kernel reduce.rowsum: shared: unknown size 'k' in shape class 'small'"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nrefuse = [["rowz == 0", "no rows"]]', 42,
+     "kernel reduce.rowsum: refuse: unknown size 'rowz' in shape class 'small'"),
+    ('grid = "ceil(rows / 256)"\n', '', 14,
+     "kernel reduce.rowsum: grid: unknown size 'n' in shape class 'small'"),     # [launch]'s grid does not fit it
+    ('tolerance = "sum"', 'tolerance = { sum = "nn" }', 58, "kernel reduce.dot: tolerance: sum: unknown size 'nn'"),
+    ('"rows: size u32"', '"rows: size u32 = rowz * 2"', 39, "kernel reduce.rowsum: params: rows: unknown size 'rowz'"),
+    ('"n: len u32"]', '"n: len u32", "m: size u32"]', 20,
+     "kernel blas.axpy: params: m: unknown size 'm' (known: n, numel_out, numel_x, numel_y); a size without '= EXPR'"),
+    ('"result: out = zero"', '"result: out = value:beta"', 56, "kernel reduce.dot: params: result's value: unknown scalar 'beta'"),
+]
+
+
+@pytest.mark.parametrize("old,new,line,says", SIZE_NAMES, ids=[m[3][:50] for m in SIZE_NAMES])
+def test_a_misspelled_size_in_a_launch_expression_is_a_declaration_error(tmp_path, old, new, line, says):
+    """`grid = "ceil(nn / 256)"` was accepted, then every case of the kernel was parity's `error` (NameError)
+    under a family of its own: every name of every size expression is checked at load, where it is."""
+    decl, msg = _rejected(tmp_path, old, new)
+    assert msg.startswith(f"{decl}:{line}: ") and says in msg, msg
+
+
+def test_a_misspelled_launch_size_stops_the_run_before_any_case(tmp_path):
+    shutil.copytree(EXAMPLE / "hip", tmp_path / "hip")
+    decl = tmp_path / "hip" / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "ceil(nn / 256)"'))
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(tmp_path / "hip"), "--levels", "cpu", "--sweep", "smoke",
+                                  "--out", str(tmp_path / "out"), "-q"])
+    assert r.exit_code == 2, r.output
+    assert f"{decl}:14: kernel blas.axpy: grid: unknown size 'nn'" in r.output
+    assert not list((tmp_path / "out").glob("*/results.json"))
+
+
+TOLERANCES = [
+    ("{ ulp = -1 }", "ulp = -1: a whole number >= 0"), ("{ ulp = nan }", "ulp = nan: a whole number >= 0"),
+    ("{ ulp = 2.5 }", "ulp = 2.5: a whole number >= 0"), ('{ ulp = "2" }', "ulp = '2': a whole number >= 0"),
+    ("{ ulp = true }", "ulp = True: a whole number >= 0"), ("{ ulp = 1, atol = inf }", "atol = inf: a finite number >= 0"),
+    ("{ atol = -0.5 }", "atol = -0.5: a finite number >= 0"), ("{ ulp = { f32 = -2 } }", "ulp.f32 = -2"),
+    ("{ ulp = { f32 = 2, f16 = 1 } }", "ulp.f16: not a dtype of the kernel (f32, f64; * for every other)"),
+]
+
+
+@pytest.mark.parametrize("spec,says", TOLERANCES, ids=[t[0] for t in TOLERANCES])
+def test_a_tolerance_is_a_finite_non_negative_number(tmp_path, spec, says):
+    """`tolerance = { ulp = -1 }` judged every case against a negative budget: rejected at load."""
+    decl, msg = _rejected(tmp_path, "tolerance = { roundings = 2 }", f"tolerance = {spec}")
+    assert msg.startswith(f"{decl}:22: kernel blas.axpy: tolerance: {says}"), msg
+
+
+def test_tolerance_tables_by_dtype_are_kept():
+    from parity.profiles.declared import _budget, _KernelEntry, _Where
+    entry = _KernelEntry({"dtypes": ["f32", "f64"]}, 0, _Where(DECL, DECL.read_text()))
+    assert _budget(entry, {"ulp": {"f32": 2, "*": 1}}, "ulp", whole=True) == {"f32": 2, "*": 1}
+    assert _budget(entry, {"atol": 1e-6}, "atol") == 1e-6
+
+
+def test_an_unknown_launch_key_is_reported_at_its_own_line(tmp_path):
+    """`blok = 256` on line 13 of [launch] (line 12): the error names line 13."""
+    decl, msg = _rejected(tmp_path, "block = 256\n", "blok = 256\n")
+    assert msg == f"{decl}:13: launch: unknown key 'blok'; did you mean 'block'?", msg
+
+
+OTHER_FIELDS = [
+    # (old, new, line, message): anything else accepted at load that failed later
+    ('dtypes = ["f32", "f64"]\nparams = ["x: in", "y: in"', 'dtypes = []\nparams = ["x: in", "y: in"', 19,
+     "kernel blas.axpy: dtypes: at least one dtype"),
+    ('dtypes = ["f32", "f64"]\nparams = ["x: in", "y: in"', 'dtypes = ["f32", "f32"]\nparams = ["x: in", "y: in"', 19,
+     "kernel blas.axpy: dtypes: f32 is listed twice"),
+    ('f32 = "float"', 'f32 = "unsigned float"', 9, "types: f32 = 'unsigned float': a spelling is letters, digits and _"),
+    ('title = "vecops: a CUDA library', 'title = 3\ndescription = "vecops: a CUDA library', 5, "title: must be a string"),
+    ('scalars = [{ alpha = 2.5 }, { alpha = -0.75 }]', 'scalars = [{ alpha = true }]', 23,
+     "kernel blas.axpy: scalars: every table gives a number for each scalar (alpha)"),
+    (('"n: len u32"]', '{ alpha = 2.5 }, { alpha = -0.75 }]'), ('"n: len u32", "k: scalar u32"]', '{ alpha = 2.5, k = -1 }]'),
+     23, "kernel blas.axpy: scalars: k = -1: a u32 takes whole numbers from 0 to 4294967295"),
+    (('"n: len u32"]', '{ alpha = 2.5 }, { alpha = -0.75 }]'), ('"n: len u32", "k: scalar i32"]', '{ alpha = 2.5, k = 0.5 }]'),
+     23, "kernel blas.axpy: scalars: k = 0.5: a i32 takes whole numbers"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nblock = [64, 32]', 42,
+     "kernel reduce.rowsum: block: [64, 32]: 2048 threads; a block holds at most 1024"),
+    ('block = 256', 'block = 0', 13, "kernel blas.axpy: block: 0: a size >= 1"),
+    ('grid = "ceil(rows / 256)"', 'grid = 0', 41, "kernel reduce.rowsum: grid: 0: a size >= 1"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nshared = -4', 42, "kernel reduce.rowsum: shared: -4: bytes, >= 0"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 256)"\nrefuse = [["rows === 0", "no rows"]]', 42,
+     "kernel reduce.rowsum: refuse: 'rows === 0': invalid syntax"),
+    ('"result: out = zero"', '"result: out = first:z"', 56, "kernel reduce.dot: params: result: first:z: unknown input 'z'"),
+    ('out = ["rows"] }', 'out = ["rows - 2"] }', 48,
+     "kernel reduce.rowsum: shapes: one-row: operand out's shape [-1]: every dimension a whole number >= 0"),
+    ('a = ["rows", "cols"]', 'a = ["rows", "cols - 2"]', 49,
+     "kernel reduce.rowsum: shapes: no-cols: operand a's shape [5, -2]: every dimension a whole number >= 0"),
+]
+
+
+@pytest.mark.parametrize("old,new,line,says", OTHER_FIELDS, ids=[m[3][:60] for m in OTHER_FIELDS])
+def test_every_field_is_checked_at_load_where_it_is(tmp_path, old, new, line, says):
+    decl, msg = _rejected(tmp_path, old, new)
+    assert msg.startswith(f"{decl}:{line}: ") and says in msg, msg
+
+
+def _renamed_copy(tmp_path, monkeypatch, name: str) -> Path:
+    """A copy of the example's hip folder declaring profile `name` (one process holds one `vecops`)."""
+    monkeypatch.setenv(profiles.ENV, os.environ.get(profiles.ENV, ""))      # restored after the test
+    shutil.copytree(EXAMPLE / "hip", tmp_path / "hip")
+    decl = tmp_path / "hip" / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('name = "vecops"', f'name = "{name}"'))
+    return tmp_path / "hip"
+
+
+def test_a_reference_that_raises_is_the_declarations_error_not_paritys(tmp_path, monkeypatch):
+    """refs.rowsum raising ValueError was `error (parity's gap) — parity internal error`, its rows under a
+    family of their own: it is the declaration's `reference-error`, naming refs.py, the line of the
+    raise and the function, in the kernel's own family."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsraise")
+    refs = hip / "refs.py"
+    text = refs.read_text().replace("    t = np.float32 if dtype",
+                                    '    if a.shape[0] > 100:\n        raise ValueError("boom")\n    t = np.float32 if dtype')
+    refs.write_text(text)
+    line = text.splitlines().index('        raise ValueError("boom")') + 1
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--levels", "cpu", "--sweep", "pr", "--ops",
+                                  "reduce.rowsum", "--out", str(tmp_path / "out"), "-q"])
+    assert r.exit_code == 1, r.output
+    folder = next((tmp_path / "out").iterdir())
+    rows = json.loads((folder / "results.json").read_text())["results"]
+    bad = [row for row in rows if row["verdict"] != "pass"]
+    assert bad and all("/tails/" in row["case_id"] for row in bad)              # 300 rows: the ones that raise
+    assert {row["verdict"] for row in bad} == {"reference-error"}
+    assert {row["message"] for row in bad} == {f"reference raised ValueError: boom (refs.py:{line}, in rowsum)"}
+    assert {row["family"] for row in rows} == {"reduce"} and {row["kernel"] for row in bad} == {"rowsum_float",
+                                                                                                 "rowsum_double"}
+    summary = (folder / "summary.md").read_text()
+    assert "**reference-error** (the declaration's) — `vecopsraise.reduce.rowsum`: its declared reference raised" in summary
+    assert "parity's gap" not in summary and "parity internal error" not in summary
+
+
+def test_an_expression_reference_that_raises_names_the_declarations_line(tmp_path, monkeypatch):
+    from parity.profiles.kernels import ReferenceRaised
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsexpr")
+    decl = hip / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('reference = "alpha * x + y"', 'reference = "alpha * x + y + 0 / (alpha - 2.5)"'))
+    p = profiles.load(decl)
+    case = Case.parse("vecopsexpr.blas.axpy/f32/len257/normal/s0@alpha=2.5")
+    with pytest.raises(ReferenceRaised) as e:
+        prepare_case(case)
+    assert str(e.value) == ("reference raised ZeroDivisionError: float division by zero "
+                            "('alpha * x + y + 0 / (alpha - 2.5)', parity-kernels.toml:21)")
+    (row,) = run_cases([case], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "reference-error" and row["message"] == str(e.value) and row["family"] == "blas"
+    ok = run_cases([Case.parse("vecopsexpr.blas.axpy/f32/len257/normal/s0@alpha=-0.75")], CpuExecutor(p.name), "cpu")
+    assert ok[0]["verdict"] == "pass"
+
+
+def test_a_reference_that_returns_the_wrong_shape_is_the_declarations_error(tmp_path, monkeypatch):
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsshape")
+    (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    return acc[:-1]"))
+    p = profiles.load(hip / "parity-kernels.toml")
+    (row,) = run_cases([Case.parse("vecopsshape.reduce.rowsum/f32/small/normal/s0")], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "reference-error"
+    assert row["message"] == "reference returned out of shape (3,) for an output of shape (4,) (refs.py:8, in rowsum)"
 
 
 def test_parameter_grammar():

@@ -91,6 +91,26 @@ def test_mapping_gap_one_finding_per_identifier_blamed_on_parity():
     assert "mapping-gap" in FAILING and not Results.from_rows(rows).ok
 
 
+def test_a_declared_reference_that_raises_is_blamed_on_the_declaration():
+    """reference-error: not parity's gap, not a wrong kernel of the port: its kernels are `not verified
+    (the declaration's reference raised)` and its finding counts as no cause of the port's."""
+    from parity.render import outcome
+    m = "reference raised ValueError: boom (refs.py:12, in rowsum)"
+    rows = [row("reduce.rowsum", d, "tails", "reference-error", kernel=f"rowsum_{d}", message=m) for d in ("f32", "f64")]
+    rows += [row("reduce.rowsum", d, "small", kernel=f"rowsum_{d}") for d in ("f32", "f64")]
+    rows += [row("blas.axpy", "f32", "contiguous", "fail", kernel="axpy_float"), row("blas.axpy", "f64", "contiguous")]
+    f = analyze(rows, [{"level": HIP, "available": True}])
+    (x,) = by_cause(f, "reference-error")
+    assert x.blame == "declaration" and x.detail == m and x.kernels == ("rowsum_f32", "rowsum_f64")
+    assert x.title == "`reduce.rowsum`: its declared reference raised in 2 cases, so they are not judged"
+    assert "1. **reference-error** (the declaration's) — `reduce.rowsum`" in "\n".join(markdown.finding_lines(1, x))
+    res = Results.from_rows(rows, {"levels": [{"level": HIP, "available": True}]})
+    head = outcome.of(res).headline
+    assert "ported 4/4 kernels (100%) · 1 at parity, 1 wrong (1 cause), 2 not verified (the declaration's " \
+           "reference raised)" in head, head
+    assert "reference-error" in FAILING and not res.ok
+
+
 def test_signature_mismatch_per_op_shows_expected_and_found():
     # the same drift in two dtypes (the dtype's own type written T) is one finding
     rows = [row("affine", d, lay, "signature-mismatch", expected_params=["size_t", "size_t", "ptr", "ptr", "ptr", d],

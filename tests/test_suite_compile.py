@@ -16,7 +16,7 @@ from parity.suite.coverage import coverage
 from parity.ops import expected_kernels
 from parity.ops.base import Arg, Launch
 from parity.suite.elf import kernels_from_binary, unbundle
-from parity.suite.scan import discover, normalize_type
+from parity.suite.scan import detailed_type, discover, normalize_type
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -55,6 +55,19 @@ def test_discover_without_cpp_finds_literal_declarations():
 ])
 def test_normalize_type(ctype, want):
     assert normalize_type(ctype) == want
+
+
+@pytest.mark.parametrize("ctype,want", [
+    ("const size_t *info", "const size_t*"), ("const uint32_t* info", "const u32*"), ("float *buf", "f32*"),
+    ("const float* __restrict__ src", "const f32*"), ("float * const p", "f32*"), ("float arr[]", "f32*"),
+    ("const unsigned char* a", "const u8*"), ("const void * vx", "const void*"), ("T **p", "T**"),
+    ("const block_q8_1 *y", "const block_q8_1*"), ("unsigned long long n", "u64"), ("unsigned char", "u8"),
+])
+def test_pointer_parameters_keep_what_they_point_to(ctype, want):
+    """The drift record and coverage see a pointer's pointee (`const size_t*` turning `const u32*` is a
+    change) and its const; an unnamed `unsigned char` is u8, not an `unsigned` named `char`."""
+    assert detailed_type(ctype) == want
+    assert detailed_type("fptr x", {"fptr": "float *"}) == "f32*"
 
 
 def test_normalize_type_follows_typedefs():

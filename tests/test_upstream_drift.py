@@ -4,6 +4,10 @@ an unchanged upstream is exit 0. Upstream here is a small CUDA suite of our own 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -37,7 +41,8 @@ def test_an_unchanged_upstream_is_current(tmp_path):
     r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(rec), "--update-snapshot")
     assert r.exit_code == 0, r.output
     assert json.loads(rec.read_text())["kernels"]["affine_f64"] == {
-        "file": "affine.cu", "line": 4, "params": ["size_t", "size_t", "ptr", "ptr", "ptr", "f64", "f64"]}
+        "file": "affine.cu", "line": 4,
+        "params": ["size_t", "size_t", "const size_t*", "const f64*", "f64*", "f64", "f64"]}
     r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(rec))
     assert r.exit_code == 0, r.output
     assert "0 new upstream, 0 gone upstream, 0 parameters changed: the catalog is current" in r.output
@@ -58,9 +63,11 @@ extern "C" __global__ void affine_gelu_f32(const size_t numel, const float *inp,
     lines = [ln.split("\t") for ln in r.output.splitlines() if "\t" in ln]
     assert lines == [
         ["new upstream", "affine_gelu_f32", "affine.cu:4", "closest: affine_u32 (affine)"],
-        ["gone upstream", "affine_f64", "affine.cu:4 (snapshot)", "was (size_t, size_t, ptr, ptr, ptr, f64, f64)"],
+        ["gone upstream", "affine_f64", "affine.cu:4 (snapshot)",
+         "was (size_t, size_t, const size_t*, const f64*, f64*, f64, f64)"],
         ["parameters changed", "affine_f32", "affine.cu:2",
-         "was (size_t, size_t, ptr, ptr, ptr, f32, f32), now (u32, size_t, ptr, ptr, ptr, f32, f32); "
+         "was (size_t, size_t, const size_t*, const f32*, f32*, f32, f32), "
+         "now (u32, size_t, const size_t*, const f32*, f32*, f32, f32); "
          "catalog's affine: #0: expected size_t, suite has u32"]]
     assert "since test upstream v1: 1 new upstream, 1 gone upstream, 1 parameters changed" in r.output
 
@@ -85,3 +92,92 @@ def test_the_bundled_record_is_every_kernel_the_catalog_expects_of_candle():
     abi = {k for k, v in expected_kernels().items() if not v[0].spec.library}
     assert len(rec["kernels"]) >= 991
     assert set(rec["kernels"]) <= abi
+
+
+# ------------------------------------------------------------------ what a pointer points to
+FILL = """extern "C" __global__ void fill_f32(float *buf, float value, const size_t numel) {}
+"""
+
+
+def _lines(output: str) -> list[list[str]]:
+    return [ln.split("\t") for ln in output.splitlines() if "\t" in ln]
+
+
+def test_a_pointer_to_another_type_upstream_is_a_parameters_changed_line(tmp_path):
+    """Candle's `const size_t *info` turned `const uint32_t *info`, or `float *buf` turned `double *buf`:
+    the same ABI class (a pointer), another kernel. The record keeps each pointee and its const."""
+    src = _upstream(tmp_path, AFFINE)
+    (src / "fill.cu").write_text(FILL)
+    rec = tmp_path / "record.json"
+    rec.write_text(snapshot_text(upstream_snapshot(discover(src), "test upstream v1")))
+    assert json.loads(rec.read_text())["kernels"]["fill_f32"]["params"] == ["f32*", "f32", "size_t"]
+    _upstream(tmp_path, AFFINE.replace("const size_t *info,\n    const float", "const uint32_t *info,\n    const float"))
+    (src / "fill.cu").write_text(FILL.replace("float *buf", "double *buf"))
+    r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(rec))
+    assert r.exit_code == 1, r.output
+    assert _lines(r.output) == [
+        ["parameters changed", "affine_f32", "affine.cu:2",
+         "was (size_t, size_t, const size_t*, const f32*, f32*, f32, f32), "
+         "now (size_t, size_t, const u32*, const f32*, f32*, f32, f32)"],
+        ["parameters changed", "fill_f32", "fill.cu:1", "was (f32*, f32, size_t), now (f64*, f32, size_t)"]]
+    assert "0 new upstream, 0 gone upstream, 2 parameters changed" in r.output
+
+
+def test_a_record_written_before_pointees_were_kept_still_matches(tmp_path):
+    """A record of `ptr` pointers (parity before pointees were recorded) takes any pointer: no drift."""
+    src = _upstream(tmp_path, AFFINE)
+    snap = upstream_snapshot(discover(src), "old")
+    for k in snap["kernels"].values():
+        k["params"] = ["ptr" if t.endswith("*") else t for t in k["params"]]
+    rec = tmp_path / "old.json"
+    rec.write_text(snapshot_text(snap))
+    r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(rec))
+    assert r.exit_code == 0 and "the catalog is current" in r.output, r.output
+
+
+def test_plain_coverage_flags_a_pointer_to_elements_of_another_width(tmp_path):
+    """Coverage of a CUDA tree compares pointees with the record of Candle the catalog follows: info as
+    u32 where the host passes size_t is a signature-mismatch; the same width spelled otherwise is not."""
+    src = _upstream(tmp_path, AFFINE.replace("const size_t *info,\n    const float", "const uint32_t *info,\n    const float")
+                    .replace("const double *inp", "const uint64_t *inp"))
+    r = _cli("coverage", "--cuda-src", str(src), "--json", "--ops", "affine")
+    rows = {x["kernel"]: x for x in json.loads(r.output[r.output.index("{"):])["cuda"]["rows"]}
+    assert rows["affine_f32"]["status"] == "signature-mismatch"
+    assert rows["affine_f32"]["suggestion"] == "#2: expected const size_t*, suite has const u32* (8-byte elements, not 4)"
+    assert rows["affine_f64"]["status"] == "present"
+    assert rows["affine_f64"]["suggestion"] == "#3: u64* for f64* (same element width)"
+
+
+def test_the_drift_report_goes_to_stdout(tmp_path):
+    """`parity coverage --drift > file` keeps the lines and the summary; stderr has nothing of them."""
+    src = _upstream(tmp_path, AFFINE)
+    rec = tmp_path / "record.json"
+    rec.write_text(snapshot_text(upstream_snapshot(discover(src), "test upstream v1")))
+    (src / "affine.cu").write_text(AFFINE + 'extern "C" __global__ void affine_gelu_f32(const size_t numel) {}\n')
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, "-m", "parity", "coverage", "--cuda-src", str(src), "--drift", "--snapshot",
+                        str(rec)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.splitlines()[0].startswith("new upstream\taffine_gelu_f32\taffine.cu:6")
+    assert "since test upstream v1: 1 new upstream, 0 gone upstream, 0 parameters changed" in p.stdout
+    assert p.stderr == ""
+
+
+def test_a_folder_that_is_not_candles_tree_is_a_setup_error():
+    """--cuda-src of another project (the declared-port example's CUDA original): not 999 `gone upstream`
+    lines but one line, exit 2."""
+    example = Path(__file__).resolve().parents[1] / "docs" / "examples" / "declared-port" / "cuda"
+    r = _cli("coverage", "--cuda-src", str(example), "--drift")
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "gone upstream" not in r.output
+    assert f"{example} is not the tree the record was taken from" in r.output
+    assert "none of its" in r.output and "affine.cu" in r.output
+
+
+def test_the_bundled_record_keeps_every_pointers_pointee():
+    rec = json.loads((data_dir() / "candle-upstream.json").read_text())
+    params = [t for k in rec["kernels"].values() for t in k["params"]]
+    assert "ptr" not in params
+    assert rec["kernels"]["affine_f32"]["params"][2] == "const size_t*"
+    assert rec["kernels"]["fill_f32"]["params"][0] == "f32*"

@@ -27,8 +27,11 @@ from parity.render.table import Col, fit_table
                    "parity/data/candle-upstream.json].")
 @click.option("--update-snapshot", is_flag=True, help="With --drift: after catching the catalog up, write --cuda-src's "
                                                       "kernels as the new record (to --snapshot, else the bundled one).")
-def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file, update_snapshot, port_file,
-                 port_source, port_include,
+@click.option("--snapshot-source", metavar="TEXT", help="With --update-snapshot: what the record says it was taken "
+                                                        "from, e.g. 'huggingface/candle 2a13b0f3ff62 (2026-08-14) "
+                                                        "candle-kernels/src' [default: the --cuda-src path].")
+def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file, update_snapshot, snapshot_source,
+                 port_file, port_source, port_include,
                  port_force_include, port_define, profile_opt=None) -> None:
     """Which kernels the catalog expects are present, missing, extra or mis-declared in each suite.
 
@@ -37,8 +40,10 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
     the ABI profile's (--profile; by default the one the suite's kernel names belong to).
     """
     from parity.suite.coverage import coverage, summary
+    if snapshot_source and not update_snapshot:
+        raise SetupError("--snapshot-source goes with --drift --update-snapshot")
     if drift:
-        _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot)
+        _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot, snapshot_source)
     if snapshot_file or update_snapshot:
         raise SetupError("--snapshot and --update-snapshot go with --drift")
     from parity.suite.scan import discover
@@ -50,12 +55,13 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
     except KeyError as e:
         raise SetupError(str(e.args[0]))
     expected = {k: v for k, v in profile.expected_kernels().items() if wanted is None or v[0].name in wanted}
+    typed = profile.typed_signatures()
     suites = [("hip", subj.hip_src)] + ([("cuda", subj.cuda_src)] if subj.cuda_src else [])
     bad = False
     out = {}
     console = Console()
     for label, folder in suites:
-        rows = coverage(subj.suite() if label == "hip" else discover(folder), expected)
+        rows = coverage(subj.suite() if label == "hip" else discover(folder), expected, typed)
         if wanted is not None:
             rows = [r for r in rows if r.status != "extra"]
         s = summary(rows)
@@ -163,36 +169,31 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
 
 
 def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None, snapshot_file: Path | None = None,
-           update: bool = False) -> None:
-    """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
+           update: bool = False, source: str | None = None) -> None:
+    """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31). The
+    report (its lines and the summary) goes to stdout, so `> file` keeps it; errors go to stderr."""
     from parity.core.resources import data_dir
-    from parity.suite.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
+    from parity.suite.coverage import UPSTREAM_LOCK, drift, foreign_tree, snapshot_text, upstream_snapshot
     from parity.suite.scan import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     subj = subject_of(None, cuda_src, profile_opt)
     folder, profile = subj.cuda_src, subj.profile
-    suite = discover(folder)
     record = snapshot_file or (data_dir() / UPSTREAM_LOCK if profile.name == "candle" else None)
+    if update and record is None:
+        raise SetupError(f"profile {profile.name} has no bundled upstream record: name one with --snapshot FILE")
+    lock = _read_record(record, must_exist=bool(snapshot_file) and not update, lenient=update)
+    why = foreign_tree(folder, lock) if lock else ""
+    if why:
+        raise SetupError(why)
+    suite = discover(folder)
     if update:
-        if record is None:
-            raise SetupError(f"profile {profile.name} has no bundled upstream record: name one with --snapshot FILE")
         try:
-            record.write_text(snapshot_text(upstream_snapshot(suite, str(folder))))
+            record.write_text(snapshot_text(upstream_snapshot(suite, source or str(folder))))
         except OSError as e:
             raise SetupError(f"cannot write {record}: {e.strerror or e}")
-        click.echo(f"{record}: {len(suite.kernels)} kernels of {folder} recorded", err=True)
-    lock = None
-    if record is not None and not update:
-        try:
-            lock = json.loads(record.read_text())
-            if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
-                raise ValueError("no 'kernels' object")
-        except FileNotFoundError:
-            if snapshot_file:
-                raise SetupError(f"--snapshot {record} does not exist (write one with --update-snapshot)")
-        except (OSError, ValueError) as e:
-            raise SetupError(f"{record} is not an upstream record ({e})")
+        click.echo(f"{record}: {len(suite.kernels)} kernels of {folder} recorded")
+        lock = None
     rows = drift(suite, profile.expected_kernels(), lock)
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
@@ -203,8 +204,28 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
         since = f" since {lock.get('source', record)}" if lock else ""
         click.echo(f"{folder}{since}: " + ", ".join(f"{n} {st}" for st, n in counts.items())
                    + (": catch the catalog up (docs/candle-new-kernels.md, 'A new upstream kernel')" if rows
-                      else ": the catalog is current"), err=True)
+                      else ": the catalog is current"))
     sys.exit(1 if rows else 0)
+
+
+def _read_record(record: Path | None, must_exist: bool, lenient: bool = False) -> dict | None:
+    """The upstream record `drift` compares against (None: none, or none yet where it may be written;
+    lenient: one that is no record, about to be overwritten)."""
+    if record is None:
+        return None
+    try:
+        lock = json.loads(record.read_text())
+        if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
+            raise ValueError("no 'kernels' object")
+        return lock
+    except FileNotFoundError:
+        if must_exist:
+            raise SetupError(f"--snapshot {record} does not exist (write one with --update-snapshot)")
+        return None
+    except (OSError, ValueError) as e:
+        if lenient:
+            return None
+        raise SetupError(f"{record} is not an upstream record ({e})")
 
 
 def _relative(where: str, folder: Path) -> str:

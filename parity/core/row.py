@@ -29,6 +29,8 @@ class Verdict(str, Enum):
     UNAVAILABLE = "unavailable"                # the level cannot run it (no GPU, bench-sized on cpu)
     REFUSED = "refused"                        # the executor's host code refused the launch
     ERROR = "error"                            # a parity bug on this case
+    REFERENCE_ERROR = "reference-error"        # a declared kernel's own reference raised on this case:
+                                               # not judged, the declaration's to fix (file:line in the message)
     XFAIL = "xfail"                            # failing, and the baseline says so
     XPASS = "xpass"
     XPASS_STRICT = "xpass-strict"

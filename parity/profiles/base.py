@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from parity.core.suggest import unknown
 from parity.ops.base import Op
@@ -29,6 +29,22 @@ class Profile:
     sweeps: dict[str, dict] = field(default_factory=dict)   # bundled sweeps as parsed TOML (not Candle's:
                                                 # those are the files of cases/)
     notes: tuple[str, ...] = ()                 # facts of the profile every report should carry
+    typed: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
+                                                # kernel -> its parameter types with what each pointer
+                                                # points to (Candle's: its upstream record); None: the ops'
+
+    def typed_signatures(self) -> dict[str, list[str]]:
+        """Kernel -> parameter types with pointees (`const size_t*`, `f32*`), for the kernels whose
+        pointees the profile knows: a described kernel's own (KernelOp.typed_signature), Candle's from
+        its record of upstream. Coverage compares a suite's pointers against them."""
+        if self.typed is not None:
+            return self.typed()
+        out = {}
+        for op in self.ops.values():
+            typed = getattr(op, "typed_signature", None)
+            if typed is not None:
+                out.update((op.kernel_name(key), typed(key)) for key in op.dtypes)
+        return out
 
     # ---- the catalog
     def expected_kernels(self) -> dict[str, tuple[Op, str]]:

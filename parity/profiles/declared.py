@@ -46,8 +46,11 @@ operands in their own dtype (C's wrapping arithmetic; `/` and `%` truncate as in
 the references module is called with the arguments its signature names: operands, scalars, sizes,
 and `dtype` (the case's dtype, e.g. "f32"); it returns the output (one `out`) or a dict by name.
 
-Every error is one line naming the file, the line and the field (`DeclarationError`). The
-references module is Python code of the port: parity imports it, as it would run the port's tests.
+Every error is one line naming the file, the line and the field (`DeclarationError`), found when the
+file loads: every name of every size expression is checked against the names the launch will have,
+tolerances, scalar values, blocks and operand shapes against their ranges. The references module is
+Python code of the port: parity imports it, as it would run the port's tests; what it raises on a case
+is the declaration's (`ReferenceRaised`: verdict `reference-error`, with its file, line and function).
 """
 from __future__ import annotations
 
@@ -55,8 +58,11 @@ import ast
 import functools
 import importlib.util
 import inspect
+import math
+import os
 import re
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -73,8 +79,8 @@ from parity.core.tolerance import Tolerance
 from parity.core.values import VALUE_CLASSES
 from parity.ops.base import ShapeClass
 from parity.profiles.base import BUILTIN, Profile, default_sweeps
-from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, KernelOp, LaunchRule, Param, cdiv,
-                                     custom_shape, evaluate, kernel_op, size_expr)
+from parity.profiles.kernels import (INIT_RULES, INT_TYPES, ROLES, DeclarationError, KernelOp, LaunchRule, Param,
+                                     ReferenceRaised, cdiv, custom_shape, evaluate, kernel_op, size_expr)
 
 TOP_KEYS = {"name": "the profile's name", "title": "one line", "references": "a .py file next to this one",
             "types": "a table dtype -> spelling", "launch": "a table: block, grid, shared", "kernel": "[[kernel]] tables",
@@ -88,6 +94,9 @@ KERNEL_KEYS = {"op": "family.op", "name": "the kernel-name pattern", "dtypes": "
 DOMAINS = ("positive", "nonzero", "divisor", "unit", "small", "mask")
 PARAM_RE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*:\s*(?P<role>[A-Za-z_]+)(?P<rest>[^=]*?)\s*(?:=\s*(?P<value>.+?))?\s*$")
 _SPECIAL_ARGS = ("dtype", "sizes", "scalars")
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*[A-Za-z_][\w.-]*\s*\]\]?\s*(#.*)?$")     # a [table] or [[array]] header
 
 
 class _Where:
@@ -110,6 +119,8 @@ class _Where:
                 if re.match(rf"^\s*{re.escape(head)}\s*=", self.lines[i]) or \
                         re.match(rf"^\s*\[\s*(kernel\.)?{re.escape(head)}\s*\]", self.lines[i]):
                     for j in range(i, hi) if sub else ():     # an entry of that table: its own line
+                        if j > i and _HEADER.match(self.lines[j]):
+                            break                             # the next table: not this one's entry
                         if re.match(rf"^\s*{re.escape(sub)}\s*=", self.lines[j]) or \
                                 re.search(rf"[{{,]\s*{re.escape(sub)}\s*=", self.lines[j]):
                             return j + 1
@@ -117,8 +128,9 @@ class _Where:
         return lo + 1
 
     def error(self, msg: str, field: str | None = None, kernel: int | None = None, label: str = "",
-              sub: str = "") -> DeclarationError:
-        where = f"{self.path}:{self.line(field, kernel, sub)}: "
+              sub: str = "", line: int | None = None) -> DeclarationError:
+        """`file:line: kernel <label>: field: msg` (line: the field's, its entry `sub`'s, or as given)."""
+        where = f"{self.path}:{line or self.line(field, kernel, sub)}: "
         who = f"kernel {label}: " if label else (f"kernel #{kernel + 1}: " if kernel is not None else "")
         return DeclarationError(f"{where}{who}{field + ': ' if field else ''}{msg}")
 
@@ -283,6 +295,43 @@ def function_reference(fn, ctypes: dict[str, str] | None = None):
     return ref
 
 
+def attributed(ref, where: Callable[[BaseException], str], origin: str, outs: list[str]):
+    """The reference, raising ReferenceRaised (the declaration's, not parity's) with `where(e)` when the
+    port's expression or function raises, or returns no dict of its outputs where there are several.
+    `origin` (the function or expression and its line) goes with it: what its outputs cannot take
+    (kernels.expected) is the declaration's too."""
+    def wrapped(ins, sizes, scalars, key):
+        try:
+            got = ref(ins, sizes, scalars, key)
+        except ReferenceRaised:
+            raise
+        except Exception as e:
+            raise ReferenceRaised(f"reference raised {type(e).__name__}: {e} ({where(e)})") from e
+        if len(outs) > 1 and not (isinstance(got, dict) and set(outs) <= set(got)):
+            raise ReferenceRaised(f"reference returned {type(got).__name__}"
+                                  + (f" with {', '.join(map(str, got))}" if isinstance(got, dict) else "")
+                                  + f", not a dict of its outputs {', '.join(outs)} ({origin})")
+        return got
+    wrapped.free_names, wrapped.origin = ref.free_names, origin
+    return wrapped
+
+
+def raised_at(fn, shown: str) -> Callable[[BaseException], str]:
+    """Where a references-module function raised: the traceback's last frame in its file
+    (`refs.py:12, in rowsum`), else the function's own line (a call that never entered it)."""
+    module_file = os.path.realpath(inspect.getsourcefile(fn) or "")
+
+    def where(e: BaseException) -> str:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.realpath(f.filename) == module_file]
+        if frames:
+            return f"{shown}:{frames[-1].lineno}, in {frames[-1].name}"
+        try:
+            return f"{shown}:{inspect.getsourcelines(fn)[1]}, in {fn.__name__}"
+        except (OSError, TypeError):
+            return f"{shown}, in {fn.__name__}"
+    return where
+
+
 def _load_module(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(f"parity_declared_{re.sub(r'[^A-Za-z0-9_]', '_', name)}", path)
     mod = importlib.util.module_from_spec(spec)
@@ -317,16 +366,22 @@ def load_declaration(path: Path) -> Profile:
     types = data.get("types", {})
     if not isinstance(types, dict) or not all(isinstance(v, str) for v in types.values()):
         raise where.error("must be a table of dtype = \"spelling\"", "types")
-    for k in types:
+    for k, v in types.items():
         if ALIASES.get(k, k) not in DTYPES:
-            raise where.error(unknown("dtype", k, DTYPES), "types")
+            raise where.error(unknown("dtype", k, DTYPES), "types", sub=k)
+        if not re.fullmatch(r"\w+", v):
+            raise where.error(f"{k} = {v!r}: a spelling is letters, digits and _ (it goes into kernel names)",
+                              "types", sub=k)
     types = {ALIASES.get(k, k): v for k, v in types.items()}
     launch = data.get("launch", {})
     if not isinstance(launch, dict):
         raise where.error("must be a table (block, grid, shared)", "launch")
     for k in launch:
         if k not in ("block", "grid", "shared"):
-            raise where.error(unknown("key", k, ("block", "grid", "shared")), "launch")
+            raise where.error(unknown("key", k, ("block", "grid", "shared")), "launch", sub=k)
+    for k in ("title", "description"):
+        if k in data and not isinstance(data[k], str):
+            raise where.error("must be a string", k)
     refs = None
     if "references" in data:
         rp = data["references"]
@@ -370,9 +425,9 @@ class _KernelEntry:
     index: int
     where: _Where
 
-    def error(self, msg: str, field: str, sub: str = "") -> DeclarationError:
+    def error(self, msg: str, field: str, sub: str = "", line: int | None = None) -> DeclarationError:
         op = self.table.get("op")
-        return self.where.error(msg, field, self.index, op if isinstance(op, str) else "", sub)
+        return self.where.error(msg, field, self.index, op if isinstance(op, str) else "", sub, line)
 
 
 def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs: ModuleType | None,
@@ -391,6 +446,8 @@ def _kernel(k: dict, i: int, profile: str, types: dict, launch: dict, refs: Modu
     rule = _launch_rule(entry, launch)
     refuse = _refusals(entry)
     shapes, operand_shapes = _shapes(entry, kind, params)
+    _check_inits(entry, params)
+    _check_size_names(entry, launch, params, kind, shapes, rule, refuse, sum_terms)
     ref = _reference(entry, refs, params, shapes)
     semantics, divergences = _description(entry)
     bound = None if sum_terms is None else _accumulation_bound(ref, params, sum_terms)
@@ -437,9 +494,13 @@ def _identity(entry: _KernelEntry) -> tuple[str, str, list[str]]:
         dts = [ALIASES.get(d, d) for d in _strings(entry.table["dtypes"], "dtypes")]
     except ValueError as e:
         raise entry.error(str(e), "dtypes")
+    if not dts:
+        raise entry.error("at least one dtype", "dtypes")
     for d in dts:
         if d not in DTYPES:
             raise entry.error(unknown("dtype", d, DTYPES), "dtypes")
+        if dts.count(d) > 1:
+            raise entry.error(f"{d} is listed twice", "dtypes")
     return op, pattern, dts
 
 
@@ -489,14 +550,33 @@ def _tolerance(entry: _KernelEntry) -> tuple[Tolerance, str | None]:
     elif spec == "exact":
         pass
     elif isinstance(spec, dict) and set(spec) <= {"ulp", "atol"}:
-        ulp, atol = spec.get("ulp", 0), spec.get("atol", 0.0)
-        if not (isinstance(ulp, int) or isinstance(ulp, dict)) or not isinstance(atol, (int, float, dict)):
-            raise entry.error("{ ulp = N } (N an integer, or a table dtype -> N), atol a number", "tolerance")
-        tolerance = Tolerance(ulp=ulp, atol=atol)
+        tolerance = Tolerance(ulp=_budget(entry, spec, "ulp", whole=True), atol=_budget(entry, spec, "atol"))
     else:
         raise entry.error(f"{spec!r}: \"exact\", \"sum\", {{ sum = \"terms\" }}, {{ roundings = N }} or "
                           "{ ulp = N }", "tolerance")
     return tolerance, sum_terms
+
+
+def _budget(entry: _KernelEntry, spec: dict, key: str, whole: bool = False):
+    """tolerance's ulp (a whole number >= 0) or atol (a finite number >= 0), or a table dtype -> that
+    (`*`: every other dtype); the kernel's dtypes only."""
+    value = spec.get(key, 0 if whole else 0.0)
+    what = "a whole number >= 0" if whole else "a finite number >= 0"
+    dts = [ALIASES.get(d, d) for d in entry.table["dtypes"]]
+
+    def one(v, label: str):
+        ok = isinstance(v, int) if whole else isinstance(v, (int, float))
+        if not ok or isinstance(v, bool) or not np.isfinite(v) or v < 0:
+            raise entry.error(f"{label} = {v!r}: {what} (or a table dtype = N)", "tolerance", key)
+        return v
+    if not isinstance(value, dict):
+        return one(value, key)
+    for d, v in value.items():
+        if d != "*" and ALIASES.get(d, d) not in dts:
+            raise entry.error(f"{key}.{d}: not a dtype of the kernel ({', '.join(dts)}; * for every other)",
+                              "tolerance", key)
+        one(v, f"{key}.{d}")
+    return {ALIASES.get(d, d): v for d, v in value.items()}
 
 
 def _value_classes(entry: _KernelEntry) -> list[str]:
@@ -519,11 +599,24 @@ def _scalar_sets(entry: _KernelEntry, params: list[Param]) -> list[dict]:
                           "scalars = [{ " + " = 1.5, ".join(names) + " = 1.5 }]", "scalars")
     if not isinstance(sets, list) or not all(isinstance(s, dict) for s in sets) or not sets:
         raise entry.error("must be a list of tables, one per case parameter set", "scalars")
+    ctypes = {p.name: p.ctype for p in params if p.role == "scalar"}
     for s in sets:
-        if set(s) != set(names) or not all(isinstance(v, (int, float)) for v in s.values()):
+        if set(s) != set(names) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           for v in s.values()):
             raise entry.error(f"every table gives a number for each scalar ({', '.join(names) or 'none'}), "
                               f"not {sorted(s)}", "scalars")
+        for n, v in s.items():
+            if ctypes[n] in INT_TYPES:
+                _int_scalar(entry, n, v, ctypes[n])
     return sets
+
+
+def _int_scalar(entry: _KernelEntry, name: str, v, ctype: str) -> None:
+    """A scalar the kernel takes as an integer: a whole number its type holds."""
+    info = np.iinfo(np.uint64 if ctype == "size_t" else dtype(ctype).np)
+    if not float(v).is_integer() or not info.min <= v <= info.max:
+        raise entry.error(f"{name} = {v!r}: a {ctype} takes whole numbers from {info.min} to {info.max}",
+                          "scalars", name)
 
 
 def _domain(entry: _KernelEntry, params: list[Param]) -> dict:
@@ -551,17 +644,91 @@ def _launch_rule(entry: _KernelEntry, launch: dict) -> LaunchRule:
         grid = (f"ceil(n / {block[0]})",) if isinstance(block[0], int) else ("ceil(n / block)",)
     grid = tuple(grid) if isinstance(grid, list) else (grid,)
     for field, exprs in (("block", block), ("grid", grid), ("shared", (shared,))):
+        line = _launch_line(entry, launch, field)
         if not 1 <= len(exprs) <= 3:
-            raise entry.error("one to three dimensions", field)
+            raise entry.error("one to three dimensions", field, line=line)
         for e in exprs:
             if isinstance(e, bool) or not isinstance(e, (int, str)):
-                raise entry.error(f"{e!r}: a number or an expression over the sizes", field)
+                raise entry.error(f"{e!r}: a number or an expression over the sizes", field, line=line)
+            if isinstance(e, int) and e < (0 if field == "shared" else 1):
+                raise entry.error(f"{e}: {'bytes, >= 0' if field == 'shared' else 'a size >= 1'}", field, line=line)
             if isinstance(e, str):
                 try:
                     size_expr(e)
                 except (SyntaxError, ValueError) as x:
-                    raise entry.error(f"{e!r}: {getattr(x, 'msg', None) or x}", field)
+                    raise entry.error(f"{e!r}: {getattr(x, 'msg', None) or x}", field, line=line)
+    if all(isinstance(b, int) for b in block) and math.prod(block) > 1024:
+        raise entry.error(f"{list(block)}: {math.prod(block)} threads; a block holds at most 1024", "block",
+                          line=_launch_line(entry, launch, "block"))
     return LaunchRule(block, grid, str(shared))
+
+
+def _launch_line(entry: _KernelEntry, launch: dict, field: str) -> int | None:
+    """The line of a launch field a kernel takes from [launch] (None: the kernel's own, or the default)."""
+    if field in entry.table or field not in launch:
+        return None
+    return entry.where.line("launch", None, field)
+
+
+def _check_inits(entry: _KernelEntry, params: list[Param]) -> None:
+    """What the host writes into an out first: `first:<input>` names an input, `value:<expr>` is an
+    expression over the scalars."""
+    inputs, scalars = [p.name for p in params if p.role in ("in", "inout")], set(_scalar_names(params))
+    for p in params:
+        rule, _, arg = p.init.partition(":") if p.role == "out" else ("", "", "")
+        if rule == "first" and arg not in inputs:
+            raise entry.error(f"{p.name}: first:{arg}: {unknown('input', arg, inputs)}", "params")
+        if rule == "value":
+            _known_names(entry, arg, scalars, "params", what=f"{p.name}'s value:", kind="scalar")
+
+
+def _size_scopes(kind: str, shapes: dict | None, params: list[Param]) -> list[tuple[str, set[str]]]:
+    """(shape class, the names a launch expression may use in it): its sizes (`n` for map and reduce
+    kernels, whose shape classes are parity's), `numel_<operand>`, and every len, size and ndim
+    parameter (kernels.KernelBuilt's names, in the order pack adds them)."""
+    classes = [(name, set(sc.geo.get("sizes", {}))) for name, sc in shapes.items()] if kind == "custom" and shapes \
+        else [("", {"n"})]
+    return [(name, sizes | {f"numel_{p.name}" for p in params if p.operand}) for name, sizes in classes]
+
+
+def _check_size_names(entry: _KernelEntry, launch: dict, params: list[Param], kind: str, shapes: dict | None,
+                      rule: LaunchRule, refuse: tuple, sum_terms: str | None) -> None:
+    """Every name of every size expression (size and len parameters, block, grid, shared memory, the
+    refusals, the sum tolerance's terms) is one the launch will have, in every shape class: a misspelled
+    size is a declaration error here, not an error on every case."""
+    for cls, known in _size_scopes(kind, shapes, params):
+        for p in params:
+            if p.role in ("len", "size") and (p.expr or p.role == "size"):
+                hint = "" if p.expr else f"; a size without '= EXPR' is the shape class's size {p.name!r}"
+                _known_names(entry, p.expr or p.name, known, "params", cls, f"{p.name}:", note=hint)
+            if p.role in ("len", "size", "ndim"):
+                known = known | {p.name}
+        for field, exprs, names in (("block", rule.block, known), ("grid", rule.grid, known | {"block"}),
+                                    ("shared", (rule.shared,), known)):
+            default = "" if field in entry.table or field in launch else " (the default grid: declare grid = ...)"
+            for e in exprs:
+                _known_names(entry, e, names, field, cls, line=_launch_line(entry, launch, field), note=default)
+        for cond, _ in refuse:
+            _known_names(entry, cond, known, "refuse", cls)
+        if sum_terms:
+            _known_names(entry, sum_terms, known, "tolerance", cls, "sum:")
+
+
+def _known_names(entry: _KernelEntry, text, known: set[str], field: str, cls: str = "", what: str = "",
+                 line: int | None = None, note: str = "", kind: str = "size") -> None:
+    """DeclarationError at `field` when the expression uses a name that is not in `known`."""
+    if isinstance(text, (int, float)):
+        return
+    try:
+        tree = size_expr(text)
+    except (SyntaxError, ValueError) as x:
+        raise entry.error(f"{what + ' ' if what else ''}{text!r}: {getattr(x, 'msg', None) or x}", field, line=line)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and id(n) not in called and n.id not in known:
+            where = f" in shape class {cls!r}" if cls else ""
+            raise entry.error(f"{what + ' ' if what else ''}unknown {kind} {n.id!r}{where} "
+                              f"(known: {', '.join(sorted(known)) or 'none'}){note}", field, line=line)
 
 
 def _refusals(entry: _KernelEntry) -> tuple[tuple[str, str], ...]:
@@ -570,6 +737,11 @@ def _refusals(entry: _KernelEntry) -> tuple[tuple[str, str], ...]:
     if not isinstance(refuse, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
                                                for r in refuse):
         raise entry.error("a list of [condition, what the host says] pairs", "refuse")
+    for cond, _ in refuse:
+        try:
+            size_expr(cond)
+        except (SyntaxError, ValueError) as x:
+            raise entry.error(f"{cond!r}: {getattr(x, 'msg', None) or x}", "refuse")
     return tuple(tuple(r) for r in refuse)
 
 
@@ -638,9 +810,14 @@ def _shape_class(entry: _KernelEntry, sname: str, spec, operands: set[str], oper
                               "perm, bcast-lead, bcast-inner, scalar, unit)", "shapes", sname)
     for n, exprs in operand_shapes.items():
         try:
-            [evaluate(e, sizes) for e in exprs]
+            dims = [evaluate(e, sizes) for e in exprs]
         except NameError as x:
             raise entry.error(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
+        except (ArithmeticError, TypeError, ValueError) as x:
+            raise entry.error(f"{sname}: operand {n}'s shape: {type(x).__name__}: {x}", "shapes", sname)
+        if not all(isinstance(d, (int, float)) and float(d).is_integer() and d >= 0 for d in dims):
+            raise entry.error(f"{sname}: operand {n}'s shape {dims}: every dimension a whole number >= 0",
+                              "shapes", sname)
     return custom_shape(sname, str(spec.get("doc") or ", ".join(f"{a} = {b}" for a, b in sizes.items())), sizes, views)
 
 
@@ -658,12 +835,16 @@ def _reference(entry: _KernelEntry, refs: ModuleType | None, params: list[Param]
         fn = getattr(refs, rtext[5:], None)
         if not callable(fn):
             raise entry.error(f"{rtext}: the references module has no function {rtext[5:]!r}", "reference")
-        ref = function_reference(fn, ctypes)
+        shown = os.path.relpath(inspect.getsourcefile(fn) or refs.__file__, entry.where.path.parent.resolve())
+        where = raised_at(fn, shown)
+        ref = attributed(function_reference(fn, ctypes), where, where(Exception()), _outputs(params))
     else:
         try:
             ref = expression_reference(rtext, ctypes)
         except ValueError as e:
             raise entry.error(str(e), "reference")
+        line = f"{rtext!r}, {entry.where.path.name}:{entry.where.line('reference', entry.index)}"
+        ref = attributed(ref, lambda e: line, line, _outputs(params))
     operands, scalar_names = _operands(params), _scalar_names(params)
     known = operands | set(scalar_names) | {p.name for p in params} | {"n"}
     if shapes:

@@ -62,6 +62,12 @@ class DeclarationError(ValueError):
     """A kernel description that cannot work (unknown role, an operand no parameter names, ...)."""
 
 
+class ReferenceRaised(Exception):
+    """A declared kernel's own reference (its expression, or a function of the port's references module)
+    raised on a case: the declaration's to fix, not parity's. The message says what it raised and where:
+    `reference raised ValueError: boom (refs.py:12, in rowsum)`."""
+
+
 # ------------------------------------------------------------------------------ expressions
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -201,6 +207,11 @@ class KernelOp(Op):
 
     def signature(self, key: str) -> list[str]:
         return [("ptr" if p.pointer else dtype(key).name if p.ctype == "T" else p.ctype) for p in self.params]
+
+    def typed_signature(self, key: str) -> list[str]:
+        """signature() with each pointer's element type (`f32*`, `u64*`; const-ness is not declared)."""
+        return [f"{dtype(key).name if p.elem == 'T' else p.elem}*" if p.pointer else t
+                for p, t in zip(self.params, self.signature(key))]
 
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
@@ -571,11 +582,17 @@ def finish(op: KernelOp, key: str, raw: dict, shapes: dict[str, tuple[int, ...]]
     out = {}
     for p in op.judged():
         dt = op.elem(p, key)
+        if p.name not in raw:
+            raise ValueError(f"no {p.name!r} among its outputs ({', '.join(map(str, raw)) or 'none'})")
         v = np.asarray(raw[p.name])
         shape = shapes[p.name]
         if v.shape != tuple(shape):
-            v = np.broadcast_to(v, shape) if v.size in (1, math.prod(shape)) and v.ndim <= len(shape) else \
-                v.reshape(shape)
+            if v.size not in (1, math.prod(shape)):
+                raise ValueError(f"{p.name} of shape {v.shape} for an output of shape {tuple(shape)}")
+            try:
+                v = np.broadcast_to(v, shape)
+            except ValueError:
+                v = v.reshape(shape)
         if dt.is_float:
             out[p.name] = round_float(to_f64(v), dt)
         elif v.dtype.kind == "f":
@@ -600,9 +617,15 @@ def expected(b: KernelBuilt) -> dict[str, np.ndarray]:
     names = _size_names(op, b)
     raw = run_reference(op, b.key, ins, names, b.geo["scalars"])
     shapes = {n: lay.shape for n, (lay, _) in b.outs.items()}
-    b.exact = {n: np.asarray(v, dtype=np.float64) for n, v in raw.items()
-               if op.bound is not None and np.asarray(v).dtype.kind == "f"}
-    return finish(op, b.key, raw, shapes)
+    try:
+        b.exact = {n: np.asarray(v, dtype=np.float64) for n, v in raw.items()
+                   if op.bound is not None and np.asarray(v).dtype.kind == "f"}
+        return finish(op, b.key, raw, shapes)
+    except (ValueError, TypeError, KeyError) as e:
+        origin = getattr(op.ref, "origin", None)     # a declared reference: what it returned is the declaration's
+        if origin is None:
+            raise
+        raise ReferenceRaised(f"reference returned {e} ({origin})") from e
 
 
 # ------------------------------------------------------------------------------ judging

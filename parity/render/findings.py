@@ -23,8 +23,8 @@ OK = (Verdict.PASS, Verdict.XFAIL, Verdict.COMPILED)   # amd-static: compiled is
 # port was not verified), memory safety, wrong values, absent kernels, parity's internal errors,
 # baseline drift. Ties: more kernels, then more cases, first.
 SEVERITY = [Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.CRASH, Verdict.OOB_WRITE,
-            Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.FAIL, Verdict.MISSING, Verdict.ERROR,
-            Verdict.XPASS_STRICT, Verdict.XPASS]
+            Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.FAIL, Verdict.MISSING, Verdict.REFERENCE_ERROR,
+            Verdict.ERROR, Verdict.XPASS_STRICT, Verdict.XPASS]
 CRASHLIKE = (Verdict.CRASH, Verdict.TIMEOUT, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED)
 _VERB = {Verdict.CRASH: "crash", Verdict.TIMEOUT: "time out", Verdict.OOB_WRITE: "write out of bounds",
          Verdict.INPUT_CLOBBERED: "overwrite an input"}
@@ -66,7 +66,8 @@ class Finding:
     example: str                      # one worst example case id
     example_level: str
     levels: tuple[str, ...]
-    blame: str = "port"               # "parity" for mapping gaps and internal errors
+    blame: str = "port"               # "parity" for mapping gaps and internal errors, "declaration" where a
+                                      # declared kernel's own reference raised
     key: tuple = field(default=(), compare=False)
 
     @property
@@ -499,6 +500,15 @@ def _error(g: pd.DataFrame) -> list[Finding]:
                   "parity", (msg,)) for (msg,), info in _groups(g, ["_first"])]
 
 
+def _reference_error(g: pd.DataFrame) -> list[Finding]:
+    """A declared kernel's reference raised: the declaration's to fix (the message names its file, line
+    and function), per op and message."""
+    g = g.assign(_first=g["message"].map(lambda m: first_line(m, 200) or "(no message)"))
+    return [_make(Verdict.REFERENCE_ERROR, info, f"`{op}`: its declared reference raised in "
+                  f"{_plural(info['cases'], 'case')}, so they are not judged", msg, "declaration", (op, msg))
+            for (op, msg), info in _groups(g, ["op", "_first"])]
+
+
 def _xpass(g: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
     return [_make(cause, info, f"`{op}`: {_plural(info['cases'], 'baselined case')} now "
@@ -514,7 +524,7 @@ def _generic(g: pd.DataFrame) -> list[Finding]:
 
 _BUILDERS = {Verdict.COMPILE_ERROR: _compile_error, Verdict.MAPPING_GAP: _mapping_gap,
              Verdict.SIGNATURE_MISMATCH: _signature, Verdict.MISSING: _missing, Verdict.FAIL: _fail,
-             Verdict.ERROR: _error,
+             Verdict.ERROR: _error, Verdict.REFERENCE_ERROR: _reference_error,
              Verdict.XPASS: _xpass, Verdict.XPASS_STRICT: _xpass,
              Verdict.NOT_RUN: _not_run,
              **{c: _crashlike for c in CRASHLIKE}}

@@ -37,7 +37,8 @@ COLORS = {Verdict.PASS: "#2e9e4f", Verdict.FAIL: "#d62828", Verdict.CRASH: "#8b0
           Verdict.INPUT_CLOBBERED: "#9d0208", Verdict.TIMEOUT: "#e85d04", Verdict.COMPILE_ERROR: "#f48c06",
           Verdict.MISSING: "#e9c46a", Verdict.ERROR: "#7b2cbf", Verdict.SIGNATURE_MISMATCH: "#c1121f",
           Verdict.MAPPING_GAP: "#5a189a", Verdict.XPASS_STRICT: "#ff006e", Verdict.XFAIL: "#6c8ebf",
-          Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e", Verdict.COMPILED: "#4ea8de"}
+          Verdict.XPASS: "#f4a261", Verdict.UNAVAILABLE: "#9e9e9e", Verdict.COMPILED: "#4ea8de",
+          Verdict.REFERENCE_ERROR: "#9d4edd"}
 # the badge says the run's outcome (parity.render.outcome) in the words of the markdown headline
 BADGES = {"pass": ("PASS", "#2e9e4f"), "fail": ("FAIL", "#d62828"), "compiled": ("COMPILED, NOT RUN", "#b08900"),
           "reference-only": ("REFERENCE ONLY", "#b08900"), "nothing": ("NOTHING VERIFIED", "#d62828"),

@@ -93,7 +93,7 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
 
 def finding_lines(i: int, x: fnd.Finding) -> list[str]:
     """One finding: a numbered title line, then its detail, kernels and worst example."""
-    who = " (parity's gap)" if x.blame == "parity" else ""
+    who = {"parity": " (parity's gap)", "declaration": " (the declaration's)"}.get(x.blame, "")
     if x.cause == Verdict.MISSING:              # one line per op: the title names the dtypes, so no kernel list
         return [f"{i}. **missing** — {x.title}" + (f" · {x.detail}" if x.detail else "")]
     lines = [f"{i}. **{x.cause}**{who} — {x.title}"]

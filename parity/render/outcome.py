@@ -26,6 +26,7 @@ from parity.run.results import FAILING, Results
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)
 PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there
+DECLARATIONS = (Verdict.REFERENCE_ERROR,)           # a declared kernel's reference raised: not verified either
 ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "nothing": "❌", "stopped": "⏹️"}
 EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "fail": 1, "nothing": 2, "stopped": 130}
 
@@ -70,13 +71,14 @@ def of(res: Results) -> Outcome:
     if res._outcome is None:
         found = findings_of(res).findings
         res._outcome = decide(res.table, res.meta, len(found),
-                              sum(f.cause != Verdict.MISSING and f.blame != "parity" for f in found))
+                              sum(f.cause != Verdict.MISSING and f.blame == "port" for f in found))
     return res._outcome
 
 
 def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int = 0) -> Outcome:
     """The outcome of a results table and its run's meta (levels, interrupted, planned_rows, ...);
-    n_findings: the findings of the run, n_causes: the port's (not a missing kernel, not parity's gap)."""
+    n_findings: the findings of the run, n_causes: the port's (not a missing kernel, not parity's gap, not
+    the declaration's)."""
     levels = meta.get("levels") or []
     t = table[table["verdict"] != Verdict.UNAVAILABLE] if len(table) else table
     if len(t):                                   # a row without a kernel (an internal error): its op's
@@ -133,20 +135,24 @@ def _port_score(subject: pd.DataFrame, n_causes: int, good: str) -> str:
     """Coverage and correctness as separate numbers, by kernel over the levels that ran or compiled
     the suite: `ported 200/739 kernels (27%) · 134 at parity, 66 wrong · 4 families not started`."""
     ours = subject["verdict"].isin(PARITYS)
-    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours,
-                       _bad=subject["verdict"].isin(FAILING) & ~ours)
+    theirs = subject["verdict"].isin(DECLARATIONS)
+    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours, _decl=theirs,
+                       _bad=subject["verdict"].isin(FAILING) & ~ours & ~theirs)
     per = g.groupby("kernel", sort=False).agg(missing=("_missing", "all"), bad=("_bad", "any"),
-                                               ours=("_ours", "any"), family=("family", "first"))
+                                               ours=("_ours", "any"), decl=("_decl", "any"), family=("family", "first"))
     ported = per[~per["missing"]]
     wrong = int(ported["bad"].sum())
     unverified = int((ported["ours"] & ~ported["bad"]).sum())      # parity's gap: the port is not to blame
+    undeclared = int((ported["decl"] & ~ported["bad"] & ~ported["ours"]).sum())   # the declaration's reference
     fams = per.groupby("family")["missing"].all()
     not_started = int(fams.sum())
     ok = int(subject["verdict"].isin(OK + (Verdict.COMPILED,)).sum())
     parts = [f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%})"]
     if len(ported):
-        parts.append(f"{len(ported) - wrong - unverified:,} {good}, {wrong:,} wrong ({_plural(n_causes, 'cause')})"
+        parts.append(f"{len(ported) - wrong - unverified - undeclared:,} {good}, {wrong:,} wrong "
+                     f"({_plural(n_causes, 'cause')})"
                      + (f", {unverified:,} not verified (parity's error)" if unverified else "")
+                     + (f", {undeclared:,} not verified (the declaration's reference raised)" if undeclared else "")
                      + f" · {ok:,}/{len(subject):,} cases {'pass' if good == 'at parity' else 'compile'}")
     if not_started:
         parts.append(f"{_plural(not_started, 'family', 'families')} not started")

@@ -19,7 +19,7 @@ STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold r
          Verdict.INPUT_CLOBBERED: "bold red", Verdict.TIMEOUT: "red", Verdict.COMPILE_ERROR: "red",
          Verdict.MISSING: "yellow", Verdict.ERROR: "magenta", Verdict.UNAVAILABLE: "dim", Verdict.XFAIL: "cyan",
          Verdict.XPASS: "yellow", Verdict.XPASS_STRICT: "bold yellow", Verdict.SIGNATURE_MISMATCH: "red",
-         Verdict.MAPPING_GAP: "magenta", Verdict.COMPILED: "cyan"}
+         Verdict.MAPPING_GAP: "magenta", Verdict.COMPILED: "cyan", Verdict.REFERENCE_ERROR: "magenta"}
 HEADLINE_STYLE = {"pass": "bold green", "fail": "bold red", "nothing": "bold red", "compiled": "bold yellow",
                   "reference-only": "bold yellow", "stopped": "bold yellow"}
 

@@ -15,6 +15,7 @@ from parity.core.row import Row, Verdict
 from parity.executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
 from parity.ops.base import ChainLaunch, ExecResult, Launch
 from parity.profiles import is_builtin_op
+from parity.profiles.kernels import ReferenceRaised
 from parity.run.cases import Case
 from parity.timing import bytes_moved_built, gbps, time_launch
 
@@ -205,9 +206,20 @@ def run_cases_multi(cases: Iterable[Case], executors: list[tuple[Executor, str]]
 
 
 def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
-    return Row(case.id, case.op, dtype=case.dtype, layout=case.layout, values=case.values, seed=case.seed,
-               level=executor.level, verdict=Verdict.ERROR,
-               message=f"parity internal error: {type(e).__name__}: {e}").to_dict()
+    """The row of a case that raised before it was judged: a declared kernel's own reference raising is the
+    declaration's (reference-error, where it raised), anything else parity's (error). The row keeps its
+    op's family and kernel, so the score table has no family of its own for it."""
+    try:
+        op = case.catalog_op
+        family, kernel = op.family, op.kernel_name(case.dtype)
+    except Exception:                            # the op itself is what failed
+        family = kernel = None
+    if isinstance(e, ReferenceRaised):
+        verdict, message = Verdict.REFERENCE_ERROR, str(e)
+    else:
+        verdict, message = Verdict.ERROR, f"parity internal error: {type(e).__name__}: {e}"
+    return Row(case.id, case.op, family=family, kernel=kernel, dtype=case.dtype, layout=case.layout,
+               values=case.values, seed=case.seed, level=executor.level, verdict=verdict, message=message).to_dict()
 
 
 def _wave(executor) -> int | None:

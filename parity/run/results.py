@@ -18,15 +18,16 @@ SCHEMA = "parity.results/1"
 COLUMNS = Row.columns()
 # Verdicts that mean "the subject is wrong or broken" (exit 1); unavailable is neither pass nor fail.
 # signature-mismatch: a kernel declared with a parameter list other than the ABI's; mapping-gap: parity's
-# HIP->CUDA mapping lacks an identifier ROCm declares (parity's bug, but the port was not verified: exit 1).
+# HIP->CUDA mapping lacks an identifier ROCm declares (parity's bug, but the port was not verified: exit 1);
+# reference-error: a declared kernel's reference raised (the declaration's to fix; not verified: exit 1).
 # Their rows may carry extra columns (kept by from_rows, lists survive JSON): `source` (file of a
 # compile error), `expected_params` / `found_params` (type names, e.g. ["size_t", "ptr", "f32"]).
 FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, Verdict.TIMEOUT,
            Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.ERROR, Verdict.XPASS_STRICT,
-           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN)
+           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN, Verdict.REFERENCE_ERROR)
 ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.NOT_RUN,
-         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING, Verdict.ERROR,
-         Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.COMPILED, Verdict.PASS]
+         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING,
+         Verdict.REFERENCE_ERROR, Verdict.ERROR, Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.COMPILED, Verdict.PASS]
 
 
 @dataclass

@@ -14,6 +14,9 @@ Kernels are found two ways, and both are kept:
 
 Parameter types are normalised to the vocabulary of `Op.signature`: "size_t", "u32", "i32",
 "f32", "f64", "bool", "ptr", and dtype names for scalars ("f16", "bf16", "f8_e4m3", "u8", ...).
+`KernelDecl.types` says more of a pointer: what it points to, in the same vocabulary, and whether
+that is const (`const size_t*`, `f32*`, `const void*`, `const block_q8_1*`): what the drift record
+of Candle keeps, so a kernel whose `info` turns into `const uint32_t*` is a change.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ class KernelDecl:
     params: list[str] | None          # normalised C types, None when unknown
     raw_params: list[str] = field(default_factory=list)
     origin: str = "source"            # "source" | "symbols"
+    types: list[str] | None = None    # params with each pointer's pointee: "const size_t*", "f32*" (None: unknown)
 
     def where(self) -> str:
         if self.file is None:
@@ -134,6 +138,8 @@ def normalize_type(ctype: str, typedefs: dict[str, str] | None = None) -> str:
         return "?"
     # drop the parameter name: the last identifier when more than one word remains and the
     # remaining words still name a type ("unsigned int n" -> "unsigned int")
+    if " ".join(words) in _TYPE_NAMES:                      # an unnamed parameter: `unsigned char`
+        return _TYPE_NAMES[" ".join(words)]
     if len(words) > 1 and _IDENT.fullmatch(words[-1]):
         head = " ".join(words[:-1])
         if _lookup(head, typedefs) is not None or "::" in head or _IDENT.fullmatch(head) or \
@@ -142,6 +148,35 @@ def normalize_type(ctype: str, typedefs: dict[str, str] | None = None) -> str:
     base = " ".join(words)
     got = _lookup(base, typedefs)
     return got if got is not None else base
+
+
+def pointee_type(ctype: str, typedefs: dict[str, str] | None = None, depth: int = 0) -> str:
+    """A parameter `normalize_type` calls "ptr", with what it points to: `const size_t *info` ->
+    "const size_t*", `float x[]` -> "f32*", `T **p` -> "T**"; const of the pointee only (`float *const
+    p` is "f32*"); "ptr" when a typedef hides more than one level."""
+    typedefs = typedefs or {}
+    t = re.sub(r"\s+", " ", ctype.replace("\n", " ")).strip().split("=")[0].strip()
+    t = re.sub(r"__attribute__\s*\(\(.*?\)\)", "", t)
+    if "*" in t:
+        base, stars = t[:t.index("*")], t[t.index("*"):].count("*")
+    elif "[" in t:
+        base, stars = t[:t.index("[")], 1
+    else:                                   # a typedef of a pointer: `fptr x` with typedef float *fptr
+        words = [w for w in t.replace("&", " ").split() if w not in _QUALIFIERS]
+        target = next((typedefs[w] for w in words if w in typedefs and "*" in typedefs[w]), None)
+        if target is None or depth > 8:
+            return "ptr"
+        const = "const " if "const" in t.split() and "const" not in target.split() else ""
+        return pointee_type(const + target, typedefs, depth + 1)
+    const = "const " if "const" in base.split() else ""
+    elem = normalize_type(base, typedefs) if base.strip() else "?"
+    return f"{const}{elem}{'*' * stars}"
+
+
+def detailed_type(ctype: str, typedefs: dict[str, str] | None = None) -> str:
+    """normalize_type's answer, with a pointer's pointee (pointee_type) where it says "ptr"."""
+    n = normalize_type(ctype, typedefs)
+    return pointee_type(ctype, typedefs) if n == "ptr" else n
 
 
 def _lookup(base: str, typedefs: dict[str, str], depth: int = 0) -> str | None:
@@ -357,7 +392,7 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     if refused:                      # cpp would block reading a FIFO: the literal declarations only
         decls, _ = _scan_source(source, include_dirs, defines, use_cpp=False)
         return decls, f"{refused[0]}; only literal kernel declarations are found"
-    h = hashlib.sha256(b"scan/1")
+    h = hashlib.sha256(b"scan/2")         # 2: KernelDecl.types
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""]
@@ -367,8 +402,8 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     entry = cache_dir() / "scan" / f"{h.hexdigest()}.json"
     try:
         data = json.loads(entry.read_text())
-        return [KernelDecl(d["name"], Path(d["file"]), d["line"], d["params"], d["raw_params"]) for d in data["decls"]], \
-            data["problem"]
+        return [KernelDecl(d["name"], Path(d["file"]), d["line"], d["params"], d["raw_params"], types=d["types"])
+                for d in data["decls"]], data["problem"]
     except (OSError, ValueError, KeyError):
         pass
     decls, problem = _scan_source(source, include_dirs, defines, use_cpp, force_includes)
@@ -376,7 +411,8 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"problem": problem, "decls": [
-            {"name": d.name, "file": str(d.file), "line": d.line, "params": d.params, "raw_params": d.raw_params}
+            {"name": d.name, "file": str(d.file), "line": d.line, "params": d.params, "raw_params": d.raw_params,
+             "types": d.types}
             for d in decls]}))
         tmp.replace(entry)
     except OSError:                  # a read-only cache only costs the scan
@@ -410,7 +446,7 @@ def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str,
             f, line = lines[row] if row < len(lines) else (str(source), 0)
             file = Path(f) if f and not f.startswith("<") else source
         decls.append(KernelDecl(name, file, line or None, [normalize_type(p, typedefs) for p in params],
-                                raw_params=params))
+                                raw_params=params, types=[detailed_type(p, typedefs) for p in params]))
     return decls, problem
 
 
