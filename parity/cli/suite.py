@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, port_options, subject_of
+from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
+                                subject_of)
+from parity.cli.params import InputPath, Text
 from parity.render.table import Col, fit_table
 
 
@@ -16,13 +18,13 @@ from parity.render.table import Col, fit_table
 @port_options
 @hip_src_option
 @cuda_src_option("Also check a CUDA suite (e.g. candle-kernels/src).")
-@click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
+@selection_option("--ops", "Only these op patterns (e.g. 'unary.*,cast').")
 @click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--drift", is_flag=True, help="With --cuda-src (Candle's candle-kernels/src): what changed upstream since "
                                             "the catalog caught up — kernels new upstream, gone upstream, or with "
                                             "changed parameters — one line each with file:line; exit 1 on any.")
-@click.option("--snapshot", "snapshot_file", type=click.Path(path_type=Path), metavar="FILE",
+@click.option("--snapshot", "snapshot_file", type=InputPath(), metavar="FILE",
               help="With --drift: the record of upstream to compare against [default: the bundled "
                    "parity/data/candle-upstream.json].")
 @click.option("--update-snapshot", is_flag=True, help="With --drift: after catching the catalog up, write --cuda-src's "
@@ -85,12 +87,13 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
 @click.command("compile")
 @port_options
 @hip_src_option
-@click.option("--amd-arch", default="gfx90a,gfx908,gfx1030,gfx940", show_default=True,
-              help="AMD targets, comma separated.")
+@selection_option("--amd-arch", "AMD targets, comma separated.", default="gfx90a,gfx908,gfx1030,gfx940",
+                  show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
-@click.option("--since", metavar="REF", help="Only the sources changed since this git ref (or including a changed "
-                                             "header): the pre-commit check on a machine without a GPU.")
+@click.option("--since", type=Text(), metavar="REF",
+              help="Only the sources changed since this git ref (or including a changed header): the pre-commit "
+                   "check on a machine without a GPU.")
 def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_source, port_include,
                 port_force_include, port_define, profile_opt=None) -> None:
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
@@ -165,6 +168,7 @@ def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = Tr
 def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None, snapshot_file: Path | None = None,
            update: bool = False) -> None:
     """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
+    from parity.core import files
     from parity.core.resources import data_dir
     from parity.suite.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
     from parity.suite.scan import discover
@@ -178,20 +182,28 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
         if record is None:
             raise SetupError(f"profile {profile.name} has no bundled upstream record: name one with --snapshot FILE")
         try:
-            record.write_text(snapshot_text(upstream_snapshot(suite, str(folder))))
+            files.write_text(record, snapshot_text(upstream_snapshot(suite, str(folder))), "--snapshot")
+        except files.FileRefused as e:
+            raise SetupError(str(e))
         except OSError as e:
             raise SetupError(f"cannot write {record}: {e.strerror or e}")
         click.echo(f"{record}: {len(suite.kernels)} kernels of {folder} recorded", err=True)
     lock = None
     if record is not None and not update:
         try:
-            lock = json.loads(record.read_text())
+            lock = json.loads(files.read_text(record, "--snapshot"))
             if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
                 raise ValueError("no 'kernels' object")
+            bad = next((k for k, v in lock["kernels"].items() if not _snapshot_entry(v)), None)
+            if bad is not None:
+                raise ValueError(f"kernel {bad!r}: not an object with file (a string), line (a number), params "
+                                 "(a list of strings or null)")
         except FileNotFoundError:
             if snapshot_file:
                 raise SetupError(f"--snapshot {record} does not exist (write one with --update-snapshot)")
-        except (OSError, ValueError) as e:
+        except files.FileRefused as e:
+            raise SetupError(str(e))
+        except (OSError, ValueError, RecursionError) as e:
             raise SetupError(f"{record} is not an upstream record ({e})")
     rows = drift(suite, profile.expected_kernels(), lock)
     if as_json:
@@ -205,6 +217,13 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
                    + (": catch the catalog up (docs/candle-new-kernels.md, 'A new upstream kernel')" if rows
                       else ": the catalog is current"), err=True)
     sys.exit(1 if rows else 0)
+
+
+def _snapshot_entry(v) -> bool:
+    """One kernel of an upstream record as snapshot_text writes it: {file, line, params}."""
+    params = v.get("params") if isinstance(v, dict) else None
+    return (isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(v.get("line"), int)
+            and (params is None or (isinstance(params, list) and all(isinstance(p, str) for p in params))))
 
 
 def _relative(where: str, folder: Path) -> str:
