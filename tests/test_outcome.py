@@ -171,6 +171,55 @@ def test_an_internal_error_exits_3_with_its_traceback_in_a_file(tmp_path, monkey
     assert "RuntimeError: planted" in saved.read_text()
 
 
+def _planted(*a, **k):
+    raise RuntimeError("planted")
+
+
+@pytest.mark.parametrize("args,where", [
+    (["report", "{r}"], "parity.render.markdown.render"),
+    (["report", "{r}", "--format", "html"], "parity.render.html.render"),
+    (["merge", "{r}", "-o", "{tmp}/m.json"], "parity.cli.bench.merge_results"),
+    (["diff", "{r}", "{r}"], "parity.render.diff.diff"),
+    (["baseline", "update", "{r}", "-o", "{tmp}/k.toml"], "parity.render.baseline.update"),
+    (["list"], "parity.run.cases.select_ops"), (["doctor"], "parity.run.doctor.doctor"),
+    (["coverage"], "parity.suite.coverage.coverage"),
+])
+def test_an_internal_error_in_any_command_exits_3_with_its_traceback_in_a_file(tmp_path, monkeypatch, args, where):
+    """Only `run` had the exit-3 handler: anywhere else a bug was a traceback and exit 1 (`a case
+    failed`, as CI reads it). The `parity` group turns it into exit 3 and a parity-error-*.txt in the
+    temp folder (these commands have no report folder), named in one line."""
+    import importlib
+    import tempfile
+    from parity.run.results import Results
+    r = tmp_path / "r.json"
+    Results.from_rows([{"case_id": "unary.neg/f32/contiguous/normal/s0", "op": "unary.neg", "level": "cpu",
+                        "verdict": "pass"}], {"sweep": "smoke"}).to_json(r)
+    module, name = where.rsplit(".", 1)
+    monkeypatch.setattr(importlib.import_module(module), name, _planted)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    res = CliRunner().invoke(main, [a.format(r=r, tmp=tmp_path) for a in args])
+    assert res.exit_code == 3, res.output
+    (saved,) = (tmp_path / "tmp").glob("parity-error-*.txt")
+    assert res.stderr == f"parity internal error: RuntimeError: planted (traceback: {saved}); please report it\n"
+    assert "RuntimeError: planted" in saved.read_text() and "Traceback" not in res.output
+
+
+def test_ctrl_c_in_any_command_exits_130_not_1(tmp_path, monkeypatch):
+    """click answered Ctrl-C with `Aborted!` and exit 1: a failed case, to CI."""
+    import parity.render.markdown
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    from parity.run.results import Results
+    r = tmp_path / "r.json"
+    Results.from_rows([{"case_id": "unary.neg/f32/contiguous/normal/s0", "op": "unary.neg", "level": "cpu",
+                        "verdict": "pass"}], {"sweep": "smoke"}).to_json(r)
+    monkeypatch.setattr(parity.render.markdown, "render", interrupted)
+    res = CliRunner().invoke(main, ["report", str(r)])
+    assert res.exit_code == 130 and res.stderr == "interrupted\n"
+
+
 def test_sigterm_writes_the_reports_exits_143_and_leaves_no_process(tmp_path):
     mark = uuid.uuid4().hex
     env = {**os.environ, "PARITY_TEST_MARK": mark, "PARITY_PREPARE_JOBS": "2"}     # the preparation pool on

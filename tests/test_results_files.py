@@ -255,6 +255,78 @@ def test_every_results_command_answers_a_bad_file_in_one_line(tmp_path, name):
     assert sorted(x.name for x in tmp_path.iterdir()) == sorted(["good.json", p.name])
 
 
+def _with_bad_rows(tmp_path, bad: dict[int, dict], verdicts=None) -> tuple[Path, list[str]]:
+    """A results file of passing rows where row i (1-based) is updated with bad[i]; its good case IDs."""
+    cases = ids("unary.neg", 6)
+    p = write(tmp_path / "r.json", verdicts or {c: "pass" for c in cases})
+    doc = json.loads(p.read_text())
+    for i, fields in bad.items():
+        doc["results"][i - 1].update(fields)
+    p.write_text(json.dumps(doc))
+    return p, [c for i, c in enumerate(cases, 1) if i not in bad]
+
+
+def test_a_row_of_wrong_types_is_skipped_said_once_per_file_and_never_a_row(tmp_path):
+    """`"level": null` made merge write its output and then crash ('float'.split); a list dtype or an
+    object device crashed the HTML report. Such rows are skipped, one line per file says how many,
+    why and the first, and no command turns them into rows."""
+    p, good = _with_bad_rows(tmp_path, {2: {"level": None}, 4: {"dtype": ["f32"]}, 5: {"device": {"a": 1}}})
+    line = (f"warning: {p}: skipped 3 of 6 rows that are not result rows (level ×1, dtype ×1, device ×1); first: "
+            f"row 2: level None is not a level name")
+    for fmt in ("md", "html", "junit", "json"):
+        r = invoke("report", p, "--format", fmt)
+        assert r.exit_code == 0 and r.stderr == line + "\n", r.output
+    r = invoke("report", p, "--format", "json")
+    assert [row["case_id"] for row in json.loads(r.stdout)["results"]] == good
+    r = invoke("merge", p, "-o", tmp_path / "m.json")
+    assert r.exit_code == 0 and line in r.stderr, r.output
+    merged = Results.from_json(tmp_path / "m.json")
+    assert list(merged.table["case_id"]) == good
+    assert merged.meta["unread_rows"] == [{"file": str(p), "count": 3, "failing": 0,
+                                           "first": "row 2: level None is not a level name"}]
+    assert invoke("diff", p, p).exit_code == 0
+    r = invoke("baseline", "update", p, "-o", tmp_path / "k.toml")
+    assert r.exit_code == 0 and line in r.stderr
+
+
+def test_a_skipped_row_that_failed_keeps_the_run_failing(tmp_path):
+    """A damaged row whose verdict is a failure is not forgotten: the outcome is `fail` (exit 1) and
+    every report says how many unreadable rows had failed."""
+    p, _ = _with_bad_rows(tmp_path, {3: {"verdict": "crash", "op": ["unary.neg"]}})
+    r = invoke("report", p)
+    assert r.exit_code == 1
+    assert "1 unreadable row skipped (1 failing)" in r.stdout.splitlines()[0]
+    assert f"Unreadable rows — 1 row(s) of `{p}` are not result rows" in r.stdout
+    assert invoke("report", p, "--format", "junit").exit_code == 1
+    assert invoke("merge", p, "-o", tmp_path / "m.json").exit_code == 1
+    assert invoke("report", tmp_path / "m.json").exit_code == 1       # the merge keeps the count
+    good = write(tmp_path / "good.json", {c: "pass" for c in ids("unary.neg", 6)})
+    r = invoke("diff", good, p)
+    assert r.exit_code == 1 and "1 unreadable row(s) with a failing verdict" in r.stderr
+
+
+@pytest.mark.parametrize("key,value,note", [
+    ("levels", 5, "meta levels is 5, not a list of level objects: ignored"),
+    ("levels", [{"level": "cpu"}], "meta levels[0] is {'level': 'cpu'}, not a level object with level, available: "
+                                   "ignored"),
+    ("golden", "yes", "meta golden is 'yes', not an object with entries, ok, bit_exact: ignored"),
+    ("planned_rows", "9", "meta planned_rows is '9', not a whole number: ignored"),
+    ("elapsed_s", [1], "meta elapsed_s is [1], not a number: ignored"),
+    ("filters", {"ops": 3}, "meta filters.ops is 3, not a list of strings: ignored"),
+    ("profile", ["candle"], "meta profile is ['candle'], not an object: ignored"),
+    ("environment", "linux", "meta environment is 'linux', not an object: ignored"),
+])
+def test_a_meta_field_of_the_wrong_type_falls_back_to_its_default_with_a_note(tmp_path, key, value, note):
+    p = write(tmp_path / "r.json", {c: "pass" for c in ids("unary.neg", 2)})
+    doc = json.loads(p.read_text())
+    doc["meta"][key] = value
+    p.write_text(json.dumps(doc))
+    for fmt in ("md", "html"):
+        r = invoke("report", p, "--format", fmt)
+        assert r.exit_code in (0, 2) and r.stderr.startswith(f"warning: {p}: {note}\n"), r.output
+    assert key not in Results.from_json(p).meta
+
+
 def test_report_of_a_folder_reads_its_results_json(tmp_path):
     run = tmp_path / "smoke-1"
     run.mkdir()
@@ -285,11 +357,12 @@ def test_report_output_folder_exits_2(tmp_path):
 # ------------------------------------------------------------------------------------ journal
 def test_journal_skips_bad_lines_and_rows_of_cases_the_run_does_not_have(tmp_path):
     real = ids("unary.neg", 2)
-    good = [{"case_id": c, "level": "cpu", "verdict": "fail"} for c in real]
+    good = [{"case_id": c, "op": "unary.neg", "level": "cpu", "verdict": "fail"} for c in real]
     lines = [json.dumps(good[0]).encode(), b"[1, 2]", b'{"case_id": ["x"], "level": "cpu", "verdict": "pass"}',
-             b'{"case_id": "forged/x", "level": "cpu", "verdict": "pass"}',
+             b'{"case_id": "forged/x", "op": "forged", "level": "cpu", "verdict": "pass"}',
              b'{"case_id": "unary.neg/x", "level": "cpu", "verdict": "passs"}',
-             b'{"case_id": "unary.neg/y", "verdict": "pass"}', b"\xff\xfe", json.dumps(good[1]).encode(),
+             b'{"case_id": "unary.neg/y", "op": "unary.neg", "verdict": "pass"}', b"\xff\xfe",
+             json.dumps(good[1]).encode(),
              b'{"case_id": "trunc']
     (tmp_path / journal.NAME).write_bytes(b"\n".join(lines))
     j = journal.Journal(tmp_path, resume=True, cases=set(real))

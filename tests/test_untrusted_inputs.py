@@ -332,3 +332,204 @@ def test_repro_default_output_cannot_escape_its_folder(tmp_path):
     for cid in ("../../../etc/x/s0", "/abs/x/y/z/s0", "..", "a\\b/c"):
         out = default_output(cid, tmp_path)
         assert out.parent == tmp_path and not out.name.startswith(".")
+
+
+# ------------------------------------------------------------------- 5. FIFOs, devices and sockets on the command line
+def _results(path: Path) -> Path:
+    from parity.run.results import Results
+    rows = [{"case_id": "unary.neg/f32/contiguous/normal/s0", "op": "unary.neg", "level": "cpu", "verdict": "pass"}]
+    Results.from_rows(rows, {"sweep": "smoke", "levels": [{"level": "cpu", "available": True}],
+                             "reference_only_requested": True}).to_json(path)
+    return path
+
+
+def _nodes(tmp_path: Path) -> dict[str, Path]:
+    """A FIFO, a socket and (where this user may make one) a character device like /dev/null, made
+    under tmp_path: never a real /dev entry."""
+    import socket
+    import stat
+    out = {"a FIFO": tmp_path / "fifo"}
+    os.mkfifo(out["a FIFO"])
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(tmp_path / "sock"))
+    s.close()
+    out["a socket"] = tmp_path / "sock"
+    try:
+        os.mknod(tmp_path / "nulldev", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        out["a character device"] = tmp_path / "nulldev"
+    except (PermissionError, OSError):
+        pass                                        # not root: FIFO and socket only
+    return out
+
+
+def _kinds(nodes: dict[str, Path]) -> dict[Path, int]:
+    return {p: os.lstat(p).st_mode for p in nodes.values()}
+
+
+@pytest.fixture
+def no_hang():
+    """A command that blocks on a FIFO fails the test in 20 s instead of hanging the suite."""
+    import signal
+
+    def late(signum, frame):
+        raise TimeoutError("the command blocked (a FIFO opened?)")
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_no_output_path_replaces_a_device_fifo_or_socket(tmp_path, no_hang):
+    """merge -o, report -o and baseline update -o write by rename: over /dev/null (as root in CI) that
+    turned the device into a regular file. Each refuses, exit 2, one line, the node untouched."""
+    a = _results(tmp_path / "a.json")
+    nodes = _nodes(tmp_path)
+    before = _kinds(nodes)
+    for what, node in nodes.items():
+        for args in (["merge", a, "-o", node], ["report", a, "-o", node], ["report", a, "--format", "html", "-o", node],
+                     ["baseline", "update", a, "-o", node],
+                     ["repro", "unary.neg/f32/contiguous/normal/s0", "-o", node]):
+            r = invoke(*map(str, args))
+            _one_line_error(r, f"--output {node} is {what}, not a regular file: refused (not replaced)")
+    assert _kinds(nodes) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.json", *(p.name for p in nodes.values())])
+
+
+def test_results_files_write_by_rename_refuse_a_special_file_below_the_cli(tmp_path):
+    """The one writer (parity.core.files.write_text) refuses too, for a caller that skipped the option check."""
+    from parity.core import files
+    from parity.render import baseline as bl
+    from parity.run.results import Results
+    nodes = _nodes(tmp_path)
+    before = _kinds(nodes)
+    res = Results.from_json(_results(tmp_path / "a.json"))
+    for what, node in nodes.items():
+        with pytest.raises(files.FileRefused, match=f"{node} is {what}, not a regular file: refused"):
+            res.to_json(node)
+        with pytest.raises(files.FileRefused):
+            bl.dump(bl.Baseline([]), node)
+    assert _kinds(nodes) == before
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _run_folder(tmp_path: Path, name: str, **special: str) -> Path:
+    """A run folder whose files named in `special` ({file: 'fifo'}) are FIFOs."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "run.json").write_text('{"sweep": "smoke", "ops": "unary.neg", "levels": "cpu"}')
+    for f in special:
+        (folder / f).unlink(missing_ok=True)
+        os.mkfifo(folder / f)
+    return folder
+
+
+def test_every_file_read_from_the_command_line_refuses_a_fifo_or_device(tmp_path, no_hang):
+    """results files, baselines, sweeps, port and profile files, equivalent-mutants files, snapshots, run
+    folders: a FIFO blocked the read forever, /dev/zero ran out of memory. Each is one line, exit 2."""
+    a = _results(tmp_path / "a.json")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    ff = str(fifo)
+    out = ["--out", str(tmp_path / "out")]
+    run = ["run", "--levels", "cpu", "--ops", "unary.neg", *out]
+    cases = [(["report", ff], f"results file {ff} is a FIFO"), (["diff", ff, a], f"results file {ff} is a FIFO"),
+             (["diff", a, ff], f"results file {ff} is a FIFO"), (["merge", ff, a, "-o", tmp_path / "m.json"], ff),
+             (["baseline", "update", ff, "-o", tmp_path / "k.toml"], ff), (["report", a, "--baseline", ff], ff),
+             ([*run, "--baseline", ff], f"--baseline {ff} is a FIFO"), ([*run, "--port", ff], f"--port {ff} is a FIFO"),
+             ([*run, "--profile", ff], ff), ([*run, "--hip-src", ff], f"--hip-src {ff} is a FIFO, not a folder"),
+             ([*run, "--resume", ff], f"--resume {ff} is a FIFO"),
+             (["mutate", "--list", "--equivalent", ff], f"--equivalent {ff} is a FIFO"),
+             (["coverage", "--drift", "--cuda-src", tmp_path, "--snapshot", ff], f"--snapshot {ff} is a FIFO"),
+             (["report", "/dev/zero"], "results file /dev/zero is a character device"),
+             (["diff", a, "/dev/zero"], "/dev/zero is a character device"),
+             ([*run, "--baseline", "/dev/zero"], "--baseline /dev/zero is a character device")]
+    for args, needle in cases:
+        _one_line_error(invoke(*map(str, args)), needle)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    inside = [(["report", _run_folder(runs, "r1", **{"results.json": "fifo"})], "results.json is a FIFO"),
+              (["run", "--resume", _run_folder(runs, "r2", **{"run.json": "fifo"})], "run.json is a FIFO"),
+              (["run", "--resume", _run_folder(runs, "r3", **{"results.partial.jsonl": "fifo"})],
+               "results.partial.jsonl is a FIFO")]
+    for args, needle in inside:
+        r = invoke(*map(str, args))
+        assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output, r.output
+
+
+def test_the_one_reader_never_blocks_on_a_fifo_swapped_in_after_the_check(tmp_path, monkeypatch, no_hang):
+    """parity.core.files.read_bytes opens with O_NONBLOCK and checks the open file itself: a FIFO put
+    there between the check and the open is refused, not waited on; a file over the cap is refused."""
+    from parity.core import files
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(files, "check", lambda *a, **k: None)
+    with pytest.raises(files.FileRefused, match="is a FIFO, not a regular file: refused"):
+        files.read_bytes(fifo, "baseline")
+    monkeypatch.undo()
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2000)
+    with pytest.raises(files.FileRefused, match="is 2,000 bytes, over parity's limit of 1,000"):
+        files.read_bytes(big, "results file", limit=1000)
+    assert files.read_bytes(big, limit=2000) == b" " * 2000
+
+
+# ------------------------------------------------------------------- 6. options: numbers, lists, folders
+@pytest.mark.parametrize("args,line", [
+    (["run", "--gpus", "abc"], "Error: --gpus 'abc': expected 'all' or a number of GPUs (e.g. 2)"),
+    (["run", "--gpus", "0"], "Error: --gpus '0': expected 'all' or a number of GPUs, at least 1"),
+    (["run", "--case-timeout", "-1"], "Error: --case-timeout -1: must be a number of seconds greater than 0"),
+    (["run", "--case-timeout", "nan"], "Error: --case-timeout nan: must be a number of seconds greater than 0"),
+    (["run", "--case-timeout", "0"], "Error: --case-timeout 0: must be a number of seconds greater than 0"),
+    (["run", "--case-timeout", "soon"], "Error: --case-timeout soon: not a number; must be a number of seconds "
+                                        "greater than 0"),
+    (["bench", "--case-timeout", "inf"], "Error: --case-timeout inf: must be a number of seconds greater than 0"),
+    (["run", "--wave", ""], "Error: --wave '': empty selection list (name one or more, comma separated, or leave "
+                            "the option out)"),
+    (["run", "--ops", ""], "Error: --ops '': empty selection list"),
+    (["run", "--dtypes", ","], "Error: --dtypes ',': empty selection list"),
+    (["run", "--levels", " , "], "Error: --levels ' , ': empty selection list"),
+    (["list", "--ops", ""], "Error: --ops '': empty selection list"),
+    (["coverage", "--ops", ","], "Error: --ops ',': empty selection list"),
+    (["run", "--out", ""], "Error: --out is empty (''): give a value, or leave the option out"),
+    (["run", "--hip-src", ""], "Error: --hip-src is empty (''): give a value, or leave the option out"),
+    (["run", "--shard", ""], "Error: --shard is empty (''): give a value, or leave the option out"),
+    (["mutate", "--list", "--max", "-1"], "Error: --max -1: must be a whole number, at least 1"),
+    (["mutate", "--list", "--max", "0"], "Error: --max 0: must be a whole number, at least 1"),
+    (["mutate", "--list", "--min-score", "5"], "Error: --min-score 5: must be a fraction of mutants killed, from 0 "
+                                               "to 1 (0.95 = 95%)"),
+    (["mutate", "--list", "--min-score", "-0.1"], "Error: --min-score -0.1: must be a fraction"),
+    (["diff", "a.json", "b.json", "--slowdown", "nan"], "Error: --slowdown nan: must be greater than 1"),
+    (["diff", "a.json", "b.json", "--min-ms", "-1"], "Error: --min-ms -1: must be a number of milliseconds"),
+])
+def test_a_bad_option_value_is_one_line_naming_the_option(tmp_path, monkeypatch, args, line):
+    monkeypatch.chdir(tmp_path)
+    r = invoke(*args, *(["--levels", "cpu", "--out", "o"] if args[0] == "run" and "--out" not in args
+                        and "--levels" not in args else []))
+    _one_line_error(r, line)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_out_that_is_not_a_folder_says_what_it_is(tmp_path):
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo")
+    for name, what in (("file", "a regular file"), ("dangling", "a dangling symbolic link (its target does not "
+                                                                "exist)"), ("fifo", "a FIFO")):
+        r = invoke("run", "--levels", "cpu", "--ops", "unary.neg", "--out", str(tmp_path / name))
+        _one_line_error(r, f"Error: --out {tmp_path / name} is {what}, not a folder")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_list_selects_what_run_selects_chains_included():
+    """`parity run --ops chain.attention` runs the chain; `parity list --ops chain.attention` said
+    unknown op. Both go through run.cases.select_ops now, and list names the chain's step kernels."""
+    import json
+    r = invoke("list", "--ops", "chain.attention", "--json")
+    assert r.exit_code == 0, r.output
+    (op,) = json.loads(r.output)
+    assert op["op"] == "chain.attention" and {"softmax_f32", "gemm_f16", "badd_bf16"} <= set(op["kernels"])
+    r = invoke("list", "--ops", "chain.*,unary.neg", "--json")
+    names = [o["op"] for o in json.loads(r.output)]
+    assert "unary.neg" in names and "chain.llama-block" in names
+    _one_line_error(invoke("list", "--ops", "chain.atention"), "unknown chain 'chain.atention'")

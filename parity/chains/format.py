@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
-from parity.core import toml
+from parity.core import files, toml
 from parity.core.layouts import Layout, row_major
 from parity.core.suggest import unknown
 
@@ -160,9 +160,13 @@ def operand_layout(base: Layout, op: Operand) -> Layout:
 
 def load_chain(path: Path) -> Chain:
     try:
-        spec = toml.loads(Path(path).read_text())
+        spec = toml.loads(files.read_text(path, "chain file"))
     except toml.TOMLDecodeError as e:
         raise ChainError(f"{path}: {e}") from None
+    except files.FileRefused as e:
+        raise ChainError(str(e)) from None
+    except (RecursionError, MemoryError):
+        raise ChainError(f"{path}: not a chain file (nested too deeply)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ChainError(f"{path}: cannot read the chain file: {e}") from None
     try:

@@ -13,7 +13,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, setup_errors, subject_of
+from parity.cli.errors import report_folder
+from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, read_results,
+                                selection_option, setup_errors, subject_of)
+from parity.cli.params import Number, OutFolder, OutputFile, Seconds, Text
 
 MODE = click.Choice(["cold", "hot"])
 
@@ -31,20 +34,22 @@ GPU_LEVELS = ("hip-on-nvidia", "amd", "cuda", "cupy")
 
 
 @click.command("bench")
-@click.option("--sweep", default="bench", show_default=True, help="Sweep with bench-sized cases (cases/bench.toml).")
-@click.option("--ops", help="Op glob patterns, comma separated.")
-@click.option("--dtypes", help="Dtypes, comma separated.")
-@click.option("--layouts", help="Layout classes, comma separated (bench-contiguous, bench-transposed).")
-@click.option("--levels", default="auto", show_default=True,
-              help="GPU levels: auto (hip-on-nvidia and amd where available, plus cuda with --cuda-src, else the "
-                   "cupy reference, for the HIP/CUDA ratio) or a list.")
+@click.option("--sweep", type=Text(), default="bench", show_default=True,
+              help="Sweep with bench-sized cases (cases/bench.toml).")
+@selection_option("--ops", "Op glob patterns, comma separated.")
+@selection_option("--dtypes", "Dtypes, comma separated.")
+@selection_option("--layouts", "Layout classes, comma separated (bench-contiguous, bench-transposed).")
+@selection_option("--levels", "GPU levels: auto (hip-on-nvidia and amd where available, plus cuda with --cuda-src, "
+                  "else the cupy reference, for the HIP/CUDA ratio) or a list.", default="auto", show_default=True)
 @hip_src_option
 @cuda_src_option("CUDA kernel suite (the HIP-vs-CUDA ratio).")
 @click.option("--mode", type=MODE, default="cold", show_default=True, help="cold: L2 flushed between samples; hot: back to back.")
-@click.option("--max-noise", type=float, default=0.02, show_default=True, help="Stop sampling below this spread (IQR/(1.349*median)).")
-@click.option("--time-cap", type=float, default=2.0, show_default=True, help="Seconds of sampling per case and level at most.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
-@click.option("--case-timeout", type=float, default=60.0, show_default=True)
+@click.option("--max-noise", type=Number("a fraction between 0 and 1 (0.02 = 2%)", 0.0, 1.0, True), default=0.02,
+              show_default=True, help="Stop sampling below this spread (IQR/(1.349*median)).")
+@click.option("--time-cap", type=Seconds(), default=2.0, show_default=True,
+              help="Seconds of sampling per case and level at most.")
+@click.option("--out", type=OutFolder(), default=Path("reports"), show_default=True)
+@click.option("--case-timeout", type=Seconds(), default=60.0, show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_noise, time_cap, out,
               case_timeout, quiet) -> None:
@@ -54,12 +59,14 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     """
     from dataclasses import asdict
 
+    from parity.core import files
     from parity.render import terminal
     from parity.render import timing as timing_report
     from parity.run import session
     from parity.run.cases import Filters
     from parity.run.engine import add_ratios, run_cases_multi
     from parity.run.results import Results, environment
+    report_folder(out)
     opts = _timing_options(mode, max_noise, time_cap)
     names = csv_list(levels) if levels != "auto" else list(GPU_LEVELS)
     if "cpu" in names:
@@ -97,8 +104,8 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     with setup_errors():
         folder = session.run_folder(out, f"bench-{Path(sweep).stem}")
     res.to_json(folder / "results.json")
-    (folder / "summary.md").write_text(f"## parity bench: {len(cases)} cases x {len(runnable)} level(s), "
-                                       f"{mode} L2\n\n" + timing_report.markdown(res))
+    files.write_text(folder / "summary.md", f"## parity bench: {len(cases)} cases x {len(runnable)} level(s), "
+                     f"{mode} L2\n\n" + timing_report.markdown(res))
     if not quiet:
         timing_report.show(res, console)
     counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
@@ -112,17 +119,18 @@ MERGE_SCOPE = ("kind", "sweep", "filters", "levels", "hip_src", "cuda_src")
 MAX_CONFLICTS = 50                             # conflicts listed in meta (all are counted)
 
 
-def merge_results(paths: list[Path], allow_partial: bool = False):
+def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     """One run from its shards (or its GPU workers' files), keyed by (case ID, level).
 
     ValueError (one line) when the files are not parts of one run: another sweep, filters, levels
     or suite, shards of different splits, or — unless `allow_partial` — a shard K of N missing
     (the merged meta then names them in `shards_missing`). Rows of one key with different verdicts
     are a conflict: the worst verdict (results.ORDER: a failure before a pass) is kept whatever the
-    argument order, and meta `merge_conflicts` lists them."""
+    argument order, and meta `merge_conflicts` lists them. `read`: how a file is read (default
+    Results.from_json); the rows each file could not give are counted in meta `unread_rows`."""
     from parity.render.diff import scope_differences
     from parity.run.results import Results
-    parts = [(Path(p), Results.from_json(p)) for p in paths]
+    parts = [(Path(p), read(p) if read else Results.from_json(p)) for p in paths]
     for p, r in parts[1:]:
         diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
         if diff:
@@ -137,7 +145,11 @@ def merge_results(paths: list[Path], allow_partial: bool = False):
     meta["merged_from"] = [str(p) for p, _ in parts]
     meta["shards"] = [m.get("shard") for m in metas]
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
-    meta.pop("shard", None)
+    for k in ("shard", "shards_missing", "merge_conflicts"):      # the first file's, not this merge's
+        meta.pop(k, None)
+    unread = [e for m in metas for e in m.get("unread_rows", [])]
+    if unread:
+        meta["unread_rows"] = unread
     if missing:
         meta["shards_missing"] = missing
     if conflicts:
@@ -186,8 +198,8 @@ def _merge_rows(parts: list) -> tuple[list[dict], list[dict]]:
 
 
 @click.command("merge")
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Merged results.json to write.")
+@click.argument("results", nargs=-1, required=True, type=RESULTS)
+@click.option("-o", "--output", type=OutputFile(), required=True, help="Merged results.json to write.")
 @click.option("--allow-partial", is_flag=True,
               help="Merge although shards of the split are missing; the merged meta and reports name them.")
 def merge_cmd(results, output: Path, allow_partial: bool) -> None:
@@ -198,17 +210,16 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     in two files keeps the worst one, and the conflict is reported."""
     if Path(output).is_dir():
         raise SetupError(f"-o {output} is a folder; name the merged file, e.g. {Path(output) / 'results.json'}")
+    from parity.core.files import FileRefused
     try:
-        res = merge_results(list(results), allow_partial)
+        res = merge_results(list(results), allow_partial, read_results)
     except ValueError as e:
         raise SetupError(str(e))
     try:
         res.to_json(output)
-    except OSError as e:
-        try:                                   # to_json writes OUTPUT.tmp first: leave none behind
-            Path(str(output) + ".tmp").unlink(missing_ok=True)
-        except OSError:
-            pass
+    except FileRefused as e:
+        raise SetupError(str(e))
+    except OSError as e:                       # (to_json leaves no temporary file behind)
         raise SetupError(f"cannot write {output}: {e.strerror or e}")
     click.echo(f"{output}: {len(res.table)} rows from {len(results)} file(s): "
                + ", ".join(f"{n} {v}" for v, n in res.counts().items()))

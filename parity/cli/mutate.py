@@ -12,7 +12,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, hip_src_option, setup_errors, subject_of
+from parity.cli.errors import report_folder
+from parity.cli.options import SetupError, csv_list, hip_src_option, selection_option, setup_errors, subject_of
+from parity.cli.params import Count, InputPath, Number, OutFolder, Seconds, Text
 
 EPILOG = """\b
 Examples:
@@ -26,20 +28,23 @@ Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error 
 
 @click.command("mutate", epilog=EPILOG)
 @hip_src_option
-@click.option("--sweep", default="pr", show_default=True, help="Bundled sweep or a sweep TOML file.")
-@click.option("--ops", help="Op glob patterns, comma separated: only mutate files defining their kernels.")
-@click.option("--max", "max_n", type=int, help="Run at most N mutants, sampled over every file.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (reproducible).")
+@click.option("--sweep", type=Text(), default="pr", show_default=True, help="Bundled sweep or a sweep TOML file.")
+@selection_option("--ops", "Op glob patterns, comma separated: only mutate files defining their kernels.")
+@click.option("--max", "max_n", type=Count(1), help="Run at most N mutants, sampled over every file.")
+@click.option("--seed", type=Number("a whole number, 0 or more", 0, integer=True), default=0, show_default=True,
+              help="Sampling seed (reproducible).")
 @click.option("--level", default="hip-on-nvidia", show_default=True, type=click.Choice(["hip-on-nvidia", "amd"]))
-@click.option("--jobs", type=int, default=None, help="Mutants worked on at once, each compiling in its own copy "
+@click.option("--jobs", type=Count(1), default=None, help="Mutants worked on at once, each compiling in its own copy "
               "of the suite [default: cores].")
-@click.option("--runners", type=int, default=4, show_default=True, help="Mutants launching on the GPU at once.")
-@click.option("--min-score", type=float, default=0.0, show_default=True, help="Exit 1 below this score (0..1).")
-@click.option("--mutant-timeout", type=float, default=120.0, show_default=True, help="Seconds a mutant's cases may take.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True)
-@click.option("--equivalent", "equivalent_file", type=click.Path(path_type=Path),
+@click.option("--runners", type=Count(1), default=4, show_default=True, help="Mutants launching on the GPU at once.")
+@click.option("--min-score", type=Number("a fraction of mutants killed, from 0 to 1 (0.95 = 95%)", 0.0, 1.0),
+              default=0.0, show_default=True, help="Exit 1 below this score: killed / (killed + survived), 0..1.")
+@click.option("--mutant-timeout", type=Seconds(), default=120.0, show_default=True,
+              help="Seconds a mutant's cases may take.")
+@click.option("--out", type=OutFolder(), default=Path("reports"), show_default=True)
+@click.option("--equivalent", "equivalent_file", type=InputPath(),
               help="Mutants argued equivalent, with reasons [default: the suite's mutants-equivalent.toml].")
-@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--resume", type=InputPath(file=False, folder=True),
               help="Go on with an interrupted run in this report folder: the mutants its mutants.jsonl "
                    "holds are not run again (same --sweep, --max, --seed and --hip-src).")
 @click.option("--list", "list_only", is_flag=True, help="Print the mutants that would run and stop.")
@@ -51,13 +56,17 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     from parity.mutate.operators import mutants_of, sample
     from parity.mutate.targets import cases_for, targets
     from parity.run.cases import Filters
-    from parity.run.session import select_cases
+    from parity.run.session import check_report_files, select_cases
+    report_folder(resume or out)
     suite = subject_of(hip_src).hip_src
     lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
     if equivalent_file and not Path(equivalent_file).is_file():
         raise SetupError(f"--equivalent {equivalent_file}: no such file")
     if resume and not (Path(resume) / "mutants.jsonl").is_file():
         raise SetupError(f"--resume {resume}: no mutants.jsonl there (a parity mutate report folder)")
+    if resume:
+        with setup_errors():
+            check_report_files(Path(resume))
     with setup_errors():
         cases = select_cases(sweep, Filters(csv_list(ops)), allow_empty=True)
     files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}

@@ -1,18 +1,21 @@
 """What the commands share: the setup error, the subject's options (declared once, with their one
-default) and the mapping of a session's one-line errors onto click's exit code 2."""
+default), the mapping of a session's one-line errors onto click's exit code 2, and the reading of a
+results file given on the command line."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from parity.cli.params import InputPath, Selection, SetupError, Text
 from parity.run.session import SessionError, csv_list  # noqa: F401  (csv_list: the commands' list options)
 
+if TYPE_CHECKING:
+    from parity.run.results import Results
 
-class SetupError(click.ClickException):
-    """A user mistake or a missing prerequisite: one line, exit code 2, no traceback."""
-    exit_code = 2
+SUITE = InputPath(file=False, folder=True)     # --hip-src, --cuda-src: a folder
+RESULTS = InputPath(file=True, folder=True, what="results file")   # a results.json, or a run folder for its own
 
 
 @contextmanager
@@ -31,16 +34,34 @@ PROFILE_HELP = ("The ABI profile: candle, rocm-rs, or a parity-kernels.toml decl
 
 def hip_src_option(f):
     """--hip-src: the one declaration (default worked out in parity.run.session.subject)."""
-    return click.option("--hip-src", type=click.Path(path_type=Path),
+    return click.option("--hip-src", type=SUITE,
                         help="HIP kernel suite folder [default: the bundled suite, backends/hip].")(f)
 
 
 def cuda_src_option(help_: str = "CUDA kernel suite folder (e.g. candle-kernels/src)."):
-    return click.option("--cuda-src", type=click.Path(path_type=Path), help=help_)
+    return click.option("--cuda-src", type=SUITE, help=help_)
 
 
 def profile_option(f):
-    return click.option("--profile", "profile_opt", metavar="NAME|FILE", help=PROFILE_HELP)(f)
+    return click.option("--profile", "profile_opt", type=Text(), metavar="NAME|FILE", help=PROFILE_HELP)(f)
+
+
+def selection_option(name: str, help_: str, dest: str | None = None, **kw):
+    """A comma-separated list option (--ops, --dtypes, ...): one that names nothing is exit 2."""
+    return click.option(name, *([dest] if dest else []), type=Selection(), help=help_, **kw)
+
+
+def read_results(path) -> Results:
+    """A results file given on the command line, read defensively (parity.run.results): SetupError
+    for one that is not a results file; what was skipped of it said on stderr, one line per file."""
+    from parity.run.results import Results
+    try:
+        res = Results.from_json(path)
+    except ValueError as e:
+        raise SetupError(str(e))
+    for note in res.notes:
+        click.echo(f"warning: {note}", err=True)
+    return res
 
 
 def port_options(f):
@@ -48,7 +69,7 @@ def port_options(f):
     conventions, parity.profiles), for run, coverage, compile."""
     opts = [
         profile_option,
-        click.option("--port", "port_file", type=click.Path(path_type=Path, dir_okay=False),
+        click.option("--port", "port_file", type=InputPath(),
                      help="The port's build line (parity-port.toml: sources, include folders in order, force-included "
                           "headers, defines; docs/shim-ports.md) [default: --hip-src DIR/parity-port.toml when there]."),
         click.option("--port-source", multiple=True, metavar="GLOB",

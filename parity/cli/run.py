@@ -2,17 +2,18 @@
 (parity.run.session)."""
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, port_options, setup_errors
+from parity.cli.errors import Terminated, report_folder
+from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
+                                setup_errors)
+from parity.cli.params import InputPath, Number, OutFolder, Seconds, Text
 
 if TYPE_CHECKING:
     from parity.timing import TimingOptions
@@ -23,9 +24,9 @@ Examples:
   parity run --sweep pr --ops 'unary.*' --dtypes f16,bf16
   parity run --ops binary.minimum --layouts transposed,broadcast-leading
   parity run --hip-src ~/candle-rocm/kernels --require hip-on-nvidia
-Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 usage or setup error.
+Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 usage or setup error,
+3 parity's internal error (traceback saved in --out), 130/143 interrupted.
 """
-INTERNAL_ERROR = 3
 RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
            "profile_opt")
 
@@ -53,43 +54,46 @@ class RunOptions:
 
 
 @click.command(epilog=EPILOG_RUN)
-@click.option("--sweep", default="smoke", show_default=True,
+@click.option("--sweep", type=Text(), default="smoke", show_default=True,
               help="Bundled sweep (smoke, pr, nightly) or a path to a sweep TOML file.")
-@click.option("--ops", help="Op glob patterns, comma separated ('unary.*,cast').")
-@click.option("--dtypes", help="Dtypes, comma separated (f16,bf16,fp8).")
-@click.option("--layouts", help="Layout classes, comma separated (transposed,broadcast-leading).")
-@click.option("--values", "value_classes", help="Value classes, comma separated (normal,special,out-of-range).")
-@click.option("--levels", default="auto", show_default=True,
-              help="Levels to run: auto (cpu + every GPU level this machine has) or a list of "
-                   "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).")
-@click.option("--wave", default="64", show_default=True,
-              help="Wavefront size of the hip-on-nvidia level: 64 (AMD CDNA, emulated as two NVIDIA warps per "
-                   "wavefront), 32 (RDNA wave32 / NVIDIA warps; level hip-on-nvidia/w32) or 32,64 (both, as two levels).")
-@click.option("--require", help="Levels that must be available, comma separated; exit 2 if one is not.")
+@selection_option("--ops", "Op glob patterns, comma separated ('unary.*,cast').")
+@selection_option("--dtypes", "Dtypes, comma separated (f16,bf16,fp8).")
+@selection_option("--layouts", "Layout classes, comma separated (transposed,broadcast-leading).")
+@selection_option("--values", "Value classes, comma separated (normal,special,out-of-range).", "value_classes")
+@selection_option("--levels", "Levels to run: auto (cpu + every GPU level this machine has) or a list of "
+                  "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).", default="auto",
+                  show_default=True)
+@selection_option("--wave", "Wavefront size of the hip-on-nvidia level: 64 (AMD CDNA, emulated as two NVIDIA warps "
+                  "per wavefront), 32 (RDNA wave32 / NVIDIA warps; level hip-on-nvidia/w32) or 32,64 (both, as two "
+                  "levels).", default="64", show_default=True)
+@selection_option("--require", "Levels that must be available, comma separated; exit 2 if one is not.")
 @hip_src_option
 @cuda_src_option()
 @port_options
-@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
+@click.option("--out", type=OutFolder(), default=Path("reports"), show_default=True,
               help="Folder for this run's report folder (results.json, summary.md, junit.xml).")
-@click.option("--case-timeout", type=float, default=30.0, show_default=True,
+@click.option("--case-timeout", type=Seconds(), default=30.0, show_default=True,
               help="Seconds a GPU launch may take before the case is a `timeout` (its worker is restarted).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or tables; just the summary line.")
-@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path),
+@click.option("--baseline", "baseline_path", type=InputPath(),
               help="Known failures (TOML/JSON, see `parity baseline`): matching failures become xfail.")
 @click.option("--strict", is_flag=True, help="With --baseline: a baselined case that passes (xpass) fails the run.")
-@click.option("--resume", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--resume", type=InputPath(file=False, folder=True),
               help="Resume an interrupted run in this report folder: finished cases are not run again.")
 @click.option("--time", "time_cases", is_flag=True,
               help="Time every passing case on GPU levels (device events; kernel_ms = median, "
                    "time_p10/p90, gbps, pct_peak, launch_bound, samples columns).")
 @click.option("--mode", "time_mode", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
               help="With --time: cold (L2 flushed, outputs restored before each sample) or hot (back to back).")
-@click.option("--max-noise", "time_max_noise", type=float, default=0.02, show_default=True,
+@click.option("--max-noise", "time_max_noise", type=Number("a fraction between 0 and 1 (0.02 = 2%)", 0.0, 1.0, True),
+              default=0.02, show_default=True,
               help="With --time: sample until IQR/(1.349*median) is below this (or the time cap).")
-@click.option("--gpus", default=None, help="Spread GPU levels over 'all' or N GPUs: one process per GPU prepares, "
-                                          "launches (pinned with CUDA_VISIBLE_DEVICES) and compares every Nth case.")
-@click.option("--shard", default=None, help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
-@click.option("--since", "since", metavar="REF",
+@click.option("--gpus", type=Text(), default=None,
+              help="Spread GPU levels over 'all' or N GPUs: one process per GPU prepares, launches (pinned with "
+                   "CUDA_VISIBLE_DEVICES) and compares every Nth case.")
+@click.option("--shard", type=Text(), default=None,
+              help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
+@click.option("--since", "since", type=Text(), metavar="REF",
               help="Only the cases whose kernels are defined in suite files changed since this git ref "
                    "(committed, staged, unstaged or untracked; a changed header selects the files including it).")
 @click.option("--every-fault", is_flag=True,
@@ -112,45 +116,20 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, ev
 
 
 def _guarded(fn, opts: RunOptions, **kw) -> None:
-    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143), a SessionError is a usage
-    error (exit 2), and an unexpected internal error exits 3 with its traceback saved to a file:
-    exit 1 means a case failed, nothing else."""
+    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143) and a SessionError is a usage
+    error (exit 2). An unexpected internal error is the `parity` group's (parity.cli.errors): exit 3,
+    its traceback saved in the run's folder."""
     import signal
-    import traceback
 
     def term(signum, frame):
         raise Terminated()
+    report_folder(kw.get("resume") or kw.get("out") or "reports")
     previous = signal.signal(signal.SIGTERM, term)
     try:
         with setup_errors():
             fn(opts, **kw)
-    except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
-        raise
-    except Exception as e:
-        folder = Path(kw.get("resume") or kw.get("out") or "reports")
-        path = _save_traceback(folder, traceback.format_exc())
-        click.echo(f"parity internal error: {type(e).__name__}: {e}" + (f" (traceback: {path})" if path else "")
-                   + "; please report it", err=True)
-        sys.exit(INTERNAL_ERROR)
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
-
-
-def _save_traceback(folder: Path, text: str) -> Path | None:
-    import tempfile
-    for where in (folder, Path(tempfile.gettempdir())):
-        try:
-            where.mkdir(parents=True, exist_ok=True)
-            path = where / f"parity-error-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
-            path.write_text(text)
-            return path
-        except OSError:
-            continue
-    return None
 
 
 def _resume_options(folder: Path, given: dict) -> dict:
@@ -190,6 +169,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     if resume:
         if not Path(resume).is_dir():
             raise SetupError(f"--resume: run folder {resume} does not exist")
+        session.check_report_files(Path(resume))
         o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
                                               value_classes=value_classes, levels=levels, wave=wave,
                                               hip_src=hip_src, cuda_src=cuda_src, shard=None,
@@ -294,6 +274,7 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
 
 def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, subj) -> None:
+    from parity.core import files
     from parity.render import baseline, junit, markdown, terminal
     from parity.render import timing as timing_report
     from parity.render.html import write_extra_reports
@@ -320,10 +301,10 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
     timing_md = timing_report.markdown(res)
     appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
                 + (timing_md or ""))
-    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
+    files.write_text(folder / "summary.md", markdown.render(res, appendix=appendix))   # one 60,000-char budget
     for line in write_extra_reports(res, folder):
         click.echo(line)
-    (folder / "junit.xml").write_text(junit.render(res))
+    files.write_text(folder / "junit.xml", junit.render(res))
     journal.close(finished=signal_ is None)
     terminal.show(res, console)
     outcome = outcome_of(res)

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, port_options, subject_of
+from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
+                                subject_of)
+from parity.cli.params import InputPath, Text
 from parity.render.table import Col, fit_table
 
 
@@ -16,13 +18,13 @@ from parity.render.table import Col, fit_table
 @port_options
 @hip_src_option
 @cuda_src_option("Also check a CUDA suite (e.g. candle-kernels/src).")
-@click.option("--ops", help="Only these op patterns (e.g. 'unary.*,cast').")
+@selection_option("--ops", "Only these op patterns (e.g. 'unary.*,cast').")
 @click.option("--all", "show_all", is_flag=True, help="List present kernels too, not only the problems.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--drift", is_flag=True, help="With --cuda-src (Candle's candle-kernels/src): what changed upstream since "
                                             "the catalog caught up — kernels new upstream, gone upstream, or with "
                                             "changed parameters — one line each with file:line; exit 1 on any.")
-@click.option("--snapshot", "snapshot_file", type=click.Path(path_type=Path), metavar="FILE",
+@click.option("--snapshot", "snapshot_file", type=InputPath(), metavar="FILE",
               help="With --drift: the record of upstream to compare against [default: the bundled "
                    "parity/data/candle-upstream.json].")
 @click.option("--update-snapshot", is_flag=True, help="With --drift: after catching the catalog up, write --cuda-src's "
@@ -91,12 +93,13 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
 @click.command("compile")
 @port_options
 @hip_src_option
-@click.option("--amd-arch", default="gfx90a,gfx908,gfx1030,gfx940", show_default=True,
-              help="AMD targets, comma separated.")
+@selection_option("--amd-arch", "AMD targets, comma separated.", default="gfx90a,gfx908,gfx1030,gfx940",
+                  show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
-@click.option("--since", metavar="REF", help="Only the sources changed since this git ref (or including a changed "
-                                             "header): the pre-commit check on a machine without a GPU.")
+@click.option("--since", type=Text(), metavar="REF",
+              help="Only the sources changed since this git ref (or including a changed header): the pre-commit "
+                   "check on a machine without a GPU.")
 def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_source, port_include,
                 port_force_include, port_define, profile_opt=None) -> None:
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
+from parity.core import files
 from parity.mutate.operators import Mutant
 from parity.mutate.run import COUNTED, VERDICTS, Outcome
 
@@ -92,11 +93,17 @@ def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
     naming the first one that is not among them (another sample: --sweep, --max, --seed or the
     suite differ). A line cut short by a kill is left out: that mutant runs again."""
     out = []
-    for line in Path(path).read_text().splitlines():
+    try:
+        text = files.read_text(path, "mutants journal", files.RESULTS_LIMIT)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+    for line in text.splitlines():
         try:
             r = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
+        if not isinstance(r, dict) or not isinstance(r.get("mutant", ""), str) or not isinstance(r.get("verdict"), str):
+            continue                      # not a line `record` wrote: that mutant runs again
         m = mutants.get(r.get("mutant", ""))
         if m is None:
             raise ValueError(f"{path}: mutant {r.get('mutant')} is not in this run's sample (were --sweep, --max, "
@@ -208,7 +215,6 @@ def write(s: dict, folder: Path) -> list[Path]:
     """mutants.json, summary.md and index.html in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / "mutants.json", folder / "summary.md", folder / "index.html"]
-    paths[0].write_text(json.dumps(s, indent=1))
-    paths[1].write_text(markdown(s))
-    paths[2].write_text(html_page(s))
+    for path, text in zip(paths, (json.dumps(s, indent=1), markdown(s), html_page(s))):
+        files.write_text(path, text, "report")
     return paths

@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from parity.core import toml
+from parity.core import files, toml
 from parity.core.layouts import LAYOUT_CLASSES
 from parity.mutate.operators import Mutant, mask
 from parity.mutate.run import Outcome
@@ -83,15 +83,25 @@ def unreachable(mutant: Mutant, largest: int, spans: list[tuple[int, int, int, s
 
 def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
     """(file, original line, mutated line) -> why, from a mutants-equivalent.toml (absent: {})."""
-    if not Path(path).is_file():
+    if files.kind(path) == "nothing":
         return {}
     try:
-        data = toml.loads(Path(path).read_text())
+        data = toml.loads(files.read_text(path, "equivalent-mutants file"))
     except toml.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"{path}: not an equivalent-mutants file (nested too deeply)") from None
     out = {}
-    for i, e in enumerate(data.get("equivalent", [])):
-        missing = [k for k in ("file", "line", "mutated", "why") if not str(e.get(k, "")).strip()]
+    keys = ("file", "line", "mutated", "why")
+    entries = data.get("equivalent", [])
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: `equivalent` must be a list of [[equivalent]] tables")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k, ""), str) for k in keys):
+            raise ValueError(f"{path}: [[equivalent]] #{i + 1} must be a table of strings (file, line, mutated, why)")
+        missing = [k for k in keys if not str(e.get(k, "")).strip()]
         if missing:
             raise ValueError(f"{path}: [[equivalent]] #{i + 1} lacks {', '.join(missing)}")
         out[(e["file"], e["line"].strip(), e["mutated"].strip())] = e["why"].strip()

@@ -70,7 +70,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from parity.core import toml
+from parity.core import files, toml
 from parity.core.dtypes import ALIASES, DTYPES, dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, scalar_to_dtype, to_f64
@@ -345,12 +345,16 @@ def load_declaration(path: Path) -> Profile:
     """The profile a parity-kernels.toml declares; DeclarationError `file:line: field: what` otherwise."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = files.read_text(path, "profile declaration")
+    except files.FileRefused as e:
+        raise DeclarationError(str(e)) from None
     except (OSError, UnicodeDecodeError) as e:
         raise DeclarationError(f"{path}: cannot read the declaration: {getattr(e, 'strerror', None) or e}") from None
     where = _Where(path, text)
     try:
         data = toml.loads(text)
+    except (RecursionError, MemoryError):
+        raise DeclarationError(f"{path}: not a declaration (nested too deeply)") from None
     except toml.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))

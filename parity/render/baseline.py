@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from parity import profiles
-from parity.core import toml
+from parity.core import files, toml
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
 from parity.run.results import FAILING, Results
@@ -92,13 +92,17 @@ def load(path: str | Path) -> Baseline:
     """Read a .toml or .json baseline; ValueError with a readable message when malformed."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = files.read_text(path, "baseline")
     except OSError as e:
         raise ValueError(f"cannot read baseline {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"baseline {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         doc = toml.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (toml.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"baseline {path}: {e}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"baseline {path}: not a baseline (nested too deeply)") from None
     raw = _entries_of(doc, path)
     return Baseline([_entry(e, i, path) for i, e in enumerate(raw)], str(path))
 
@@ -142,10 +146,10 @@ def _entry(e, i: int, path: Path) -> Entry:
 
 def dump(baseline: Baseline, path: str | Path) -> None:
     """Write as TOML when the file name ends in .toml, else as JSON; entries the ops state stay
-    with the ops (Op.known), out of the file."""
+    with the ops (Op.known), out of the file. Written beside `path` and renamed over it
+    (files.FileRefused when `path` is not a regular file)."""
     path = Path(path)
     entries = [e for e in baseline.entries if not e.stated]
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".toml":
         q = json.dumps                     # a JSON string is a valid TOML basic string
         lines = ["# parity baseline: known failures (see parity/render/baseline.py)", ""]
@@ -156,11 +160,11 @@ def dump(baseline: Baseline, path: str | Path) -> None:
                 lines.append(f"level = {q(e.level, ensure_ascii=False)}")
             lines.append(f"reason = {q(e.reason, ensure_ascii=False)}")
             lines.append("")
-        path.write_text("\n".join(lines))
+        files.write_text(path, "\n".join(lines), "baseline")
     else:
         doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None and k != "stated"}
                                             for e in entries]}
-        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        files.write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n", "baseline")
 
 
 def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Results:

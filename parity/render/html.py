@@ -21,6 +21,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from parity.core import files
 from parity.core.row import Verdict
 from parity.render import github
 from parity.render.findings import of
@@ -340,7 +341,7 @@ def render(res: Results) -> str:
 
 def write(res: Results, folder: str | Path) -> Path:
     path = Path(folder) / "index.html"
-    path.write_text(render(res), encoding="utf-8")
+    files.write_text(path, render(res), "report")
     return path
 
 

@@ -93,7 +93,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int =
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
     stopped = _stopped(meta, len(table))
     common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
-                  kernels_compiled=compiled, notes=merge_notes(meta))
+                  kernels_compiled=compiled, notes=merge_notes(meta) + unread_notes(meta))
     ok = int(t["verdict"].isin(OK).sum()) if len(t) else 0
     if failing:
         subject = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
@@ -124,6 +124,12 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int =
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
+    unread, unread_failing = _unread(meta)
+    if unread_failing and status in ("pass", "compiled", "reference-only"):
+        status = "fail"                          # a failure the file recorded is not forgotten for its damage
+    if unread:
+        head = (f"{head} · {unread:,} unreadable row{'s' if unread != 1 else ''} skipped"
+                + (f" ({unread_failing:,} failing)" if unread_failing else ""))
     if stopped:
         head = f"{head} · stopped early: {stopped}"
     if meta.get("shards_missing"):               # a merge the user allowed to be partial says so first
@@ -217,6 +223,23 @@ def merge_notes(meta: dict) -> list[str]:
         out.append(f"Merge conflicts — {c.get('count', 0)} case(s) had different verdicts in different files; "
                    f"{c.get('rule', 'the worst verdict is kept')}.")
     return out
+
+
+def _unread(meta: dict) -> tuple[int, int]:
+    """(rows of the files read that were not result rows, how many of those had a failing verdict):
+    meta `unread_rows` (parity.run.results.Results.from_json)."""
+    entries = [e for e in meta.get("unread_rows") or [] if isinstance(e, dict)]
+
+    def count(k: str) -> int:
+        return int(sum(e[k] for e in entries if isinstance(e.get(k), (int, float)) and not isinstance(e[k], bool)))
+    return count("count"), count("failing")
+
+
+def unread_notes(meta: dict) -> list[str]:
+    """One line per results file whose damaged rows were skipped when it was read."""
+    return [f"Unreadable rows — {e.get('count')} row(s) of `{e.get('file')}` are not result rows and are in no "
+            f"table ({e.get('failing')} with a failing verdict); first: {e.get('first')}."
+            for e in meta.get("unread_rows") or [] if isinstance(e, dict)]
 
 
 def suites_line(meta: dict) -> str:

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from parity.run.results import Results
 
 
-def _f(v, fmt: str = "{:.3g}") -> str:
+def _f(v, fmt: str = "{:.3g}", scale: float = 1.0) -> str:
+    """A number cell ("" for a missing or non-finite one: a row read from a file may lack it)."""
     try:
-        x = float(v)
-    except (TypeError, ValueError):
+        x = float(v) * scale
+    except (TypeError, ValueError, OverflowError):
         return ""
     return "" if not math.isfinite(x) else fmt.format(x)
 
@@ -18,17 +21,17 @@ def rows(res: Results) -> list[dict]:
     t = res.table
     if "samples" not in t.columns:
         return []
-    timed = t[t["samples"].notna()]
+    timed = t[pd.to_numeric(t["samples"], errors="coerce").notna()]
     out = []
     for _, r in timed.iterrows():
         out.append({
-            "case": r["case_id"], "level": r["level"],
-            "median_us": _f(r["kernel_ms"] * 1e3, "{:.1f}"),
-            "p10-p90_us": f"{_f(r.get('time_p10', float('nan')) * 1e3, '{:.1f}')}-{_f(r.get('time_p90', float('nan')) * 1e3, '{:.1f}')}",
-            "n": str(int(r["samples"])), "noise": _f(r.get("time_noise", float("nan")) * 100, "{:.1f}%"),
+            "case": str(r["case_id"]), "level": str(r["level"]),
+            "median_us": _f(r["kernel_ms"], "{:.1f}", 1e3),
+            "p10-p90_us": f"{_f(r.get('time_p10'), '{:.1f}', 1e3)}-{_f(r.get('time_p90'), '{:.1f}', 1e3)}",
+            "n": _f(r["samples"], "{:.0f}"), "noise": _f(r.get("time_noise"), "{:.1f}%", 100),
             "GB/s": _f(r.get("gbps"), "{:.0f}"), "% peak": _f(r.get("pct_peak"), "{:.0f}%"),
             "launch-bound": "yes" if r.get("launch_bound") is True else "",
-            "events_us": _f((r.get("event_ms") or float("nan")) * 1e3, "{:.1f}")
+            "events_us": _f(r.get("event_ms"), "{:.1f}", 1e3)
             if r.get("time_source") == "events-overhead" else "",
             "ratio": (_f(r.get("ratio"), "{:.2f}x") + f" vs {r.get('ratio_vs')}") if _f(r.get("ratio")) else "",
             "note": str(r.get("timing_note") or "")[:80] if isinstance(r.get("timing_note"), str) else "",

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parity import chains, profiles
-from parity.core import resources, toml
+from parity.core import files, resources, toml
 from parity.core.dtypes import ALIASES, DTYPES
+from parity.core.files import special_file
 from parity.core.layouts import LAYOUT_CLASSES
 from parity.core.suggest import unknown
 from parity.core.values import VALUE_CLASSES
 from parity.ops.base import Op
 from parity.profiles import Profile
 from parity.run.shard import apply_shard
-from parity.suite.compile_cache import special_file
 
 SWEEP_DIR = resources.sweep_dir()
 
@@ -99,6 +99,14 @@ def select_ops(patterns: list[str] | None, profile: Profile | None = None) -> li
             hits = prof.select([pat])
         out.update((o.name, o) for o in hits)
     return list(out.values())
+
+
+def listed_kernels(op: Op) -> list[str]:
+    """The kernels an op's cases launch, as `parity list` names them: one per dtype; a chain's, its
+    steps' kernels over every dtype."""
+    if chains.is_chain(op.name):
+        return sorted(set().union(*(Case(op.name, k, chains.LAYOUT, "normal").kernels for k in op.dtypes)))
+    return [op.kernel_name(k) for k in op.dtypes]
 
 
 def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: list[str] | None,
@@ -192,10 +200,12 @@ def read_sweep(path: Path, profile: Profile | None = None) -> dict:
     file, the group and the key for an unknown key, a wrong type, an empty list or an unknown name
     (op patterns and layouts: of the profile's catalog, Candle's by default)."""
     try:
-        spec = toml.loads(path.read_text())
+        spec = toml.loads(files.read_text(path, "sweep"))
     except toml.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except files.FileRefused:
+        raise
+    except (OSError, UnicodeDecodeError, RecursionError) as e:
         raise ValueError(f"{path}: cannot read the sweep file: {e.strerror if isinstance(e, OSError) else e}") from None
     return check_sweep(spec, str(path), profile)
 

@@ -13,7 +13,9 @@ import json
 import time
 from pathlib import Path
 
-from parity.run.results import Results, _from_json, row_json, row_problem
+from parity.core import files
+from parity.run.results import Results, _from_json, row_json
+from parity.run.schema import row_problem
 
 NAME = "results.partial.jsonl"
 
@@ -37,19 +39,21 @@ def load(folder: str | Path, cases: set[str] | None = None, levels: set[str] | N
     folder = Path(folder)
     rows: dict[tuple[str, str], dict] = {}
     skipped: list[str] = []
-    if (folder / "results.json").exists():
+    if files.kind(folder / "results.json") != "nothing":
         try:
-            for r in Results.from_json(folder / "results.json").records():
+            res = Results.from_json(folder / "results.json")
+            for r in res.records():
                 rows[(r["case_id"], r["level"])] = dict(r)
+            skipped += [f"{n} — those rows are run again" for n in res.notes]
         except ValueError as e:
             skipped.append(f"{e} — its rows are run again")
     path = folder / NAME
-    if path.exists():
+    if files.kind(path) != "nothing":
         try:
-            data = path.read_bytes()
-        except OSError as e:
+            data = files.read_bytes(path, "journal", files.RESULTS_LIMIT)
+        except (OSError, ValueError) as e:
             data = b""
-            skipped.append(f"cannot read {path}: {e.strerror or e}")
+            skipped.append(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
         lines = data.split(b"\n")
         for n, raw in enumerate(lines, 1):
             if not raw.strip():
@@ -79,9 +83,9 @@ def _parse(raw: bytes) -> tuple[dict | None, str | None]:
         return None, f"byte 0x{raw[e.start]:02x} is not UTF-8"
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e.msg})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
     why = row_problem(r)
-    if why is None and not isinstance(r.get("level"), str):
-        why = f"level {r.get('level')!r} is not a level name"
     return (None, why) if why else (_from_json(r), None)
 
 
@@ -99,6 +103,7 @@ class Journal:
         self.skipped: list[str] = loaded.skipped
         self.resumed = len(self.rows)
         self.done = {(r["case_id"], r.get("level")) for r in self.rows}
+        files.check(self.path, "journal")         # (a FIFO would block the open)
         self._f = open(self.path, "a", encoding="utf-8")
         self._flushed = time.monotonic()
 

@@ -107,9 +107,12 @@ def resolve_gpus(spec: str | int | None) -> list[str]:
     ids = visible_gpus()
     if str(spec) == "all":
         return ids if len(ids) > 1 else []
-    n = int(spec)
+    try:
+        n = int(spec)
+    except ValueError:
+        raise ValueError(f"--gpus {spec!r}: expected 'all' or a number of GPUs (e.g. 2)") from None
     if n < 1:
-        raise ValueError("--gpus must be 'all' or a positive number")
+        raise ValueError(f"--gpus {spec!r}: expected 'all' or a number of GPUs, at least 1")
     if n > len(ids):
         raise ValueError(f"--gpus {n}: only {len(ids)} GPU(s) visible")
     return ids[:n] if n > 1 else []

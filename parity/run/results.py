@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from parity import __version__
+from parity.core import files
 from parity.core.row import Row, Verdict
-from parity.core.suggest import unknown
+from parity.run.schema import NONFINITE, clean_meta, row_problem
 
 SCHEMA = "parity.results/1"
 COLUMNS = Row.columns()
@@ -37,6 +38,7 @@ class Results:
     _records: list | None = field(default=None, init=False, repr=False, compare=False)
     _findings: object = field(default=None, init=False, repr=False, compare=False)   # findings.of()
     _outcome: object = field(default=None, init=False, repr=False, compare=False)    # outcome.of()
+    notes: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # from_json's, one line each
 
     @staticmethod
     def from_rows(rows: list[dict], meta: dict | None = None) -> "Results":
@@ -74,20 +76,24 @@ class Results:
         return self.failures().empty
 
     def to_json(self, path: Path) -> None:
-        """One row per line (compact rows: the C encoder; a nightly sweep has 60,000 of them)."""
-        head = json.dumps({"schema": SCHEMA, "meta": self.meta}, indent=1, default=_json_default, allow_nan=False)
+        """One row per line (compact rows: the C encoder; a nightly sweep has 60,000 of them). Written
+        beside `path` and renamed over it: files.FileRefused when `path` is not a regular file."""
+        try:
+            head = json.dumps({"schema": SCHEMA, "meta": self.meta}, indent=1, default=_json_default, allow_nan=False)
+        except ValueError:                     # a non-finite number (a sum of huge times): as rows write them
+            head = json.dumps({"schema": SCHEMA, "meta": _finite_json(self.meta)}, indent=1, default=_json_default,
+                              allow_nan=False)
         rows = ",\n".join(row_json(r) for r in self.records())
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}")
-        tmp.replace(path)
+        files.write_text(path, head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}", "results file")
 
     @staticmethod
     def from_json(path: Path) -> "Results":
         """Read a results.json (or a run folder's); ValueError with one line naming the file for
-        anything that is not one: unreadable, not UTF-8, not JSON, no `results` list, a row that is
-        not an object, lacks a str case_id or carries a verdict parity does not know."""
+        anything that is not one: not a regular file, unreadable, not UTF-8, not JSON (or nested
+        too deeply to be one), no `results` list, `meta` not an object, or rows none of which is a
+        result row. A row that is not one (`schema.row_problem`: a field of a type parity never
+        writes there) is skipped, never a row; a meta field of the wrong type is dropped. `notes`
+        says what was (one line per file), meta `unread_rows` how many skipped rows had failed."""
         path = results_path(path)
         doc = _read_doc(path)
         rows = doc.get("results")
@@ -96,13 +102,44 @@ class Results:
         meta = doc.get("meta", {})
         if not isinstance(meta, dict):
             raise ValueError(f"{path}: `meta` is {type(meta).__name__}, not an object")
-        out = []
+        meta, notes = clean_meta(meta)
+        out, bad = [], []
         for i, r in enumerate(rows):
             why = row_problem(r)
             if why:
-                raise ValueError(f"{path}: row {i + 1}: {why}")
-            out.append(_from_json(r))
-        return Results.from_rows(out, meta)
+                bad.append((i + 1, why, r))
+            else:
+                out.append(_from_json(r))
+        if bad and not out:
+            i, why, _ = bad[0]
+            raise ValueError(f"{path}: row {i}: {why}" + (f" (none of its {len(bad):,} rows is a result row)"
+                                                          if len(bad) > 1 else ""))
+        if bad:
+            meta["unread_rows"] = [*meta.get("unread_rows", []), _unread(path, bad)]
+            notes.insert(0, _skipped_line(bad, len(rows)))
+        res = Results.from_rows(out, meta)
+        res.notes = [f"{path}: {n}" for n in notes]
+        return res
+
+
+def _unread(path: Path, bad: list[tuple[int, str, object]]) -> dict:
+    """meta `unread_rows`' entry for the rows of `path` that were skipped: how many, how many of them
+    carried a failing verdict (those the reports must not forget), the first one."""
+    failing = sum(isinstance(r, dict) and r.get("verdict") in FAILING for _, _, r in bad)
+    return {"file": str(path), "count": len(bad), "failing": failing, "first": f"row {bad[0][0]}: {bad[0][1]}"}
+
+
+def _skipped_line(bad: list[tuple[int, str, object]], total: int) -> str:
+    """`skipped 3 of 906 rows (level ×2, dtype ×1), 1 of them failing; first: row 4: level is 5.0, ...`"""
+    why: dict[str, int] = {}
+    for _, w, _ in bad:
+        key = w.split(" ", 1)[0].split(".", 1)[0].split("[", 1)[0]
+        why[key] = why.get(key, 0) + 1
+    failing = _unread(Path(), bad)["failing"]
+    return (f"skipped {len(bad):,} of {total:,} rows that are not result rows ("
+            + ", ".join(f"{k} ×{n:,}" for k, n in why.items()) + ")"
+            + (f", {failing:,} of them with a failing verdict" if failing else "")
+            + f"; first: row {bad[0][0]}: {bad[0][1]}")
 
 
 def results_path(path: str | Path) -> Path:
@@ -114,7 +151,7 @@ def results_path(path: str | Path) -> Path:
 def _read_doc(path: Path) -> dict:
     """The parsed results document; ValueError (one line, naming the file) when it is not one."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = files.read_bytes(path, "results file", files.RESULTS_LIMIT).decode("utf-8")
     except OSError as e:
         runs = sorted(str(p.parent) for p in path.parent.glob("*/results.json")) if path.name == "results.json" else []
         hint = f" (a folder of runs: name one, e.g. {runs[-1]}, or several)" if runs else ""
@@ -122,10 +159,16 @@ def _read_doc(path: Path) -> dict:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
                          f"{e.start} is not UTF-8") from None
+    except MemoryError:
+        raise ValueError(f"{path} is not a parity results file: too large to read into memory") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path} is not a parity results file: JSON nested too deeply") from None
+    except MemoryError:
+        raise ValueError(f"{path} is not a parity results file: too large to read into memory") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
     return doc
@@ -135,26 +178,6 @@ def read_meta(path: str | Path) -> dict:
     """Only the meta of a results file (ValueError as from_json)."""
     meta = _read_doc(results_path(path)).get("meta", {})
     return meta if isinstance(meta, dict) else {}
-
-
-def row_problem(row) -> str | None:
-    """Why `row` cannot be a result row (None when it can): an object with a str case_id, a str
-    level (or null) and a verdict parity knows; non-finite numbers as results.json writes them."""
-    if not isinstance(row, dict):
-        return f"not an object ({type(row).__name__})"
-    if not isinstance(row.get("case_id"), str) or not row["case_id"]:
-        return f"case_id {row.get('case_id')!r} is not a case ID"
-    if row.get("level") is not None and not isinstance(row["level"], str):
-        return f"level {row['level']!r} is not a level name"
-    v = row.get("verdict")
-    if not isinstance(v, str) or v not in VERDICTS:
-        return unknown("verdict", v, VERDICTS) if isinstance(v, str) else f"verdict {v!r} is not a verdict"
-    if isinstance(row.get("max_ulp"), str) and row["max_ulp"] not in _NONFINITE:
-        return f"max_ulp {row['max_ulp']!r} is not a number"
-    w = row.get("worst")
-    if isinstance(w, dict) and isinstance(w.get("ulps"), str) and w["ulps"] not in _NONFINITE:
-        return f"worst.ulps {w['ulps']!r} is not a number"
-    return None
 
 
 def newest(paths: list[Path]) -> tuple[Path, str | None]:
@@ -178,8 +201,7 @@ def newest(paths: list[Path]) -> tuple[Path, str | None]:
                   f"(started {when[best].isoformat(timespec='seconds')})")
 
 
-_NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
-VERDICTS = [v.value for v in Verdict]
+_NONFINITE = {k: float(k) for k in NONFINITE}
 
 
 def _finite_json(o):

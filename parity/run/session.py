@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parity.core import resources
+from parity.core import files, resources
 from parity.core.suggest import unknown
 
 if TYPE_CHECKING:
@@ -230,27 +230,49 @@ def run_folder(out: Path, stem: str) -> Path:
     raise SessionError(f"--out {out}: 999 runs named {base} already")
 
 
+REPORT_FILES = (RUN_FILE, "results.json", "results.partial.jsonl", "summary.md", "junit.xml", "index.html",
+                "mutants.jsonl", "mutants.json")
+
+
+def check_report_files(folder: Path) -> None:
+    """SessionError when a file a run writes in `folder` (one being resumed) is a FIFO, a device, a
+    socket or a folder: said before the run, not after it (parity.core.files never replaces one)."""
+    for name in REPORT_FILES:
+        why = files.refusal(folder / name, "", write=True)
+        if why:
+            raise SessionError(f"--resume {folder}: {why}")
+
+
 def read_run_file(folder: Path) -> dict:
     """The options a run folder was made with (its run.json)."""
     path = folder / RUN_FILE
     try:
-        saved = json.loads(path.read_text())
+        saved = json.loads(files.read_text(path, RUN_FILE))
         if not isinstance(saved, dict):
             raise ValueError("not an object")
+    except files.FileRefused as e:
+        raise SessionError(f"--resume {folder}: {e}")
+    except RecursionError:
+        raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: nested too deeply")
     except FileNotFoundError:
         raise SessionError(f"--resume {folder}: no {RUN_FILE} there (not a parity run folder, or one made by a "
                            "parity before 0.4: start a new run)")
     except (OSError, ValueError) as e:
         raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: {e}")
+    bad = next((k for k, v in saved.items() if v is not None and not isinstance(v, str)), None)
+    if bad is not None:                        # write_run_file writes each option as a string (or null)
+        raise SessionError(f"--resume {folder}: {RUN_FILE}: `{bad}` is {type(saved[bad]).__name__}, not a string")
     return saved
 
 
 def write_run_file(folder: Path, options: dict) -> None:
     path = folder / RUN_FILE
-    if path.exists():
+    if files.kind(path) == "a regular file":
         return
     try:
-        path.write_text(json.dumps(options, indent=1) + "\n")
+        files.write_text(path, json.dumps(options, indent=1) + "\n", RUN_FILE)
+    except files.FileRefused as e:
+        raise SessionError(str(e))
     except OSError as e:
         raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
 
@@ -261,6 +283,8 @@ def open_journal(folder: Path, cases: list[Case], runnable: list[Level], resume:
         return Journal(folder, resume=resume, cases={c.id for c in cases}, levels={lv.name for lv in runnable})
     except OSError as e:
         raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
+    except ValueError as e:                    # files.FileRefused: the journal's path is a FIFO, a device
+        raise SessionError(str(e))
 
 
 # ------------------------------------------------------------------------------------- the run

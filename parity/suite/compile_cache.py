@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from parity.core.files import special_file
 
 CACHE_VERSION = "1"
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
@@ -99,21 +100,6 @@ def make_error(text: str, command: list[str] = (), returncode: int | None = None
 
 
 # ------------------------------------------------------------------------ key ingredients
-def special_file(path: Path) -> str | None:
-    """Why `path` must never be opened for reading (a FIFO blocks forever, a device may never end, a
-    socket cannot be read), as one line; None for a regular file, a folder or nothing there."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
-            "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
-            else "a special file")
-    return f"{path} is {kind}, not a regular file: refused (not opened)"
-
-
 def include_walk(source: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[str]]:
     """(the headers `source` includes, transitively, that exist next to it or under include_dirs;
     one line per special file the source is or an include reaches). Special files are never opened:

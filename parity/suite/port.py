@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from parity.core import toml
+from parity.core import files, toml
 from parity.core.suggest import unknown
 from parity.suite.scan import Suite, default_defines, discover
 
@@ -173,9 +173,13 @@ def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) ->
     Raises PortError (one line: the file and the key) for anything unusable."""
     file = Path(path)
     try:
-        data = toml.loads(file.read_text())
+        data = toml.loads(files.read_text(file, "port file"))
     except FileNotFoundError:
         raise PortError(f"port file {file} does not exist")
+    except files.FileRefused as e:
+        raise PortError(str(e)) from None
+    except (RecursionError, MemoryError):
+        raise PortError(f"{file}: not a port file (nested too deeply)") from None
     except (OSError, UnicodeDecodeError) as e:
         raise PortError(f"{file}: cannot read it ({e})")
     except toml.TOMLDecodeError as e:

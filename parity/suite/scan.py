@@ -28,7 +28,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parity.suite.compile_cache import cache_dir, include_walk, special_file
+from parity.core.files import special_file
+from parity.suite.compile_cache import cache_dir, include_walk
 
 SOURCE_SUFFIXES = (".hip", ".cu")
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc", ".inl")
