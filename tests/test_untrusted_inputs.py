@@ -66,8 +66,8 @@ def test_discovery_writes_no_stub_outside_its_temp_folder(tmp_path):
     after = {p for p in tmp_path.rglob("*") if not p.is_relative_to(tmp_path / "cache")}
     assert after == before                       # nothing under outside/, cwd/ or the suite
     assert not (tmp_path / "planted").exists()
-    assert "uneg_f32" in p.stdout                # the literal declaration is still found
-    assert "is not stubbed" in p.stdout
+    assert "uneg_f32" in p.stdout                # the declaration is still found
+    assert "is not stubbed (an absolute or ../ name outside the include folders): preprocessed without it" in p.stdout
 
 
 def test_parity_compile_does_not_pass_against_planted_stub_headers(tmp_path):
@@ -79,18 +79,20 @@ def test_parity_compile_does_not_pass_against_planted_stub_headers(tmp_path):
     assert list(escape.iterdir()) == []
 
 
-def test_a_fifo_header_is_refused_not_read(tmp_path):
+def test_a_fifo_in_the_suite_folder_is_refused_up_front_not_read(tmp_path):
+    """A FIFO anywhere in the suite's folder could be reached by a computed #include (which no include
+    scan follows): discovery refuses the suite before any cpp runs, naming the file (exit 2)."""
     suite = tmp_path / "suite"
     suite.mkdir()
     os.mkfifo(suite / "pipe.h")
-    os.mkfifo(suite / "pipe.hip")
-    (suite / "k.hip").write_text('#include "pipe.h"\n' + KERNEL)
+    (suite / "k.hip").write_text('#define FH "pipe.h"\n#include FH\n' + KERNEL)
     env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache")}
     p = _discover_in_subprocess(suite, env, timeout=60)   # a read of the FIFO would block: TimeoutExpired
-    assert p.returncode == 0, p.stderr
-    assert "uneg_f32" in p.stdout
-    assert "pipe.h is a FIFO, not a regular file: refused (not opened)" in p.stdout
-    assert "pipe.hip is a FIFO, not a regular file: refused (not opened)" in p.stdout
+    assert p.returncode == 1 and "SuiteError" in p.stderr, p.stderr
+    assert f"{suite / 'pipe.h'} is a FIFO, not a regular file: refused (not opened)" in p.stderr
+    r = invoke("coverage", "--hip-src", str(suite))
+    _one_line_error(r, f"Error: {suite / 'pipe.h'} is a FIFO, not a regular file: refused (not opened): remove it "
+                       "from the suite's folders")
 
 
 def test_an_absolute_device_include_is_refused(tmp_path):
@@ -117,6 +119,118 @@ def test_stub_path_never_leaves_the_stub_folder(tmp_path):
     assert stub_path(tmp_path, "../../../../../x.h") is None
     assert stub_path(tmp_path, "../../x.h") == tmp_path / "i" / "i" / "x.h"
     assert stub_path(tmp_path, "a/b.h").is_relative_to(tmp_path)
+
+
+PORT = Path(__file__).parent / "fixtures" / "ports" / "candle-rocm-wip"
+
+
+def _port_copy(tmp_path: Path, line: str, into: str = "unary.hip") -> Path:
+    """The fixture port with `line` added after the first #include of `into`."""
+    import shutil
+    dest = tmp_path / "port"
+    shutil.copytree(PORT, dest)
+    f = dest / into
+    lines = f.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("#include")) + 1
+    f.write_text("".join(lines[:at] + [line + "\n"] + lines[at:]))
+    return dest
+
+
+def _coverage_summary(folder: Path) -> dict:
+    import json
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(folder), "--json"])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)["hip"]["summary"]
+
+
+def test_include_directives_are_read_as_cpp_reads_them():
+    """`%:include`, a directive split by a backslash-newline or with a comment inside, and a computed
+    include of a plain macro are includes too: the FIFO check once missed each of them."""
+    from parity.suite.includes import include_directives
+    text = ('%:include "a.h"\n#\\\ninclude "b.h"\n# /* c */ include <c.h>\n#define FH "d.h"\n#include FH\n'
+            '// #include "not.h"\n/* #include "not2.h" */\n#include_next <e.h>\n')
+    got = [(i.line, i.name, i.computed) for i in include_directives(text)]
+    assert got == [(1, "a.h", ""), (2, "b.h", ""), (4, "c.h", ""), (6, "d.h", "FH"), (9, "e.h", "")]
+
+
+@pytest.mark.parametrize("where", ["unary.hip", "hip_compat.h"])
+def test_an_include_not_found_keeps_the_files_kernels_and_names_the_include(tmp_path, where):
+    """Before: an absolute include that does not exist here made cpp stop, and the file's macro-stamped
+    kernels were lost without a word (905 missing, 85 present instead of 111). It is preprocessed
+    without that include now, in a private folder (nothing written where the name points), with one
+    note naming it (one line for every source sharing the header)."""
+    missing = tmp_path / "outside" / "hip" / "hip_runtime.h"
+    port = _port_copy(tmp_path, f'#include "{missing}"', where)
+    assert _coverage_summary(port) == _coverage_summary(PORT)
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(port)])
+    notes = [ln for ln in r.stderr.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1 and f"#include '{missing}'" in notes[0] and "preprocessed without it" in notes[0], notes
+    assert not (tmp_path / "outside").exists()
+
+
+def test_a_literal_include_of_a_device_is_left_out_not_read(tmp_path):
+    port = _port_copy(tmp_path, '#include "/dev/zero"')
+    assert _coverage_summary(port) == _coverage_summary(PORT)
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(port)])
+    assert "#include '/dev/zero' (unary.hip:6) refused: /dev/zero is a character device" in r.stderr
+
+
+def test_since_selects_the_kernels_of_a_file_with_an_unresolved_include(tmp_path):
+    """Before: `--since HEAD` after adding such an include found no kernel in the changed file and said
+    "nothing to run"."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(PORT, repo)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "port"]):
+        subprocess.run(git + cmd, cwd=repo, check=True, capture_output=True)
+    f = repo / "unary.hip"
+    f.write_text(f.read_text().replace('#include "hip_compat.h"\n',
+                                       '#include "hip_compat.h"\n#include "/opt/rocm/include/hip/hip_runtime.h"\n'))
+    r = invoke("run", "--levels", "cpu", "--hip-src", str(repo), "--since", "HEAD", "--ops", "unary.exp",
+               "--out", str(tmp_path / "out"), "-q")
+    assert r.exit_code == 0, r.output
+    assert "nothing to run" not in r.output and "cases x 1 level(s)" in r.output
+    assert "note: " in r.stderr and "/opt/rocm/include/hip/hip_runtime.h" in r.stderr
+
+
+def _never_ending_suite(tmp_path: Path, target: str, sources: int = 3) -> Path:
+    """A suite whose every source includes a header with a computed include of `target` spelled by
+    token pasting (no include scan resolves it: only cpp's limits stop it)."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    a, b = target[:len(target) // 2], target[len(target) // 2:]
+    (suite / "common.h").write_text(f'#define CAT(a, b) a##b\n#define STR(x) #x\n#define XSTR(x) STR(x)\n'
+                                    f'#include XSTR(CAT({a},{b}))\n')
+    for i in range(sources):
+        (suite / f"k{i}.hip").write_text('#include "common.h"\n' + KERNEL.replace("uneg_f32", f"k{i}"))
+    return suite
+
+
+def test_a_cpp_that_never_finishes_fails_fast_naming_the_source(tmp_path, monkeypatch):
+    """Before: a FIFO reached by a computed include cost the full cpp timeout (120 s) for every
+    source, then every kernel was `missing` with no reason. Now the first source's timeout ends
+    discovery: exit 2, one line naming it."""
+    import time
+
+    from parity.suite import preprocess
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    suite = _never_ending_suite(tmp_path, str(fifo))
+    monkeypatch.setattr(preprocess, "CPP_TIMEOUT_S", 2)
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    t0 = time.monotonic()
+    r = invoke("coverage", "--hip-src", str(suite))
+    assert time.monotonic() - t0 < 2 * 2                # one timeout, not one per source
+    _one_line_error(r, f"Error: preprocessing {suite / 'k0.hip'} did not finish in 2 s — an include that never ends "
+                       "(FIFO/device)?")
+
+
+def test_a_computed_include_of_dev_zero_is_stopped_by_the_memory_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    suite = _never_ending_suite(tmp_path, "/dev/zero", sources=2)
+    r = invoke("coverage", "--hip-src", str(suite))
+    _one_line_error(r, f"Error: preprocessing {suite / 'k0.hip'} ran out of memory")
 
 
 # ------------------------------------------------------------------- 2. sweep and chain files

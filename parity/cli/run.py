@@ -219,9 +219,11 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         cases, line = session.changed_cases(cases, since, subj)
         if not quiet:
             click.echo(line, err=True)
-        if not cases:
-            click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
-            sys.exit(0)
+    for note in subj.discovery_notes():        # what discovery left out is said, never silently lost
+        click.echo(f"note: {note}", err=True)
+    if since and not cases:
+        click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
+        sys.exit(0)
     runnable = [lv for lv in lvls if lv.availability.available]
     _warn_ignored(opts, runnable)
     try:
@@ -244,6 +246,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         meta["golden"] = golden_summary()
     if subj.port is not None:
         meta["port"] = subj.port.as_dict()
+    if subj.discovery_notes():
+        meta["discovery_notes"] = subj.discovery_notes()
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
     if static is not None:
         meta["amd_targets"] = list(static.executor.targets)

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import SetupError, csv_list, cuda_src_option, hip_src_option, port_options, subject_of
+from parity.cli.options import (SetupError, csv_list, cuda_src_option, discover_folder, hip_src_option, port_options,
+                                setup_errors, subject_of)
 from parity.render.table import Col, fit_table
 
 
@@ -41,7 +42,6 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
         _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot)
     if snapshot_file or update_snapshot:
         raise SetupError("--snapshot and --update-snapshot go with --drift")
-    from parity.suite.scan import discover
     subj = subject_of(hip_src, cuda_src, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
     profile, how = subj.profile, subj.how
@@ -55,7 +55,11 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
     out = {}
     console = Console()
     for label, folder in suites:
-        rows = coverage(subj.suite() if label == "hip" else discover(folder), expected)
+        with setup_errors():
+            suite = subj.suite() if label == "hip" else discover_folder(folder)
+        for note in suite.notes:              # what discovery left out is said, never silently lost
+            click.echo(f"note: {note}", err=True)
+        rows = coverage(suite, expected)
         if wanted is not None:
             rows = [r for r in rows if r.status != "extra"]
         s = summary(rows)
@@ -106,7 +110,10 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     # (a bad --profile is an error here too, though the compile is the same for every profile)
     subj = subject_of(hip_src, None, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
-    folder, port, suite = subj.hip_src, subj.port, subj.suite()
+    with setup_errors():
+        folder, port, suite = subj.hip_src, subj.port, subj.suite()
+    for note in suite.notes:
+        click.echo(f"note: {note}", err=True)
     if since:
         from parity.suite.since import SinceError, sources_changed
         try:
@@ -167,12 +174,11 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
     """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31)."""
     from parity.core.resources import data_dir
     from parity.suite.coverage import UPSTREAM_LOCK, drift, snapshot_text, upstream_snapshot
-    from parity.suite.scan import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     subj = subject_of(None, cuda_src, profile_opt)
     folder, profile = subj.cuda_src, subj.profile
-    suite = discover(folder)
+    suite = discover_folder(folder)
     record = snapshot_file or (data_dir() / UPSTREAM_LOCK if profile.name == "candle" else None)
     if update:
         if record is None:

@@ -58,12 +58,21 @@ class Subject:
         return [self.hip_src] + ([self.cuda_src] if self.cuda_src else [])
 
     def suite(self) -> Suite:
-        """The HIP suite's sources and kernels, discovered once for the whole session."""
+        """The HIP suite's sources and kernels, discovered once for the whole session; SessionError
+        when discovery cannot go on (a FIFO in its folders, a cpp that never finishes)."""
         if self._suite is None:
             from parity.suite.port import discover_port
-            from parity.suite.scan import discover
-            self._suite = discover_port(self.port) if self.port is not None else discover(self.hip_src)
+            from parity.suite.scan import SuiteError, discover
+            try:
+                self._suite = discover_port(self.port) if self.port is not None else discover(self.hip_src)
+            except SuiteError as e:
+                raise SessionError(str(e)) from None
         return self._suite
+
+    def discovery_notes(self) -> list[str]:
+        """What discovering the suite had to leave out (an include not found or refused, a file cpp
+        could not get through), one line each; none when the suite was not discovered."""
+        return list(self._suite.notes) if self._suite is not None else []
 
     def check_folders(self) -> None:
         for p in self.folders:
@@ -146,7 +155,7 @@ def changed_cases(cases: list[Case], ref: str, subj: Subject) -> tuple[list[Case
     files: list[Path] = []
     try:
         for folder in subj.folders:
-            k, f = kernels_changed(ref, folder)
+            k, f = kernels_changed(ref, folder, discovered=subj.suite if folder == subj.hip_src else None)
             kernels |= k
             files += f
     except SinceError as e:
