@@ -347,8 +347,54 @@ def test_bad_chain_file_names_the_file(tmp_path):
     from parity.chains import ChainError, load_chain
     p = tmp_path / "c.toml"
     p.write_text('[tensors]\nx = { shape = [0] }\n[[steps]]\nop = "unary.exp"\nin = { x = "x" }\nout = "y"\n')
-    with pytest.raises(ChainError, match=r"c.toml: tensor x: shape: must be a non-empty list of positive integers"):
+    with pytest.raises(ChainError, match=r"c.toml: chain c: tensor x: shape: must be a non-empty list of positive "
+                                         r"integers"):
         load_chain(p)
+
+
+CHAIN = '[tensors]\nx = {{ shape = {shape}{dtype} }}\n[[steps]]\nop = "{op}"\nin = {{ x = "{operand}" }}\nout = "y"\n'
+
+
+@pytest.mark.parametrize("fields,error", [
+    (dict(op="unary.nosuch"), "step 1 (unary.nosuch): op: unknown op 'unary.nosuch'; did you mean"),
+    (dict(operand="x.reshape(5,5)"), "step 1 (unary.exp): in.x = 'x.reshape(5,5)': reshape(5, 5) of 16 elements"),
+    (dict(operand="x.transpose(0,9)"),
+     "step 1 (unary.exp): in.x = 'x.transpose(0,9)': dim 9 out of range for a rank-2 tensor (4, 4)"),
+    (dict(dtype=', dtype = "f99"'), "tensor x: dtype: unknown dtype 'f99'"),
+    (dict(shape="[100000, 100000, 100000]"),
+     "tensor x: shape: [100000, 100000, 100000] is 1,000,000,000,000,000 elements; a chain tensor may have at most "
+     "67,108,864"),
+])
+def test_a_chain_that_cannot_build_is_refused_at_load_naming_file_chain_and_key(tmp_path, fields, error):
+    """Before: each of these chains loaded, then failed inside the run (exit 3: ChainError, numpy's
+    AxisError, KeyError, MemoryError). Every dtype's geometry is built when the file is loaded now."""
+    from parity.chains import ChainError, load_chain
+    p = tmp_path / "bad.toml"
+    p.write_text(CHAIN.format(**{"shape": "[4, 4]", "dtype": "", "op": "unary.exp", "operand": "x", **fields}))
+    with pytest.raises(ChainError) as e:
+        load_chain(p)
+    assert str(e.value).startswith(f"{p}: chain bad: {error}"), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_bad_chain_file_is_exit_2_naming_it(tmp_path, monkeypatch):
+    import shutil
+
+    from parity import chains
+    from parity.core import resources
+    folder = tmp_path / "chains"
+    shutil.copytree(resources.chain_dir(), folder)
+    (folder / "bad.toml").write_text(CHAIN.format(shape="[4, 4]", dtype="", op="unary.exp", operand="x.transpose(0,9)"))
+    monkeypatch.setattr(resources, "chain_dir", lambda: folder)
+    chains.chains.cache_clear()
+    try:
+        r = invoke("run", "--levels", "cpu", "--ops", "chain.*", "--out", str(tmp_path / "out"))
+        _one_line_error(r, f"Error: {folder / 'bad.toml'}: chain bad: step 1 (unary.exp): in.x = 'x.transpose(0,9)'")
+        r = invoke("repro", "chain.bad/f32/s0", "--level", "cpu")
+        _one_line_error(r, f"{folder / 'bad.toml'}: chain bad: step 1 (unary.exp)")
+    finally:
+        chains.chains.cache_clear()
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------- 3. huge layouts on the cpu level
