@@ -173,6 +173,21 @@ def _resume_options(folder: Path, given: dict) -> dict:
     return out
 
 
+def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOptions]:
+    """(the options of the run in `folder`, the run options with its shard); exit 2 for a folder that
+    is not a run folder parity can resume."""
+    if not folder.is_dir():
+        raise SetupError(f"--resume: run folder {folder} does not exist")
+    o = _resume_options(folder, given)
+    if o.get("shard") and not opts.shard:
+        from parity.run.shard import parse_shard
+        try:
+            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
+        except ValueError as e:
+            raise SetupError(f"--resume {folder}: {folder / 'run.json'}: shard: {e}")
+    return o, opts
+
+
 def _norm(v):
     return None if v in (None, "") else str(v)
 
@@ -188,17 +203,12 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     from parity.suite.golden import summary as golden_summary
 
     if resume:
-        if not Path(resume).is_dir():
-            raise SetupError(f"--resume: run folder {resume} does not exist")
-        o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
-                                              value_classes=value_classes, levels=levels, wave=wave,
-                                              hip_src=hip_src, cuda_src=cuda_src, shard=None,
-                                              profile_opt=profile_opt))
+        o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
+                                                   value_classes=value_classes, levels=levels, wave=wave,
+                                                   hip_src=hip_src, cuda_src=cuda_src, shard=None,
+                                                   profile_opt=profile_opt))
         sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
             o[k] for k in RESUMED if k != "shard")
-        if o.get("shard") and not opts.shard:
-            from parity.run.shard import parse_shard
-            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
     console = Console(stderr=False, quiet=quiet)
     subj = session.subject(hip_src, cuda_src, profile=profile_opt, port_file=port_file, port_source=port_source,
                            port_include=port_include, port_force_include=port_force_include, port_define=port_define)

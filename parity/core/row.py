@@ -5,7 +5,7 @@ renderers, names verdicts and columns through one definition instead of literals
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -139,3 +139,56 @@ _VERDICT_FIELDS = ("verdict", "message", "max_ulp", "n_bad", "worst")
 _TIMING = ("time_p10", "time_p90", "samples", "time_noise", "time_converged", "timing_mode", "launch_bound",
            "launch_floor_ms", "timing_verified", "timing_note", "time_source", "event_ms", "event_overhead_ms",
            "gbps", "peak_gbps", "pct_peak")
+
+
+# ------------------------------------------------------------------ what a stored row may hold
+NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}   # as results.json writes them
+
+
+def _kinds(annotation: str) -> tuple[frozenset[str], bool]:
+    """A column's annotation ("float | None", "Verdict | str", "dict[str, Any]") as (type names, nullable)."""
+    parts = [p.strip().split("[")[0] for p in str(annotation).split("|")]
+    return frozenset(p for p in parts if p != "None"), "None" in parts
+
+
+# every column a stored row may carry, from Row's own annotations (extra: merged into the row, not a column)
+COLUMN_KINDS = {f.name: _kinds(f.type) for f in fields(Row) if f.name != "extra"}
+COLUMN_KINDS["message"] = (frozenset({"str"}), True)        # (older files: null for an empty message)
+_WHAT = {"str": "a string", "Verdict": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
+         "dict": "an object", "list": "a list"}
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind in ("str", "Verdict"):
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "float":
+        return isinstance(value, (int, float)) or (isinstance(value, str) and value in NONFINITE)
+    return isinstance(value, {"dict": dict, "list": list}.get(kind, object))
+
+
+def value_problem(name: str, value: Any, kinds: frozenset[str], nullable: bool) -> str | None:
+    """Why `value` cannot be column `name` of these kinds (None when it can)."""
+    if value is None:
+        return None if nullable else f"{name} is null"
+    if any(_fits(k, value) for k in kinds):
+        return None
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    what = " or ".join(dict.fromkeys(_WHAT.get(k, k) for k in sorted(kinds)))
+    return f"{name} {shown} is not {what}" + (" (or null)" if nullable else "")
+
+
+def column_problem(row: dict) -> str | None:
+    """Why a stored row's columns are not what Row holds (the first one), or None: every column
+    present has its type (`op` a string, `max_ulp` a number, `worst` an object, ...)."""
+    for name, (kinds, nullable) in COLUMN_KINDS.items():
+        if name in row:
+            why = value_problem(name, row[name], kinds, nullable)
+            if why:
+                return why
+    return None

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from parity import __version__
-from parity.core.row import Row, Verdict
+from parity.core.files import special_file
+from parity.core.row import COLUMN_KINDS, NONFINITE, Row, Verdict, column_problem, value_problem
 from parity.core.suggest import unknown
 
 SCHEMA = "parity.results/1"
@@ -79,8 +80,12 @@ class Results:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}")
-        tmp.replace(path)
+        try:
+            tmp.write_text(head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}")
+            tmp.replace(path)
+        except BaseException:              # (a folder or a full disk where it goes: no .tmp left behind)
+            tmp.unlink(missing_ok=True)
+            raise
 
     @staticmethod
     def from_json(path: Path) -> "Results":
@@ -112,6 +117,9 @@ def results_path(path: str | Path) -> Path:
 
 def _read_doc(path: Path) -> dict:
     """The parsed results document; ValueError (one line, naming the file) when it is not one."""
+    why = special_file(path)
+    if why:
+        raise ValueError(f"results {why}")
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
@@ -125,6 +133,8 @@ def _read_doc(path: Path) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path} is not a parity results file: nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
     return doc
@@ -138,7 +148,9 @@ def read_meta(path: str | Path) -> dict:
 
 def row_problem(row) -> str | None:
     """Why `row` cannot be a result row (None when it can): an object with a str case_id, a str
-    level (or null) and a verdict parity knows; non-finite numbers as results.json writes them."""
+    level (or null) and a verdict parity knows; every other column of Row with its type (`op` a
+    string, `max_ulp` a number, ...; non-finite numbers as results.json writes them), `worst` with
+    the fields reports read, and the extra columns reports read."""
     if not isinstance(row, dict):
         return f"not an object ({type(row).__name__})"
     if not isinstance(row.get("case_id"), str) or not row["case_id"]:
@@ -153,7 +165,22 @@ def row_problem(row) -> str | None:
     w = row.get("worst")
     if isinstance(w, dict) and isinstance(w.get("ulps"), str) and w["ulps"] not in _NONFINITE:
         return f"worst.ulps {w['ulps']!r} is not a number"
-    return None
+    why = column_problem(row)
+    if why is None and isinstance(w, dict):
+        why = next((f"worst.{p}" for p in (value_problem(k, w.get(k), *kinds) for k, kinds in _WORST.items())
+                    if p), None)
+    return why or next((p for p in (value_problem(k, row[k], *kinds) for k, kinds in _EXTRA.items() if k in row)
+                        if p), None)
+
+
+# the fields of `worst` and the extra columns that reports read, with what each must be
+_WORST = {"coords": (frozenset({"list"}), True), "inputs": (frozenset({"dict"}), True),
+          "ulps": (frozenset({"float"}), True), "index": (frozenset({"int", "list"}), True),
+          "note": (frozenset({"str"}), True), "kind": (frozenset({"str"}), True)}
+_EXTRA = {"raw_verdict": (frozenset({"str"}), True), "baseline_reason": (frozenset({"str"}), True),
+          "source": (frozenset({"str"}), True), "expected_params": (frozenset({"list"}), True),
+          "found_params": (frozenset({"list"}), True)}
+FLOAT_COLUMNS = [name for name, (kinds, _) in COLUMN_KINDS.items() if "float" in kinds]
 
 
 def newest(paths: list[Path]) -> tuple[Path, str | None]:
@@ -177,7 +204,7 @@ def newest(paths: list[Path]) -> tuple[Path, str | None]:
                   f"(started {when[best].isoformat(timespec='seconds')})")
 
 
-_NONFINITE = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+_NONFINITE = NONFINITE
 VERDICTS = [v.value for v in Verdict]
 
 
@@ -204,7 +231,7 @@ def row_json(row: dict) -> str:
 
 
 def _from_json(row: dict) -> dict:
-    for k in ("max_ulp",):
+    for k in FLOAT_COLUMNS:                 # ("inf", "-inf", "nan" as row_json wrote them; checked by row_problem)
         if isinstance(row.get(k), str):
             row[k] = _NONFINITE[row[k]]
     w = row.get("worst")

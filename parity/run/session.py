@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.core import resources
+from parity.core.files import not_a_file
 from parity.core.suggest import unknown
 
 if TYPE_CHECKING:
@@ -240,18 +241,39 @@ def run_folder(out: Path, stem: str) -> Path:
 
 
 def read_run_file(folder: Path) -> dict:
-    """The options a run folder was made with (its run.json)."""
+    """The options a run folder was made with (its run.json), checked: SessionError naming the file and
+    the field for one that is not what `parity run` writes, and for a folder whose run files are not
+    files (a results.json that is a folder could never be written, a FIFO never read)."""
     path = folder / RUN_FILE
+    for name in (RUN_FILE, "results.json", "results.partial.jsonl"):
+        why = not_a_file(folder / name)
+        if why:
+            raise SessionError(f"--resume {folder}: {why}")
     try:
         saved = json.loads(path.read_text())
         if not isinstance(saved, dict):
-            raise ValueError("not an object")
+            raise ValueError(f"not an object ({type(saved).__name__})")
     except FileNotFoundError:
         raise SessionError(f"--resume {folder}: no {RUN_FILE} there (not a parity run folder, or one made by a "
                            "parity before 0.4: start a new run)")
+    except RecursionError:
+        raise SessionError(f"--resume {folder}: cannot read {path}: nested too deeply") from None
     except (OSError, ValueError) as e:
-        raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: {e}")
+        raise SessionError(f"--resume {folder}: cannot read {path}: {e}")
+    for key, value in saved.items():
+        if key in RUN_KEYS and not (value is None and key != "sweep" or isinstance(value, str) and
+                                    (value or key != "sweep")):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise SessionError(f"--resume {folder}: {path}: {key} must be "
+                               f"{'a non-empty string' if key == 'sweep' else 'a string or null'}, not {shown}")
+    if "sweep" not in saved:
+        raise SessionError(f"--resume {folder}: {path}: sweep: missing")
     return saved
+
+
+# run.json's fields (what `parity run` writes; each a string, or null where an option was not given)
+RUN_KEYS = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
+            "profile_opt")
 
 
 def write_run_file(folder: Path, options: dict) -> None:
@@ -265,9 +287,15 @@ def write_run_file(folder: Path, options: dict) -> None:
 
 
 def open_journal(folder: Path, cases: list[Case], runnable: list[Level], resume: bool) -> Journal:
-    from parity.run.journal import Journal
+    """The run folder's journal, its lock taken (SessionError when another run holds it) and, resuming,
+    the rows it already has loaded."""
+    from parity.run.journal import FolderBusy, Journal
     try:
         return Journal(folder, resume=resume, cases={c.id for c in cases}, levels={lv.name for lv in runnable})
+    except FolderBusy as e:
+        raise SessionError(f"--resume {folder}: {e}" if resume else str(e)) from None
+    except ValueError as e:
+        raise SessionError(f"--resume {folder}: {e}") from None
     except OSError as e:
         raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
 
