@@ -68,7 +68,9 @@ def test_baseline_update_keeps_entries_for_levels_and_cases_not_run(tmp_path):
     r = invoke("baseline", "update", results, "-o", out)
     assert r.exit_code == 0, r.output
     assert r.output == (f"{out}: 4 entries (1 kept from the old file, 1 dropped as no longer failing, "
-                        "3 kept for levels/cases these results did not run, 0 need a reason)\n")
+                        "3 kept for levels/cases these results did not run, 0 need a reason)\n"
+                        f"  kept {cases[2]} @*: passing on cpu, but its level (any) also matches hip-on-nvidia, amd, "
+                        "amd-static, cuda, cupy, hip-on-nvidia/w32, which these results did not run\n")
     assert [e.reason for e in bl.load(out).entries] == ["still failing, #1", "GPU NaN, #3",
                                                          "not in this sweep, #4", "any level, #5"]
 
@@ -81,6 +83,55 @@ def test_baseline_update_never_drops_an_entry_for_every_level(tmp_path):
     r = invoke("baseline", "update", results, "-o", out)
     assert "0 kept from the old file, 1 dropped as no longer failing, 1 kept for levels/cases" in r.output
     assert bl.load(out).entries == [bl.Entry("unary.neg/*", None, "r")]
+
+
+def test_baseline_update_keeps_a_level_glob_entry_until_every_level_it_matches_ran(tmp_path):
+    """Before: a cpu run dropped `level = "c*"` and `level = "*"` as no longer failing, though they
+    also match cuda, cupy, hip-on-nvidia, ... that it never ran. An entry goes only when the results
+    ran its cases, none failing, on every level its glob can match (parity's level table and the
+    results' own levels); otherwise it stays, and the command says why."""
+    cases = ids("unary.exp", 2)
+    out = tmp_path / "g.toml"
+    bl.dump(bl.Baseline([bl.Entry("unary.exp/f32/*", "c*", "c-glob"), bl.Entry("unary.exp/f32/*", "*", "star"),
+                         bl.Entry("unary.exp/f32/*", None, "any"), bl.Entry("unary.exp/f32/*", "c*[py]*", "cpu+cupy"),
+                         bl.Entry("unary.exp/f32/*", "c[p]u", "cpu only")]), out)
+    cpu = write(tmp_path / "cpu.json", dict.fromkeys(cases, "pass"))
+    r = invoke("baseline", "update", cpu, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert [e.reason for e in bl.load(out).entries] == ["c-glob", "star", "any", "cpu+cupy"]
+    assert "1 dropped as no longer failing" in r.output
+    assert "kept unary.exp/f32/* @c*: passing on cpu, but its level c* also matches cuda, cupy, which these " \
+           "results did not run" in r.output
+    both = write(tmp_path / "both.json", dict.fromkeys(cases, "pass"),
+                 levels=(CPU, {**CPU, "level": "cupy", "device": "CuPy"}))
+    r = invoke("baseline", "update", both, "-o", out)
+    assert [e.reason for e in bl.load(out).entries] == ["c-glob", "star", "any"]   # c*[py]* is cpu and cupy: both ran
+
+
+def test_baseline_update_keeps_the_comments_of_a_hand_written_file(tmp_path):
+    """Before: rewriting a hand-written baseline lost every comment. Each comment stays with what it
+    annotates (the file's head, an entry's table, the lines just above it); a dropped entry's go with it."""
+    cases = ids("unary.exp", 1)
+    out = tmp_path / "g.toml"
+    out.write_text('# team baseline: do not edit by hand\n\n'
+                   '# CUDA-side levels\n[[known]]\npattern = "unary.exp/f32/*"   # every f32 exp case\n'
+                   'level = "c*"\nreason = "tracked in #12"\n\n'
+                   '# fixed on cpu in #15\n[[known]]\npattern = "unary.exp/f32/*"\nlevel = "cpu"\nreason = "cpu, #15"\n\n'
+                   '# end\n')
+    r = invoke("baseline", "update", write(tmp_path / "r.json", dict.fromkeys(cases, "pass")), "-o", out)
+    assert "comments are not kept" not in r.output
+    assert out.read_text() == ('# team baseline: do not edit by hand\n\n'
+                               '# CUDA-side levels\n[[known]]\npattern = "unary.exp/f32/*"   # every f32 exp case\n'
+                               'level = "c*"\nreason = "tracked in #12"\n\n# end\n')
+    assert [e.reason for e in bl.load(out).entries] == ["tracked in #12"]
+
+
+def test_baseline_update_says_when_comments_cannot_be_kept(tmp_path):
+    out = tmp_path / "g.toml"
+    out.write_text('# mine\nknown = [{ pattern = "unary.exp/f32/*", level = "cuda", reason = "r" }]\n')
+    r = invoke("baseline", "update", write(tmp_path / "r.json", dict.fromkeys(ids("unary.exp", 1), "pass")), "-o", out)
+    assert r.exit_code == 0 and "comments are not kept" in r.output
+    assert [e.reason for e in bl.load(out).entries] == ["r"]
 
 
 def test_baseline_update_of_several_runs_uses_the_newest(tmp_path):

@@ -87,19 +87,25 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
         path, note = newest(list(results))
         res = Results.from_json(path)
         old = bl.load(output) if output.exists() else bl.Baseline([])
-    except ValueError as e:
+        old_text = output.read_text(errors="replace") if output.exists() else None
+    except (ValueError, OSError) as e:
         raise SetupError(str(e))
     if note:
         click.echo(note, err=True)
     up = bl.update(old, res)
     try:
-        bl.dump(up.baseline, output)
+        kept = bl.dump(up.baseline, output, old, old_text)
     except OSError as e:
         raise SetupError(f"cannot write {output}: {e.strerror or e}")
     todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in up.baseline.entries)
     click.echo(f"{output}: {len(up.baseline.entries)} entries ({up.kept} kept from the old file, "
                f"{up.dropped} dropped as no longer failing, {up.not_covered} kept for levels/cases these "
                f"results did not run, {todo} need a reason)")
+    for line in up.partly:
+        click.echo(f"  {line}")
+    if not kept:
+        click.echo(f"  comments are not kept: {output} lays its entries out otherwise than one [[known]] table "
+                   "each (rewritten without them)")
 
 
 # ----------------------------------------------------------------------------------- diff
