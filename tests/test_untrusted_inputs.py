@@ -233,6 +233,36 @@ def test_a_computed_include_of_dev_zero_is_stopped_by_the_memory_limit(tmp_path,
     _one_line_error(r, f"Error: preprocessing {suite / 'k0.hip'} ran out of memory")
 
 
+def test_coverage_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path):
+    """Before: SIGTERM during discovery killed parity with /tmp/parity-stubs-* left behind (and cpp
+    still blocked on the FIFO). Now it stops like Ctrl-C: the folder is removed, cpp ends with it,
+    exit 143."""
+    import signal
+    import time
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    suite = _never_ending_suite(tmp_path, str(fifo), sources=1)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp)}
+    p = subprocess.Popen([sys.executable, "-m", "parity", "coverage", "--hip-src", str(suite)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp.glob("parity-stubs-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp.glob("parity-stubs-*")), "discovery never started"
+    time.sleep(0.3)                                     # cpp is blocked on the FIFO now
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "Traceback" not in err and "interrupted (SIGTERM)" in err
+    assert list(tmp.iterdir()) == []
+    import errno
+    with pytest.raises(OSError) as e:                   # no cpp is left reading the FIFO: a writer finds
+        os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)      # no reader (ENXIO)
+    assert e.value.errno == errno.ENXIO
+
+
 # ------------------------------------------------------------------- 2. sweep and chain files
 def _sweep(tmp_path: Path, text: str) -> Path:
     p = tmp_path / "s.toml"

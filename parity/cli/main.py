@@ -17,7 +17,26 @@ from parity.cli import bench, commands, mutate, peak, run, suite
 from parity.cli.options import SetupError, csv_list, profile_option, setup_errors
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class ParityGroup(click.Group):
+    """Every command runs with parity's signal handling (parity.core.interrupts): the first Ctrl-C or
+    SIGTERM stops it through its cleanup (temporary folders removed, reports of what finished
+    written), later ones do not cut that short, and it exits 130 (Ctrl-C) or 143 (SIGTERM) with one
+    line, never click's "Aborted!" (exit 1)."""
+
+    def invoke(self, ctx: click.Context):
+        from parity.core import interrupts
+        previous = interrupts.install()
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            interrupts.finishing()
+            click.echo(f"\ninterrupted ({'SIGTERM' if isinstance(e, interrupts.Terminated) else 'Ctrl-C'})", err=True)
+            ctx.exit(interrupts.exit_code(e))
+        finally:
+            interrupts.done(previous)
+
+
+@click.group(cls=ParityGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="parity")
 def main() -> None:
     """parity proves, op by op, that a HIP port of Candle's CUDA kernels computes what the CUDA

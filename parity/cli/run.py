@@ -112,15 +112,11 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, ev
 
 
 def _guarded(fn, opts: RunOptions, **kw) -> None:
-    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143), a SessionError is a usage
-    error (exit 2), and an unexpected internal error exits 3 with its traceback saved to a file:
-    exit 1 means a case failed, nothing else."""
-    import signal
+    """Run `fn`; Ctrl-C and SIGTERM end it with the reports of what finished (exit 130/143: the
+    command group's signal handling, parity.core.interrupts), a SessionError is a usage error
+    (exit 2), and an unexpected internal error exits 3 with its traceback saved to a file: exit 1
+    means a case failed, nothing else."""
     import traceback
-
-    def term(signum, frame):
-        raise Terminated()
-    previous = signal.signal(signal.SIGTERM, term)
     try:
         with setup_errors():
             fn(opts, **kw)
@@ -132,12 +128,6 @@ def _guarded(fn, opts: RunOptions, **kw) -> None:
         click.echo(f"parity internal error: {type(e).__name__}: {e}" + (f" (traceback: {path})" if path else "")
                    + "; please report it", err=True)
         sys.exit(INTERNAL_ERROR)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
 
 
 def _save_traceback(folder: Path, text: str) -> Path | None:
@@ -265,8 +255,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)
     kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', worked out once here)
-    with terminal.progress(console) as prog:
-        stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault)
+    with terminal.progress(console) as prog:     # (finish: from its end on, a signal is recorded, not raised)
+        stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault,
+                                     finish=True)
     _report(opts, cases, kernels, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
 
 
@@ -308,36 +299,25 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
 
 def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, subj) -> None:
-    from parity.render import baseline, junit, markdown, terminal
-    from parity.render import timing as timing_report
-    from parity.render.html import write_extra_reports
+    """Write the reports of what finished and exit. Runs after `interrupts.finishing()`: a signal now
+    is recorded, never raised, and one that came while the reports were written has them written
+    again saying the run was interrupted (exit 130/143)."""
+    from parity.core import interrupts
+    from parity.render import terminal
     from parity.render.outcome import of as outcome_of
-    from parity.render.waves import evidence as wave_evidence
-    from parity.render.waves import markdown as wave_md
-    from parity.render.waves import static_notes_markdown
-    from parity.run.results import Results
+    signal_ = signal_ or interrupts.first()
     rows = journal.rows
     if opts.timing is not None:
         from parity.run.engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
-    res = Results.from_rows(rows, meta)
-    res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
-    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, subj), subj.suite)
-    if waves:
-        res.meta["wave_evidence"] = waves
-    if static is not None:
-        notes = static.executor.notes(kernels)
-        if notes:
-            res.meta["static_notes"] = notes
-    res.to_json(folder / "results.json")
-    timing_md = timing_report.markdown(res)
-    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
-                + (timing_md or ""))
-    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
-    for line in write_extra_reports(res, folder):
-        click.echo(line)
-    (folder / "junit.xml").write_text(junit.render(res))
+    meta["interrupted"] = signal_ is not None
+    recheck = _wave32_recheck(rows, cases, lvls, meta, console, subj) if signal_ is None else []
+    res = _write_reports(rows, recheck, meta, folder, kernels, known, strict, static, subj)
+    if signal_ is None and interrupts.first() is not None:
+        signal_ = interrupts.first()
+        meta["interrupted"] = True
+        res = _write_reports(rows, recheck, meta, folder, kernels, known, strict, static, subj, quiet=True)
     journal.close(finished=signal_ is None)
     terminal.show(res, console)
     outcome = outcome_of(res)
@@ -353,8 +333,39 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
     if signal_ is not None:
         click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
                    f"parity run --resume {folder}")
-        sys.exit(143 if isinstance(signal_, Terminated) else 130)
+        sys.exit(interrupts.exit_code(signal_))
     sys.exit(outcome.exit_code)
+
+
+def _write_reports(rows: list[dict], recheck: list[dict], meta: dict, folder: Path, kernels: set[str], known,
+                   strict: bool, static, subj, quiet: bool = False):
+    """results.json, summary.md, junit.xml and the extra reports of these rows; the Results."""
+    from parity.render import baseline, junit, markdown
+    from parity.render import timing as timing_report
+    from parity.render.html import write_extra_reports
+    from parity.render.waves import evidence as wave_evidence
+    from parity.render.waves import markdown as wave_md
+    from parity.render.waves import static_notes_markdown
+    from parity.run.results import Results
+    res = Results.from_rows(rows, meta)
+    res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
+    waves = wave_evidence(rows + recheck, subj.suite)
+    if waves:
+        res.meta["wave_evidence"] = waves
+    if static is not None:
+        notes = static.executor.notes(kernels)
+        if notes:
+            res.meta["static_notes"] = notes
+    res.to_json(folder / "results.json")
+    timing_md = timing_report.markdown(res)
+    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
+                + (timing_md or ""))
+    (folder / "summary.md").write_text(markdown.render(res, appendix=appendix))   # one 60,000-char budget
+    for line in write_extra_reports(res, folder):
+        if not quiet:
+            click.echo(line)
+    (folder / "junit.xml").write_text(junit.render(res))
+    return res
 
 
 COMMANDS = [run]

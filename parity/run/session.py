@@ -313,11 +313,15 @@ def start(runnable: list[Level], kernels: set[str], progress=None) -> float:
 
 
 def execute(cases: list[Case], kernels: set[str], runnable: list[Level], journal: Journal, progress, meta: dict,
-            timing: TimingOptions | None = None, every_fault: bool = False) -> BaseException | None:
+            timing: TimingOptions | None = None, every_fault: bool = False,
+            finish: bool = False) -> BaseException | None:
     """Compile the files these kernels need (the cases' kernels: a chain's are its steps'), then run
     every case on every runnable level, journalled; fills meta's `compile_s`,
     `elapsed_s`, `resumed_rows` and `interrupted`. progress: a rich Progress (or parity.render's plain
-    one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None."""
+    one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None. finish: the command
+    writes its reports next: from the end of the run on (finished or stopped), a signal is recorded,
+    never raised (parity.core.interrupts.finishing), so nothing cuts the reports short."""
+    from parity.core import interrupts
     from parity.run.engine import run_cases
     interrupted: BaseException | None = None
     t0 = time.perf_counter()
@@ -333,11 +337,16 @@ def execute(cases: list[Case], kernels: set[str], runnable: list[Level], journal
             finally:
                 tick.flush()
                 lv.executor.close()
+        if finish:
+            interrupts.finishing()
     except KeyboardInterrupt as e:                 # Ctrl-C or SIGTERM: keep what finished
+        if finish:
+            interrupts.finishing()
         interrupted = e
         for lv in runnable:
             if lv.executor is not None:
                 lv.executor.close()
+    interrupted = interrupted or (interrupts.first() if finish else None)
     meta.setdefault("compile_s", time.perf_counter() - t0)
     meta["elapsed_s"] = time.perf_counter() - t0
     meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted is not None
