@@ -217,7 +217,7 @@ def test_ctrl_c_in_any_command_exits_130_not_1(tmp_path, monkeypatch):
                         "verdict": "pass"}], {"sweep": "smoke"}).to_json(r)
     monkeypatch.setattr(parity.render.markdown, "render", interrupted)
     res = CliRunner().invoke(main, ["report", str(r)])
-    assert res.exit_code == 130 and res.stderr == "interrupted\n"
+    assert res.exit_code == 130 and res.stderr.strip() == "interrupted (Ctrl-C)"
 
 
 def test_sigterm_writes_the_reports_exits_143_and_leaves_no_process(tmp_path):

@@ -68,7 +68,9 @@ def test_baseline_update_keeps_entries_for_levels_and_cases_not_run(tmp_path):
     r = invoke("baseline", "update", results, "-o", out)
     assert r.exit_code == 0, r.output
     assert r.output == (f"{out}: 4 entries (1 kept from the old file, 1 dropped as no longer failing, "
-                        "3 kept for levels/cases these results did not run, 0 need a reason)\n")
+                        "3 kept for levels/cases these results did not run, 0 need a reason)\n"
+                        f"  kept {cases[2]} @*: passing on cpu, but its level (any) also matches hip-on-nvidia, amd, "
+                        "amd-static, cuda, cupy, hip-on-nvidia/w32, which these results did not run\n")
     assert [e.reason for e in bl.load(out).entries] == ["still failing, #1", "GPU NaN, #3",
                                                          "not in this sweep, #4", "any level, #5"]
 
@@ -81,6 +83,55 @@ def test_baseline_update_never_drops_an_entry_for_every_level(tmp_path):
     r = invoke("baseline", "update", results, "-o", out)
     assert "0 kept from the old file, 1 dropped as no longer failing, 1 kept for levels/cases" in r.output
     assert bl.load(out).entries == [bl.Entry("unary.neg/*", None, "r")]
+
+
+def test_baseline_update_keeps_a_level_glob_entry_until_every_level_it_matches_ran(tmp_path):
+    """Before: a cpu run dropped `level = "c*"` and `level = "*"` as no longer failing, though they
+    also match cuda, cupy, hip-on-nvidia, ... that it never ran. An entry goes only when the results
+    ran its cases, none failing, on every level its glob can match (parity's level table and the
+    results' own levels); otherwise it stays, and the command says why."""
+    cases = ids("unary.exp", 2)
+    out = tmp_path / "g.toml"
+    bl.dump(bl.Baseline([bl.Entry("unary.exp/f32/*", "c*", "c-glob"), bl.Entry("unary.exp/f32/*", "*", "star"),
+                         bl.Entry("unary.exp/f32/*", None, "any"), bl.Entry("unary.exp/f32/*", "c*[py]*", "cpu+cupy"),
+                         bl.Entry("unary.exp/f32/*", "c[p]u", "cpu only")]), out)
+    cpu = write(tmp_path / "cpu.json", dict.fromkeys(cases, "pass"))
+    r = invoke("baseline", "update", cpu, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert [e.reason for e in bl.load(out).entries] == ["c-glob", "star", "any", "cpu+cupy"]
+    assert "1 dropped as no longer failing" in r.output
+    assert "kept unary.exp/f32/* @c*: passing on cpu, but its level c* also matches cuda, cupy, which these " \
+           "results did not run" in r.output
+    both = write(tmp_path / "both.json", dict.fromkeys(cases, "pass"),
+                 levels=(CPU, {**CPU, "level": "cupy", "device": "CuPy"}))
+    r = invoke("baseline", "update", both, "-o", out)
+    assert [e.reason for e in bl.load(out).entries] == ["c-glob", "star", "any"]   # c*[py]* is cpu and cupy: both ran
+
+
+def test_baseline_update_keeps_the_comments_of_a_hand_written_file(tmp_path):
+    """Before: rewriting a hand-written baseline lost every comment. Each comment stays with what it
+    annotates (the file's head, an entry's table, the lines just above it); a dropped entry's go with it."""
+    cases = ids("unary.exp", 1)
+    out = tmp_path / "g.toml"
+    out.write_text('# team baseline: do not edit by hand\n\n'
+                   '# CUDA-side levels\n[[known]]\npattern = "unary.exp/f32/*"   # every f32 exp case\n'
+                   'level = "c*"\nreason = "tracked in #12"\n\n'
+                   '# fixed on cpu in #15\n[[known]]\npattern = "unary.exp/f32/*"\nlevel = "cpu"\nreason = "cpu, #15"\n\n'
+                   '# end\n')
+    r = invoke("baseline", "update", write(tmp_path / "r.json", dict.fromkeys(cases, "pass")), "-o", out)
+    assert "comments are not kept" not in r.output
+    assert out.read_text() == ('# team baseline: do not edit by hand\n\n'
+                               '# CUDA-side levels\n[[known]]\npattern = "unary.exp/f32/*"   # every f32 exp case\n'
+                               'level = "c*"\nreason = "tracked in #12"\n\n# end\n')
+    assert [e.reason for e in bl.load(out).entries] == ["tracked in #12"]
+
+
+def test_baseline_update_says_when_comments_cannot_be_kept(tmp_path):
+    out = tmp_path / "g.toml"
+    out.write_text('# mine\nknown = [{ pattern = "unary.exp/f32/*", level = "cuda", reason = "r" }]\n')
+    r = invoke("baseline", "update", write(tmp_path / "r.json", dict.fromkeys(ids("unary.exp", 1), "pass")), "-o", out)
+    assert r.exit_code == 0 and "comments are not kept" in r.output
+    assert [e.reason for e in bl.load(out).entries] == ["r"]
 
 
 def test_baseline_update_of_several_runs_uses_the_newest(tmp_path):
@@ -387,6 +438,116 @@ def test_journal_with_a_broken_results_json_runs_its_cases_again(tmp_path):
     assert list(loaded) == []
     assert loaded.skipped == [f"{tmp_path / 'results.json'}: row 1: unknown verdict 'pas'; did you mean 'pass' or 'xpass'? "
                               "— its rows are run again"]
+
+
+def _wrong(kinds, nullable):
+    """Values a column of these kinds must not hold (null where it is not nullable)."""
+    out = [{"an": "object"}, [1, 2]] + ([None] if not nullable else [])
+    if kinds & {"int", "float"}:
+        out += ["twelve", True]
+    if kinds & {"str", "Verdict", "dict", "list", "bool"}:
+        out += [7]
+    return [v for v in out if not (isinstance(v, dict) and "dict" in kinds or isinstance(v, list) and "list" in kinds)]
+
+
+def test_journal_lines_with_a_wrong_type_in_any_column_are_skipped_not_rows(tmp_path):
+    """Before: `"op": null`, op/device as an object, dtype as a list or max_ulp as an object became rows,
+    and the resumed run died in its reports (exit 3: TypeError); 100,000 nested `[` raised a
+    RecursionError. Every column of Row is checked against its type now: such a line is skipped and
+    said, never a row."""
+    from parity.core.row import COLUMN_KINDS
+    case = ids("unary.neg", 1)[0]
+    good = {"case_id": case, "op": "unary.neg", "level": "cpu", "verdict": "fail", "dtype": "f32", "max_ulp": 3.0,
+            "worst": {"coords": [0], "inputs": {"x": 1.0}, "ulps": "inf"}}
+    lines, bad = [json.dumps(good)], 0
+    for name, (kinds, nullable) in COLUMN_KINDS.items():
+        if name in ("case_id", "level", "verdict"):
+            continue
+        for v in _wrong(kinds, nullable):
+            if v is None:                      # (results.json may hold null where a column does not apply)
+                continue
+            lines.append(json.dumps({**good, name: v}))
+            bad += 1
+    lines += [json.dumps({**good, "worst": {"inputs": [1]}}), json.dumps({**good, "raw_verdict": {"x": 1}}),
+              "[" * 100_000]
+    (tmp_path / journal.NAME).write_text("\n".join(lines) + "\n")
+    loaded = journal.load(tmp_path, cases={case})
+    assert [dict(r) for r in loaded] == [{**good, "worst": {**good["worst"], "ulps": float("inf")}}]
+    assert len(loaded.skipped) == bad + 3
+    assert loaded.skipped[-1] == f"{journal.NAME} line {len(lines)}: not a row (nested too deeply)"
+    assert "line 2: op {'an': 'object'} is not an op name" in loaded.skipped[0]
+
+
+def _cpu_run(tmp_path) -> Path:
+    r = invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--layouts", "transposed,contiguous", "--levels", "cpu",
+               "-q", "--out", tmp_path / "runs")
+    assert r.exit_code == 0, r.output
+    (folder,) = (tmp_path / "runs").iterdir()
+    return folder
+
+
+def test_resume_skips_bad_journal_lines_and_runs_their_cases_again(tmp_path):
+    folder = _cpu_run(tmp_path)
+    rows = Results.from_json(folder / "results.json").records()
+    (folder / "results.json").unlink()
+    (folder / journal.NAME).write_text("\n".join([json.dumps({**rows[0], "op": None}),
+                                                  json.dumps({**rows[1], "device": {"gpu": 1}}),
+                                                  json.dumps({**rows[2], "dtype": ["f32"]}), "[" * 100_000]) + "\n")
+    r = CliRunner().invoke(main, ["run", "--resume", str(folder), "-q"])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    assert r.stderr.count(f"--resume {folder}: skipped") == 4
+    assert len(Results.from_json(folder / "results.json").table) == len(rows)
+
+
+@pytest.mark.parametrize("damage,error", [
+    (lambda f: ((f / "results.json").unlink(), (f / "results.json").mkdir()),
+     "results.json is a folder, not a regular file: refused"),
+    (lambda f: ((f / "results.json").unlink(), os.mkfifo(f / "results.json")),
+     "results.json is a FIFO, not a regular file: refused"),
+    (lambda f: (f / "run.json").write_text('{"sweep": 5, "ops": [1]}'), "run.json: sweep must be a non-empty string, not 5"),
+    (lambda f: (f / "run.json").write_text('{"sweep": "smoke", "ops": [1]}'), "run.json: ops must be a string or null, "
+                                                                               "not [1]"),
+    (lambda f: (f / "run.json").write_text("[" * 100_000), "run.json: nested too deeply"),
+    (lambda f: (f / "run.json").write_text('{"sweep": "smoke", "shard": "x"}'), "run.json: shard:"),
+])
+def test_resume_refuses_a_run_folder_whose_files_are_not_what_parity_writes(tmp_path, damage, error):
+    """Before: results.json as a folder gave IsADirectoryError (and left results.json.tmp), run.json
+    with `{"sweep": 5, "ops": [1]}` an AttributeError: exit 3 both. Exit 2 naming the file and field now."""
+    folder = _cpu_run(tmp_path)
+    damage(folder)
+    before = sorted(p.name for p in folder.iterdir())
+    line = one_line_error(invoke("run", "--resume", folder, "-q"))
+    assert line.startswith(f"Error: --resume {folder}: ") and error in line, line
+    assert sorted(p.name for p in folder.iterdir()) == before          # nothing written, no .tmp left
+
+
+def test_two_resumes_of_one_folder_cannot_run_at_once(tmp_path):
+    """Before: both ran every case. The first holds the folder's lock (run.lock) until its reports are
+    written; the second is refused."""
+    import subprocess
+    import sys
+    folder = _cpu_run(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from parity.run.journal import lock_folder; lock_folder(Path(sys.argv[1])); "
+                               "print('locked', flush=True); time.sleep(60)", str(folder)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        line = one_line_error(invoke("run", "--resume", folder, "-q"))
+        assert line == (f"Error: --resume {folder}: run folder {folder} is in use by another parity run "
+                        f"(pid {holder.pid}): wait for it to finish, or resume it afterwards")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert invoke("run", "--resume", folder, "-q").exit_code == 0      # the lock goes with its process
+
+
+def test_results_json_that_cannot_be_replaced_leaves_no_tmp_file(tmp_path):
+    (tmp_path / "results.json").mkdir()
+    with pytest.raises((OSError, ValueError)):      # files.FileRefused: a folder is not replaced
+        Results.from_rows([{"case_id": "a/b", "op": "a", "level": "cpu", "verdict": "pass"}]).to_json(
+            tmp_path / "results.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
 
 
 # --------------------------------------------------------------------------------------- diff

@@ -33,7 +33,7 @@ def test_since_works_out_each_kernel_once_not_once_per_case(monkeypatch):
     real = routines.expected_kernels
     monkeypatch.setattr(routines, "expected_kernels", lambda: calls.append(1) or real())
     monkeypatch.setattr(since, "kernels_changed",
-                        lambda ref, suite, include_dirs=(): ({"uneg_f32", "im2col_f32", "softmax_f16"},
+                        lambda ref, suite, include_dirs=(), discovered=None: ({"uneg_f32", "im2col_f32", "softmax_f16"},
                                                              [Path("unary.hip")]))
     chosen, line = session.changed_cases(cases, "HEAD~1", session.subject(Path("."), profile="candle"))
     assert len(calls) < 50 < len(cases)             # once per host-routine name, not per case

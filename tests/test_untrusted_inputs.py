@@ -66,8 +66,8 @@ def test_discovery_writes_no_stub_outside_its_temp_folder(tmp_path):
     after = {p for p in tmp_path.rglob("*") if not p.is_relative_to(tmp_path / "cache")}
     assert after == before                       # nothing under outside/, cwd/ or the suite
     assert not (tmp_path / "planted").exists()
-    assert "uneg_f32" in p.stdout                # the literal declaration is still found
-    assert "is not stubbed" in p.stdout
+    assert "uneg_f32" in p.stdout                # the declaration is still found
+    assert "is not stubbed (an absolute or ../ name outside the include folders): preprocessed without it" in p.stdout
 
 
 def test_parity_compile_does_not_pass_against_planted_stub_headers(tmp_path):
@@ -79,18 +79,20 @@ def test_parity_compile_does_not_pass_against_planted_stub_headers(tmp_path):
     assert list(escape.iterdir()) == []
 
 
-def test_a_fifo_header_is_refused_not_read(tmp_path):
+def test_a_fifo_in_the_suite_folder_is_refused_up_front_not_read(tmp_path):
+    """A FIFO anywhere in the suite's folder could be reached by a computed #include (which no include
+    scan follows): discovery refuses the suite before any cpp runs, naming the file (exit 2)."""
     suite = tmp_path / "suite"
     suite.mkdir()
     os.mkfifo(suite / "pipe.h")
-    os.mkfifo(suite / "pipe.hip")
-    (suite / "k.hip").write_text('#include "pipe.h"\n' + KERNEL)
+    (suite / "k.hip").write_text('#define FH "pipe.h"\n#include FH\n' + KERNEL)
     env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache")}
     p = _discover_in_subprocess(suite, env, timeout=60)   # a read of the FIFO would block: TimeoutExpired
-    assert p.returncode == 0, p.stderr
-    assert "uneg_f32" in p.stdout
-    assert "pipe.h is a FIFO, not a regular file: refused (not opened)" in p.stdout
-    assert "pipe.hip is a FIFO, not a regular file: refused (not opened)" in p.stdout
+    assert p.returncode == 1 and "SuiteError" in p.stderr, p.stderr
+    assert f"{suite / 'pipe.h'} is a FIFO, not a regular file: refused (not opened)" in p.stderr
+    r = invoke("coverage", "--hip-src", str(suite))
+    _one_line_error(r, f"Error: {suite / 'pipe.h'} is a FIFO, not a regular file: refused (not opened): remove it "
+                       "from the suite's folders")
 
 
 def test_an_absolute_device_include_is_refused(tmp_path):
@@ -117,6 +119,148 @@ def test_stub_path_never_leaves_the_stub_folder(tmp_path):
     assert stub_path(tmp_path, "../../../../../x.h") is None
     assert stub_path(tmp_path, "../../x.h") == tmp_path / "i" / "i" / "x.h"
     assert stub_path(tmp_path, "a/b.h").is_relative_to(tmp_path)
+
+
+PORT = Path(__file__).parent / "fixtures" / "ports" / "candle-rocm-wip"
+
+
+def _port_copy(tmp_path: Path, line: str, into: str = "unary.hip") -> Path:
+    """The fixture port with `line` added after the first #include of `into`."""
+    import shutil
+    dest = tmp_path / "port"
+    shutil.copytree(PORT, dest)
+    f = dest / into
+    lines = f.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("#include")) + 1
+    f.write_text("".join(lines[:at] + [line + "\n"] + lines[at:]))
+    return dest
+
+
+def _coverage_summary(folder: Path) -> dict:
+    import json
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(folder), "--json"])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)["hip"]["summary"]
+
+
+def test_include_directives_are_read_as_cpp_reads_them():
+    """`%:include`, a directive split by a backslash-newline or with a comment inside, and a computed
+    include of a plain macro are includes too: the FIFO check once missed each of them."""
+    from parity.suite.includes import include_directives
+    text = ('%:include "a.h"\n#\\\ninclude "b.h"\n# /* c */ include <c.h>\n#define FH "d.h"\n#include FH\n'
+            '// #include "not.h"\n/* #include "not2.h" */\n#include_next <e.h>\n')
+    got = [(i.line, i.name, i.computed) for i in include_directives(text)]
+    assert got == [(1, "a.h", ""), (2, "b.h", ""), (4, "c.h", ""), (6, "d.h", "FH"), (9, "e.h", "")]
+
+
+@pytest.mark.parametrize("where", ["unary.hip", "hip_compat.h"])
+def test_an_include_not_found_keeps_the_files_kernels_and_names_the_include(tmp_path, where):
+    """Before: an absolute include that does not exist here made cpp stop, and the file's macro-stamped
+    kernels were lost without a word (905 missing, 85 present instead of 111). It is preprocessed
+    without that include now, in a private folder (nothing written where the name points), with one
+    note naming it (one line for every source sharing the header)."""
+    missing = tmp_path / "outside" / "hip" / "hip_runtime.h"
+    port = _port_copy(tmp_path, f'#include "{missing}"', where)
+    assert _coverage_summary(port) == _coverage_summary(PORT)
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(port)])
+    notes = [ln for ln in r.stderr.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1 and f"#include '{missing}'" in notes[0] and "preprocessed without it" in notes[0], notes
+    assert not (tmp_path / "outside").exists()
+
+
+def test_a_literal_include_of_a_device_is_left_out_not_read(tmp_path):
+    port = _port_copy(tmp_path, '#include "/dev/zero"')
+    assert _coverage_summary(port) == _coverage_summary(PORT)
+    r = CliRunner().invoke(main, ["coverage", "--hip-src", str(port)])
+    assert "#include '/dev/zero' (unary.hip:6) refused: /dev/zero is a character device" in r.stderr
+
+
+def test_since_selects_the_kernels_of_a_file_with_an_unresolved_include(tmp_path):
+    """Before: `--since HEAD` after adding such an include found no kernel in the changed file and said
+    "nothing to run"."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(PORT, repo)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "port"]):
+        subprocess.run(git + cmd, cwd=repo, check=True, capture_output=True)
+    f = repo / "unary.hip"
+    f.write_text(f.read_text().replace('#include "hip_compat.h"\n',
+                                       '#include "hip_compat.h"\n#include "/opt/rocm/include/hip/hip_runtime.h"\n'))
+    r = invoke("run", "--levels", "cpu", "--hip-src", str(repo), "--since", "HEAD", "--ops", "unary.exp",
+               "--out", str(tmp_path / "out"), "-q")
+    assert r.exit_code == 0, r.output
+    assert "nothing to run" not in r.output and "cases x 1 level(s)" in r.output
+    assert "note: " in r.stderr and "/opt/rocm/include/hip/hip_runtime.h" in r.stderr
+
+
+def _never_ending_suite(tmp_path: Path, target: str, sources: int = 3) -> Path:
+    """A suite whose every source includes a header with a computed include of `target` spelled by
+    token pasting (no include scan resolves it: only cpp's limits stop it)."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    a, b = target[:len(target) // 2], target[len(target) // 2:]
+    (suite / "common.h").write_text(f'#define CAT(a, b) a##b\n#define STR(x) #x\n#define XSTR(x) STR(x)\n'
+                                    f'#include XSTR(CAT({a},{b}))\n')
+    for i in range(sources):
+        (suite / f"k{i}.hip").write_text('#include "common.h"\n' + KERNEL.replace("uneg_f32", f"k{i}"))
+    return suite
+
+
+def test_a_cpp_that_never_finishes_fails_fast_naming_the_source(tmp_path, monkeypatch):
+    """Before: a FIFO reached by a computed include cost the full cpp timeout (120 s) for every
+    source, then every kernel was `missing` with no reason. Now the first source's timeout ends
+    discovery: exit 2, one line naming it."""
+    import time
+
+    from parity.suite import preprocess
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    suite = _never_ending_suite(tmp_path, str(fifo))
+    monkeypatch.setattr(preprocess, "CPP_TIMEOUT_S", 2)
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    t0 = time.monotonic()
+    r = invoke("coverage", "--hip-src", str(suite))
+    assert time.monotonic() - t0 < 2 * 2                # one timeout, not one per source
+    _one_line_error(r, f"Error: preprocessing {suite / 'k0.hip'} did not finish in 2 s — an include that never ends "
+                       "(FIFO/device)?")
+
+
+def test_a_computed_include_of_dev_zero_is_stopped_by_the_memory_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    suite = _never_ending_suite(tmp_path, "/dev/zero", sources=2)
+    r = invoke("coverage", "--hip-src", str(suite))
+    _one_line_error(r, f"Error: preprocessing {suite / 'k0.hip'} ran out of memory")
+
+
+def test_coverage_stopped_by_sigterm_leaves_no_temporary_folder(tmp_path):
+    """Before: SIGTERM during discovery killed parity with /tmp/parity-stubs-* left behind (and cpp
+    still blocked on the FIFO). Now it stops like Ctrl-C: the folder is removed, cpp ends with it,
+    exit 143."""
+    import signal
+    import time
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    suite = _never_ending_suite(tmp_path, str(fifo), sources=1)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp)}
+    p = subprocess.Popen([sys.executable, "-m", "parity", "coverage", "--hip-src", str(suite)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp.glob("parity-stubs-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp.glob("parity-stubs-*")), "discovery never started"
+    time.sleep(0.3)                                     # cpp is blocked on the FIFO now
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "Traceback" not in err and "interrupted (SIGTERM)" in err
+    assert list(tmp.iterdir()) == []
+    import errno
+    with pytest.raises(OSError) as e:                   # no cpp is left reading the FIFO: a writer finds
+        os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)      # no reader (ENXIO)
+    assert e.value.errno == errno.ENXIO
 
 
 # ------------------------------------------------------------------- 2. sweep and chain files
@@ -233,8 +377,54 @@ def test_bad_chain_file_names_the_file(tmp_path):
     from parity.chains import ChainError, load_chain
     p = tmp_path / "c.toml"
     p.write_text('[tensors]\nx = { shape = [0] }\n[[steps]]\nop = "unary.exp"\nin = { x = "x" }\nout = "y"\n')
-    with pytest.raises(ChainError, match=r"c.toml: tensor x: shape: must be a non-empty list of positive integers"):
+    with pytest.raises(ChainError, match=r"c.toml: chain c: tensor x: shape: must be a non-empty list of positive "
+                                         r"integers"):
         load_chain(p)
+
+
+CHAIN = '[tensors]\nx = {{ shape = {shape}{dtype} }}\n[[steps]]\nop = "{op}"\nin = {{ x = "{operand}" }}\nout = "y"\n'
+
+
+@pytest.mark.parametrize("fields,error", [
+    (dict(op="unary.nosuch"), "step 1 (unary.nosuch): op: unknown op 'unary.nosuch'; did you mean"),
+    (dict(operand="x.reshape(5,5)"), "step 1 (unary.exp): in.x = 'x.reshape(5,5)': reshape(5, 5) of 16 elements"),
+    (dict(operand="x.transpose(0,9)"),
+     "step 1 (unary.exp): in.x = 'x.transpose(0,9)': dim 9 out of range for a rank-2 tensor (4, 4)"),
+    (dict(dtype=', dtype = "f99"'), "tensor x: dtype: unknown dtype 'f99'"),
+    (dict(shape="[100000, 100000, 100000]"),
+     "tensor x: shape: [100000, 100000, 100000] is 1,000,000,000,000,000 elements; a chain tensor may have at most "
+     "67,108,864"),
+])
+def test_a_chain_that_cannot_build_is_refused_at_load_naming_file_chain_and_key(tmp_path, fields, error):
+    """Before: each of these chains loaded, then failed inside the run (exit 3: ChainError, numpy's
+    AxisError, KeyError, MemoryError). Every dtype's geometry is built when the file is loaded now."""
+    from parity.chains import ChainError, load_chain
+    p = tmp_path / "bad.toml"
+    p.write_text(CHAIN.format(**{"shape": "[4, 4]", "dtype": "", "op": "unary.exp", "operand": "x", **fields}))
+    with pytest.raises(ChainError) as e:
+        load_chain(p)
+    assert str(e.value).startswith(f"{p}: chain bad: {error}"), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_bad_chain_file_is_exit_2_naming_it(tmp_path, monkeypatch):
+    import shutil
+
+    from parity import chains
+    from parity.core import resources
+    folder = tmp_path / "chains"
+    shutil.copytree(resources.chain_dir(), folder)
+    (folder / "bad.toml").write_text(CHAIN.format(shape="[4, 4]", dtype="", op="unary.exp", operand="x.transpose(0,9)"))
+    monkeypatch.setattr(resources, "chain_dir", lambda: folder)
+    chains.chains.cache_clear()
+    try:
+        r = invoke("run", "--levels", "cpu", "--ops", "chain.*", "--out", str(tmp_path / "out"))
+        _one_line_error(r, f"Error: {folder / 'bad.toml'}: chain bad: step 1 (unary.exp): in.x = 'x.transpose(0,9)'")
+        r = invoke("repro", "chain.bad/f32/s0", "--level", "cpu")
+        _one_line_error(r, f"{folder / 'bad.toml'}: chain bad: step 1 (unary.exp)")
+    finally:
+        chains.chains.cache_clear()
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------- 3. huge layouts on the cpu level

@@ -8,12 +8,24 @@ import fnmatch
 from functools import lru_cache
 from pathlib import Path
 
-from parity.chains.format import Chain, ChainError, load_chain
+from parity.chains import format as _format
+from parity.chains.check import check_chain
+from parity.chains.format import Chain, ChainError
 from parity.chains.spec import LAYOUT, chain_op
 from parity.core import resources
 from parity.ops.base import CHAIN_PREFIX, Op
 
 __all__ = ["CHAIN_PREFIX", "LAYOUT", "Chain", "ChainError", "chains", "load_chain", "select", "is_chain"]
+
+
+def load_chain(path: Path) -> Chain:
+    """A chain file, read, checked against the format and built for each of its dtypes without data
+    (check.check_chain); ChainError with one line naming the file, the chain, the step and the key."""
+    chain = _format.load_chain(path)
+    try:
+        return check_chain(chain)
+    except ChainError as e:
+        raise ChainError(f"{path}: chain {chain.name}: {e}") from None
 
 
 @lru_cache(maxsize=None)

@@ -24,6 +24,7 @@ from math import prod
 from pathlib import Path
 
 from parity.core import files, toml
+from parity.core.dtypes import ALIASES, DTYPES
 from parity.core.layouts import Layout, row_major
 from parity.core.suggest import unknown
 
@@ -115,17 +116,24 @@ def parse_operand(text: str) -> Operand:
     return Operand(name, tuple(views))
 
 
+def _dim(d: int, shape: list[int], v: View) -> int:
+    """A dim argument of a view (negative from the end, as Candle's D::Minus1), or ChainError."""
+    if not -len(shape) <= d < len(shape):
+        raise ChainError(f"dim {d} out of range for a rank-{len(shape)} tensor {tuple(shape)}")
+    return d % len(shape)
+
+
 def apply_view(lay: Layout, v: View) -> Layout:
     """A Candle view of a layout: same base buffer, new shape/strides/offset."""
     shape, strides = list(lay.shape), list(lay.strides)
     if v.kind == "transpose":
-        a, b = (x % len(shape) for x in v.args)
+        a, b = (_dim(x, shape, v) for x in v.args)
         shape[a], shape[b] = shape[b], shape[a]
         strides[a], strides[b] = strides[b], strides[a]
         return Layout(tuple(shape), tuple(strides), lay.offset, lay.base_size)
     if v.kind == "narrow":
         d, start, n = v.args
-        d %= len(shape)
+        d = _dim(d, shape, v)
         if start + n > shape[d]:
             raise ChainError(f"narrow({d},{start},{n}) of a dim of size {shape[d]}")
         shape[d] = n
@@ -159,6 +167,8 @@ def operand_layout(base: Layout, op: Operand) -> Layout:
 
 
 def load_chain(path: Path) -> Chain:
+    """A chain file read and checked against the format (parse_chain); ChainError with one line
+    naming the file, the chain and the key. (parity.chains.load_chain also builds its geometry.)"""
     try:
         spec = toml.loads(files.read_text(path, "chain file"))
     except toml.TOMLDecodeError as e:
@@ -172,7 +182,13 @@ def load_chain(path: Path) -> Chain:
     try:
         return parse_chain(spec, str(path))
     except ChainError as e:
-        raise ChainError(f"{path}: {e}") from None
+        raise ChainError(f"{path}: {_chain_named(spec, path)}{e}") from None
+
+
+def _chain_named(spec, path) -> str:
+    """`chain NAME: ` for messages (its `name`, else the file's stem)."""
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return f"chain {name if isinstance(name, str) and name else Path(path).stem}: "
 
 
 # The chain format's keys: top level, each [tensors] entry, each [[steps]] table.
@@ -196,11 +212,32 @@ def _text(value, where: str) -> str:
     return value
 
 
+MAX_ELEMENTS = 1 << 26          # a chain tensor's elements at most: 512 MiB as the float64 reference
+
+
+def check_size(shape, where: str) -> None:
+    """ChainError naming the number for a tensor larger than MAX_ELEMENTS (a typo'd shape must be
+    refused, not allocated: [100000, 100000, 100000] would be 7 PiB of float64)."""
+    n = prod(shape)
+    if n > MAX_ELEMENTS:
+        raise ChainError(f"{where}: {list(shape)} is {n:,} elements; a chain tensor may have at most "
+                         f"{MAX_ELEMENTS:,} (chains check how ops compose: small shapes do)")
+
+
 def _shape(value, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not value or \
             not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in value):
         raise ChainError(f"{where}: must be a non-empty list of positive integers, not {value!r}")
+    check_size(value, where)
     return tuple(value)
+
+
+def _dtype_text(value, where: str) -> str:
+    """A tensor's dtype: a dtype name or `{dt}` (the chain dtype), checked."""
+    text = _text(value, where)
+    if text != "{dt}" and ALIASES.get(text, text) not in DTYPES:
+        raise ChainError(f"{where}: {unknown('dtype', text, [*DTYPES, '{dt}'])}")
+    return text
 
 
 def check_views(op: Operand, where: str) -> None:
@@ -226,6 +263,9 @@ def parse_chain(spec: dict, source: str = "") -> Chain:
     dtypes = spec.get("dtypes", ["f32"])
     if not isinstance(dtypes, list) or not dtypes or not all(isinstance(d, str) and d for d in dtypes):
         raise ChainError(f"dtypes: must be a non-empty list of dtype names, not {dtypes!r}")
+    for d in dtypes:
+        if d not in DTYPES:
+            raise ChainError(f"dtypes: {unknown('dtype', d, list(DTYPES))}")
     tensors = {}
     declared = spec.get("tensors", {})
     _keys(declared, tuple(declared) if isinstance(declared, dict) else (), "tensors")
@@ -237,7 +277,7 @@ def parse_chain(spec: dict, source: str = "") -> Chain:
         if values not in VALUE_KINDS:
             raise ChainError(f"tensor {n}: values: {unknown('value kind', values, VALUE_KINDS)}")
         tensors[n] = TensorDecl(n, _shape(t["shape"], f"tensor {n}: shape"),
-                                _text(t.get("dtype", "{dt}"), f"tensor {n}: dtype"), values)
+                                _dtype_text(t.get("dtype", "{dt}"), f"tensor {n}: dtype"), values)
     raw_steps = spec.get("steps", [])
     if not isinstance(raw_steps, list):
         raise ChainError(f"steps: must be a list of [[steps]] tables, not {raw_steps!r}")

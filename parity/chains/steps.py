@@ -68,7 +68,12 @@ class StepBuilder:
         self.op = CATALOG[step.op]
         if key not in self.op.dtypes:
             raise ChainError(f"{step.label}: {step.op} has no dtype {key!r}")
-        self.layouts = {n: operand_layout(tensors[o.tensor].layout, o) for n, o in step.inputs.items()}
+        self.layouts = {}
+        for n, o in step.inputs.items():
+            try:
+                self.layouts[n] = operand_layout(tensors[o.tensor].layout, o)
+            except ChainError as e:
+                raise ChainError(f"{step.label}: in.{n} = {o.text()!r}: {e}") from None
         self.in_dtypes = {n: tensors[o.tensor].dtype for n, o in step.inputs.items()}
         self._check()
 

@@ -98,12 +98,14 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
         click.echo(note, err=True)
     res = read_results(path)
     try:
-        old = bl.load(output) if files.kind(output) != "nothing" else bl.Baseline([])
+        there = files.kind(output) != "nothing"
+        old = bl.load(output) if there else bl.Baseline([])
+        old_text = files.read_text(output, "baseline") if there else None
     except ValueError as e:
         raise SetupError(str(e))
     up = bl.update(old, res)
     try:
-        bl.dump(up.baseline, output)
+        kept = bl.dump(up.baseline, output, old, old_text)
     except files.FileRefused as e:
         raise SetupError(str(e))
     except OSError as e:
@@ -112,6 +114,11 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
     click.echo(f"{output}: {len(up.baseline.entries)} entries ({up.kept} kept from the old file, "
                f"{up.dropped} dropped as no longer failing, {up.not_covered} kept for levels/cases these "
                f"results did not run, {todo} need a reason)")
+    for line in up.partly:
+        click.echo(f"  {line}")
+    if not kept:
+        click.echo(f"  comments are not kept: {output} lays its entries out otherwise than one [[known]] table "
+                   "each (rewritten without them)")
 
 
 # ----------------------------------------------------------------------------------- diff

@@ -18,13 +18,11 @@ from pathlib import Path
 
 import click
 
+from parity.core import interrupts
+from parity.core.interrupts import Terminated  # noqa: F401  (SIGTERM: exit 143)
+
 INTERNAL_ERROR = 3
-INTERRUPTED, TERMINATED = 130, 143
 _FOLDER = "parity.report_folder"           # ctx.meta key: where a command writes its reports
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
 
 
 def report_folder(folder: str | Path | None) -> None:
@@ -59,17 +57,24 @@ def internal_error(e: BaseException, folder: Path | None) -> None:
 
 
 class ParityGroup(click.Group):
-    """The `parity` group: a command's unexpected exception is exit 3 (not click's exit 1 with a
-    traceback), an interrupt exit 130/143 (not click's `Aborted!` with exit 1)."""
+    """The `parity` group: every command runs with parity's signal handling (parity.core.interrupts:
+    the first Ctrl-C or SIGTERM stops it through its cleanup, temporary folders removed and reports of
+    what finished written; later ones do not cut that short) and exits 130/143 with one line, never
+    click's `Aborted!` (exit 1); a command's unexpected exception is exit 3 (not click's exit 1 with a
+    traceback)."""
 
     def invoke(self, ctx: click.Context):
+        previous = interrupts.install()
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit,
                 BrokenPipeError):
             raise                                 # click's own: usage errors (2), sys.exit, a closed pipe
         except KeyboardInterrupt as e:
-            click.echo("interrupted", err=True)
-            sys.exit(TERMINATED if isinstance(e, Terminated) else INTERRUPTED)
+            interrupts.finishing()
+            click.echo(f"\ninterrupted ({'SIGTERM' if isinstance(e, Terminated) else 'Ctrl-C'})", err=True)
+            sys.exit(interrupts.exit_code(e))
         except Exception as e:
             internal_error(e, ctx.meta.get(_FOLDER))
+        finally:
+            interrupts.done(previous)

@@ -85,6 +85,15 @@ def port_options(f):
     return f
 
 
+def discover_folder(folder):
+    """The suite of a folder (--cuda-src's); exit 2 when discovery cannot go on (a FIFO in it)."""
+    from parity.suite.scan import SuiteError, discover
+    try:
+        return discover(folder)
+    except SuiteError as e:
+        raise SetupError(str(e)) from None
+
+
 def subject_of(hip_src, cuda_src=None, profile_opt=None, port_file=None, port_source=(), port_include=(),
                port_force_include=(), port_define=(), check: bool = True):
     """The session's subject from a command's --hip-src/--cuda-src/--profile/--port* options; exit 2 on a mistake."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from parity.cli.errors import Terminated, report_folder
+from parity.cli.errors import report_folder
 from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
                                 setup_errors)
 from parity.cli.params import InputPath, Number, OutFolder, Seconds, Text
@@ -116,20 +116,13 @@ def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, ev
 
 
 def _guarded(fn, opts: RunOptions, **kw) -> None:
-    """Run `fn`; SIGTERM ends it like Ctrl-C (reports written, exit 143) and a SessionError is a usage
-    error (exit 2). An unexpected internal error is the `parity` group's (parity.cli.errors): exit 3,
-    its traceback saved in the run's folder."""
-    import signal
-
-    def term(signum, frame):
-        raise Terminated()
+    """Run `fn`; Ctrl-C and SIGTERM end it with the reports of what finished (exit 130/143: the
+    command group's signal handling, parity.core.interrupts), a SessionError is a usage error
+    (exit 2). An unexpected internal error is the `parity` group's (parity.cli.errors): exit 3, its
+    traceback saved in the run's folder."""
     report_folder(kw.get("resume") or kw.get("out") or "reports")
-    previous = signal.signal(signal.SIGTERM, term)
-    try:
-        with setup_errors():
-            fn(opts, **kw)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with setup_errors():
+        fn(opts, **kw)
 
 
 def _resume_options(folder: Path, given: dict) -> dict:
@@ -152,6 +145,21 @@ def _resume_options(folder: Path, given: dict) -> dict:
     return out
 
 
+def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOptions]:
+    """(the options of the run in `folder`, the run options with its shard); exit 2 for a folder that
+    is not a run folder parity can resume."""
+    if not folder.is_dir():
+        raise SetupError(f"--resume: run folder {folder} does not exist")
+    o = _resume_options(folder, given)
+    if o.get("shard") and not opts.shard:
+        from parity.run.shard import parse_shard
+        try:
+            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
+        except ValueError as e:
+            raise SetupError(f"--resume {folder}: {folder / 'run.json'}: shard: {e}")
+    return o, opts
+
+
 def _norm(v):
     return None if v in (None, "") else str(v)
 
@@ -170,15 +178,12 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         if not Path(resume).is_dir():
             raise SetupError(f"--resume: run folder {resume} does not exist")
         session.check_report_files(Path(resume))
-        o = _resume_options(Path(resume), dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
-                                              value_classes=value_classes, levels=levels, wave=wave,
-                                              hip_src=hip_src, cuda_src=cuda_src, shard=None,
-                                              profile_opt=profile_opt))
+        o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
+                                                   value_classes=value_classes, levels=levels, wave=wave,
+                                                   hip_src=hip_src, cuda_src=cuda_src, shard=None,
+                                                   profile_opt=profile_opt))
         sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
             o[k] for k in RESUMED if k != "shard")
-        if o.get("shard") and not opts.shard:
-            from parity.run.shard import parse_shard
-            opts = RunOptions(opts.timing, opts.gpus, parse_shard(o["shard"]), opts.every_fault)
     console = Console(stderr=False, quiet=quiet)
     subj = session.subject(hip_src, cuda_src, profile=profile_opt, port_file=port_file, port_source=port_source,
                            port_include=port_include, port_force_include=port_force_include, port_define=port_define)
@@ -199,9 +204,11 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         cases, line = session.changed_cases(cases, since, subj)
         if not quiet:
             click.echo(line, err=True)
-        if not cases:
-            click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
-            sys.exit(0)
+    for note in subj.discovery_notes():        # what discovery left out is said, never silently lost
+        click.echo(f"note: {note}", err=True)
+    if since and not cases:
+        click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
+        sys.exit(0)
     runnable = [lv for lv in lvls if lv.availability.available]
     _warn_ignored(opts, runnable)
     try:
@@ -224,6 +231,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         meta["golden"] = golden_summary()
     if subj.port is not None:
         meta["port"] = subj.port.as_dict()
+    if subj.discovery_notes():
+        meta["discovery_notes"] = subj.discovery_notes()
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
     if static is not None:
         meta["amd_targets"] = list(static.executor.targets)
@@ -231,8 +240,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)
     kernels = set().union(*(c.kernels for c in cases))     # (a chain's: its steps', worked out once here)
-    with terminal.progress(console) as prog:
-        stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault)
+    with terminal.progress(console) as prog:     # (finish: from its end on, a signal is recorded, not raised)
+        stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault,
+                                     finish=True)
     _report(opts, cases, kernels, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
 
 
@@ -274,37 +284,25 @@ def _warn_ignored(opts: RunOptions, runnable: list) -> None:
 
 def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder: Path, console, lvls: list, known,
             strict: bool, static, journal, signal_: BaseException | None, subj) -> None:
-    from parity.core import files
-    from parity.render import baseline, junit, markdown, terminal
-    from parity.render import timing as timing_report
-    from parity.render.html import write_extra_reports
+    """Write the reports of what finished and exit. Runs after `interrupts.finishing()`: a signal now
+    is recorded, never raised, and one that came while the reports were written has them written
+    again saying the run was interrupted (exit 130/143)."""
+    from parity.core import interrupts
+    from parity.render import terminal
     from parity.render.outcome import of as outcome_of
-    from parity.render.waves import evidence as wave_evidence
-    from parity.render.waves import markdown as wave_md
-    from parity.render.waves import static_notes_markdown
-    from parity.run.results import Results
+    signal_ = signal_ or interrupts.first()
     rows = journal.rows
     if opts.timing is not None:
         from parity.run.engine import add_ratios
         rows = add_ratios(rows)
     meta.update(opts.meta())
-    res = Results.from_rows(rows, meta)
-    res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
-    waves = wave_evidence(rows + _wave32_recheck(rows, cases, lvls, meta, console, subj), subj.suite)
-    if waves:
-        res.meta["wave_evidence"] = waves
-    if static is not None:
-        notes = static.executor.notes(kernels)
-        if notes:
-            res.meta["static_notes"] = notes
-    res.to_json(folder / "results.json")
-    timing_md = timing_report.markdown(res)
-    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
-                + (timing_md or ""))
-    files.write_text(folder / "summary.md", markdown.render(res, appendix=appendix))   # one 60,000-char budget
-    for line in write_extra_reports(res, folder):
-        click.echo(line)
-    files.write_text(folder / "junit.xml", junit.render(res))
+    meta["interrupted"] = signal_ is not None
+    recheck = _wave32_recheck(rows, cases, lvls, meta, console, subj) if signal_ is None else []
+    res = _write_reports(rows, recheck, meta, folder, kernels, known, strict, static, subj)
+    if signal_ is None and interrupts.first() is not None:
+        signal_ = interrupts.first()
+        meta["interrupted"] = True
+        res = _write_reports(rows, recheck, meta, folder, kernels, known, strict, static, subj, quiet=True)
     journal.close(finished=signal_ is None)
     terminal.show(res, console)
     outcome = outcome_of(res)
@@ -320,8 +318,40 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
     if signal_ is not None:
         click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
                    f"parity run --resume {folder}")
-        sys.exit(143 if isinstance(signal_, Terminated) else 130)
+        sys.exit(interrupts.exit_code(signal_))
     sys.exit(outcome.exit_code)
+
+
+def _write_reports(rows: list[dict], recheck: list[dict], meta: dict, folder: Path, kernels: set[str], known,
+                   strict: bool, static, subj, quiet: bool = False):
+    """results.json, summary.md, junit.xml and the extra reports of these rows; the Results."""
+    from parity.core import files
+    from parity.render import baseline, junit, markdown
+    from parity.render import timing as timing_report
+    from parity.render.html import write_extra_reports
+    from parity.render.waves import evidence as wave_evidence
+    from parity.render.waves import markdown as wave_md
+    from parity.render.waves import static_notes_markdown
+    from parity.run.results import Results
+    res = Results.from_rows(rows, meta)
+    res = baseline.apply(res, baseline.with_stated_for(known, res), strict)
+    waves = wave_evidence(rows + recheck, subj.suite)
+    if waves:
+        res.meta["wave_evidence"] = waves
+    if static is not None:
+        notes = static.executor.notes(kernels)
+        if notes:
+            res.meta["static_notes"] = notes
+    res.to_json(folder / "results.json")
+    timing_md = timing_report.markdown(res)
+    appendix = ((wave_md(waves) + "\n" if waves else "") + static_notes_markdown(res.meta.get("static_notes"))
+                + (timing_md or ""))
+    files.write_text(folder / "summary.md", markdown.render(res, appendix=appendix))   # one 60,000-char budget
+    for line in write_extra_reports(res, folder):
+        if not quiet:
+            click.echo(line)
+    files.write_text(folder / "junit.xml", junit.render(res))
+    return res
 
 
 COMMANDS = [run]

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
-                                subject_of)
+from parity.cli.options import (SetupError, csv_list, cuda_src_option, discover_folder, hip_src_option, port_options,
+                                selection_option, setup_errors, subject_of)
 from parity.cli.params import InputPath, Text
 from parity.render.table import Col, fit_table
 
@@ -48,7 +48,6 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
         _drift(cuda_src, as_json, profile_opt, snapshot_file, update_snapshot, snapshot_source)
     if snapshot_file or update_snapshot:
         raise SetupError("--snapshot and --update-snapshot go with --drift")
-    from parity.suite.scan import discover
     subj = subject_of(hip_src, cuda_src, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
     profile, how = subj.profile, subj.how
@@ -63,7 +62,11 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
     out = {}
     console = Console()
     for label, folder in suites:
-        rows = coverage(subj.suite() if label == "hip" else discover(folder), expected, typed)
+        with setup_errors():
+            suite = subj.suite() if label == "hip" else discover_folder(folder)
+        for note in suite.notes:              # what discovery left out is said, never silently lost
+            click.echo(f"note: {note}", err=True)
+        rows = coverage(suite, expected, typed)
         if wanted is not None:
             rows = [r for r in rows if r.status != "extra"]
         s = summary(rows)
@@ -115,7 +118,10 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     # (a bad --profile is an error here too, though the compile is the same for every profile)
     subj = subject_of(hip_src, None, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
-    folder, port, suite = subj.hip_src, subj.port, subj.suite()
+    with setup_errors():
+        folder, port, suite = subj.hip_src, subj.port, subj.suite()
+    for note in suite.notes:
+        click.echo(f"note: {note}", err=True)
     if since:
         from parity.suite.since import SinceError, sources_changed
         try:
@@ -177,7 +183,6 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
     report (its lines and the summary) goes to stdout, so `> file` keeps it; errors go to stderr."""
     from parity.core.resources import data_dir
     from parity.suite.coverage import UPSTREAM_LOCK, drift, foreign_tree, snapshot_text, upstream_snapshot
-    from parity.suite.scan import discover
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     subj = subject_of(None, cuda_src, profile_opt)
@@ -189,7 +194,7 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
     why = foreign_tree(folder, lock) if lock else ""
     if why:
         raise SetupError(why)
-    suite = discover(folder)
+    suite = discover_folder(folder)
     if update:
         try:
             record.write_text(snapshot_text(upstream_snapshot(suite, source or str(folder))))

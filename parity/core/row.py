@@ -5,7 +5,7 @@ renderers, names verdicts and columns through one definition instead of literals
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -141,3 +141,15 @@ _VERDICT_FIELDS = ("verdict", "message", "max_ulp", "n_bad", "worst")
 _TIMING = ("time_p10", "time_p90", "samples", "time_noise", "time_converged", "timing_mode", "launch_bound",
            "launch_floor_ms", "timing_verified", "timing_note", "time_source", "event_ms", "event_overhead_ms",
            "gbps", "peak_gbps", "pct_peak")
+
+
+# ------------------------------------------------------------------ what a stored row may hold
+def _kinds(annotation: str) -> tuple[frozenset[str], bool]:
+    """A column's annotation ("float | None", "Verdict | str", "dict[str, Any]") as (type names, nullable)."""
+    parts = [p.strip().split("[")[0] for p in str(annotation).split("|")]
+    return frozenset(p for p in parts if p != "None"), "None" in parts
+
+
+# every column a stored row may carry, from Row's own annotations (extra: merged into the row, not a
+# column); parity.run.schema checks stored rows against what the writer produces
+COLUMN_KINDS = {f.name: _kinds(f.type) for f in fields(Row) if f.name != "extra"}

@@ -6,5 +6,14 @@ try:
 except ImportError:  # Python 3.10
     import tomli as _toml
 
-loads = _toml.loads
 TOMLDecodeError = _toml.TOMLDecodeError
+
+
+def loads(text: str) -> dict:
+    """The TOML document; TOMLDecodeError for one nested too deeply to read (a file of 100,000 `[`
+    makes the parser recurse past Python's limit: a bad file, not a crash)."""
+    try:
+        return _toml.loads(text)
+    except RecursionError:
+        raise TOMLDecodeError("nested too deeply (arrays or tables inside each other beyond Python's recursion "
+                              "limit)") from None

@@ -47,6 +47,39 @@ def context(start_method: str = "forkserver"):
     return ctx
 
 
+def start_process(ctx, target, args: tuple):
+    """ctx.Process(target, args, daemon=True), started; on a forkserver context the server is started
+    first, quietly (quiet_forkserver). Not at `context()`: a context is also made while a spawned
+    process is still bootstrapping, where no process may be started yet."""
+    if ctx.get_start_method() == "forkserver":
+        quiet_forkserver()
+    p = ctx.Process(target=target, args=args, daemon=True)
+    p.start()
+    return p
+
+
+def quiet_forkserver() -> None:
+    """Start the forkserver (and multiprocessing's resource tracker) ignoring SIGINT. Ctrl-C reaches the
+    terminal's whole process group, and one that came while they start (their imports take a second or
+    two) would print a KeyboardInterrupt traceback from each; the parent alone decides what an interrupt
+    means. An ignored signal stays ignored across exec (and Python then leaves it so), and the workers
+    forked from the server start with its handlers. This process blocks SIGINT meanwhile, so one that
+    comes is delivered to its own handler afterwards, not lost."""
+    import signal
+    import threading
+    from multiprocessing import forkserver
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})     # (a blocked signal stays pending,
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)              # ignored or not)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
     import signal  # Ctrl-C reaches the terminal's whole process group:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops this worker (no traceback per worker)
@@ -134,9 +167,7 @@ class IsolatedExecutor(Executor):
         """A new worker process and its pipe, not waited for; it loads the kernels the current
         worker has loaded before it says ready."""
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self.cls, self.kwargs, self.env, sorted(self._ready)),
-                                 daemon=True)
-        proc.start()
+        proc = start_process(self._ctx, _serve, (child, self.cls, self.kwargs, self.env, sorted(self._ready)))
         child.close()
         return proc, parent
 

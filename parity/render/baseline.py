@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -144,27 +145,99 @@ def _entry(e, i: int, path: Path) -> Entry:
     return Entry(e["pattern"], e.get("level") or None, e.get("reason", ""))
 
 
-def dump(baseline: Baseline, path: str | Path) -> None:
+def dump(baseline: Baseline, path: str | Path, old: Baseline | None = None, old_text: str | None = None) -> bool:
     """Write as TOML when the file name ends in .toml, else as JSON; entries the ops state stay
-    with the ops (Op.known), out of the file. Written beside `path` and renamed over it
-    (files.FileRefused when `path` is not a regular file)."""
+    with the ops (Op.known), out of the file. old, old_text: the file this rewrites (a TOML baseline
+    written by hand) and its entries: its comments are kept, each with the text it stands in (the
+    file's head, a [[known]] table and the comment lines just above it; a dropped entry's go with it).
+    Returns whether they were (False when the old file had comments laid out otherwise: every entry
+    is then written anew, without them). Written beside `path` and renamed over it (files.FileRefused
+    when `path` is not a regular file)."""
     path = Path(path)
     entries = [e for e in baseline.entries if not e.stated]
-    if path.suffix == ".toml":
-        q = json.dumps                     # a JSON string is a valid TOML basic string
-        lines = ["# parity baseline: known failures (see parity/render/baseline.py)", ""]
-        for e in entries:
-            lines.append("[[known]]")
-            lines.append(f"pattern = {q(e.pattern, ensure_ascii=False)}")
-            if e.level:
-                lines.append(f"level = {q(e.level, ensure_ascii=False)}")
-            lines.append(f"reason = {q(e.reason, ensure_ascii=False)}")
-            lines.append("")
-        files.write_text(path, "\n".join(lines), "baseline")
-    else:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix != ".toml":
         doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None and k != "stated"}
                                             for e in entries]}
         files.write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n", "baseline")
+        return True
+    layout = _layout(old_text, old) if old_text is not None and old is not None else None
+    if layout is None:
+        head, tables, tail = ["# parity baseline: known failures (see parity/render/baseline.py)", ""], {}, []
+    else:
+        head, tables, tail = layout
+    lines = list(head)
+    for e in entries:
+        block = tables.get(id(e))
+        if block is None:
+            q = json.dumps                     # a JSON string is a valid TOML basic string
+            block = ["[[known]]", f"pattern = {q(e.pattern, ensure_ascii=False)}"]
+            block += [f"level = {q(e.level, ensure_ascii=False)}"] if e.level else []
+            block += [f"reason = {q(e.reason, ensure_ascii=False)}", ""]
+        _join(lines, block)
+    _join(lines, tail)
+    files.write_text(path, "\n".join(lines).rstrip("\n") + "\n", "baseline")
+    return layout is not None or old_text is None or not _has_comments(old_text)
+
+
+def _join(lines: list[str], more: list[str]) -> None:
+    """lines + more, one blank line between a table and what follows (not two, not none)."""
+    more = list(more)
+    while more and not more[0].strip() and (not lines or not lines[-1].strip()):
+        more.pop(0)
+    if lines and lines[-1].strip() and more and _TABLE.fullmatch(more[0]):
+        lines.append("")
+    lines += more
+
+
+def _has_comments(text: str) -> bool:
+    """Whether TOML `text` has a comment (a # outside strings)."""
+    return any("#" in re.sub(r'"(?:\\.|[^"\\])*"|\'[^\']*\'', "", ln) for ln in text.splitlines())
+
+
+_TABLE = re.compile(r"\s*\[\[\s*known\s*\]\]\s*(#.*)?")
+
+
+def _layout(text: str, old: Baseline) -> tuple[list[str], dict[int, list[str]], list[str]] | None:
+    """(the file's head lines, the lines of each old entry's table by id(entry), the lines after the
+    last table) when `text` lays `old` out as one [[known]] table per entry, in order (what `dump` and
+    hand-written files do); None otherwise (an inline `known = [...]`, a table that reads back as another
+    entry than the file's parse)."""
+    lines = text.splitlines()
+    heads = [i for i, ln in enumerate(lines) if _TABLE.fullmatch(ln)]
+    if len(heads) != len(old.entries):
+        return None
+    starts = []                                  # a table starts at the comment lines right above it
+    for h in heads:
+        j = h
+        while j > (starts[-1] if starts else 0) and lines[j - 1].lstrip().startswith("#") and j - 1 not in heads:
+            j -= 1
+        starts.append(j)
+    bounds = list(zip(starts, starts[1:] + [len(lines)]))
+    tables: dict[int, list[str]] = {}
+    for (a, b), e in zip(bounds, old.entries):
+        block = lines[a:b]
+        try:
+            got = _entry(toml.loads("\n".join(block))["known"][0], 0, Path("(table)"))
+        except (toml.TOMLDecodeError, KeyError, IndexError, TypeError, ValueError):
+            return None
+        if (got.pattern, got.level, got.reason) != (e.pattern, e.level, e.reason):
+            return None
+        tables[id(e)] = block
+    last = tables[id(old.entries[-1])] if old.entries else []
+    keep = len(last)                             # the last table's trailing comments: the file's end
+    while keep > 1 and (not last[keep - 1].strip() or last[keep - 1].lstrip().startswith("#")) and \
+            not _value_line(last, keep - 1):
+        keep -= 1
+    tail = last[keep:] if old.entries else []
+    if old.entries:
+        tables[id(old.entries[-1])] = last[:keep] + [""]
+    return lines[:starts[0]] if starts else lines, tables, tail
+
+
+def _value_line(block: list[str], i: int) -> bool:
+    """Whether line i of a table is part of a multi-line value (a comment-looking line inside one)."""
+    return '"""' in "\n".join(block[:i]) and "\n".join(block[:i]).count('"""') % 2 == 1
 
 
 def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Results:
@@ -237,20 +310,22 @@ class Update:
     dropped: int = 0          # old entries whose cases these results ran, none failing
     not_covered: int = 0      # old entries these results cannot judge: kept as they were
     added: int = 0            # new failures, with the placeholder reason
+    partly: list[str] = field(default_factory=list)   # kept: passing where run, but levels not run (one line each)
 
 
 def update(old: Baseline, res: Results) -> Update:
     """`old` brought up to date with `res`: an old entry stays while a case it matches fails (its
-    hand-written reason kept), goes when the results ran its cases on its level and none fails,
-    and stays untouched when the results did not run them (another level, another sweep) — a cpu
-    run says nothing about GPU entries. An entry without a level (every level) is never dropped:
-    no run covers every level. Each failure no entry covers gets a new exact entry, unless its op
-    states it (Op.known): that one stays with the op."""
+    hand-written reason kept), goes when the results ran its cases, none failing, on every level its
+    level glob can match (the known levels, levels.ALL_LEVELS, and the results' own), and stays
+    untouched otherwise: a cpu run says nothing about `level = "c*"` on cuda or cupy, nor about an
+    entry without a level (every level). Such an entry, passing where it ran, is said in `partly`. Each
+    failure no entry covers gets a new exact entry, unless its op states it (Op.known): that one stays
+    with the op."""
     fresh = from_results(res)
     failing = {e for e in fresh.entries}
     keys = list(zip(res.table["case_id"].astype(str), res.table["level"], res.table["verdict"]))
     evidence = list(dict.fromkeys((c, lv) for c, lv, v in keys if v != Verdict.UNAVAILABLE))
-    ran = {lv for _, lv in evidence}
+    ran = {str(lv) for _, lv in evidence if lv is not None}
     out = Update(Baseline([]))
     kept_old, covering = [], set()
     for e in old.entries:
@@ -259,11 +334,16 @@ def update(old: Baseline, res: Results) -> Update:
             covering.update(hits)
             kept_old.append(e)
             out.kept += 1
-        elif e.level is not None and _judged(e, evidence, ran):
+            continue
+        on, missing = _coverage(e, evidence, ran)
+        if on and not missing:
             out.dropped += 1
-        else:
-            kept_old.append(e)
-            out.not_covered += 1
+            continue
+        kept_old.append(e)
+        out.not_covered += 1
+        if on:
+            out.partly.append(f"kept {e.pattern} @{e.level or '*'}: passing on {', '.join(on)}, but its level "
+                              f"{e.level or '(any)'} also matches {', '.join(missing)}, which these results did not run")
     stated = with_stated_for(None, res)
     new = [f for f in fresh.entries if f not in covering
            and not (stated and stated.match(_unescape(f.pattern), f.level))]
@@ -272,11 +352,17 @@ def update(old: Baseline, res: Results) -> Update:
     return out
 
 
-def _judged(e: Entry, evidence: list[tuple[str, str]], ran: set) -> bool:
-    """Whether the results ran a case of `e` (on a level of `e`): its passes are evidence then."""
-    if not any(fnmatch.fnmatchcase(str(lv or ""), e.level) for lv in ran):
-        return False                       # quick: none of its levels ran (a cpu run, a GPU entry)
-    return any(e.matches(c, lv) for c, lv in evidence)
+def _coverage(e: Entry, evidence: list[tuple[str, str]], ran: set[str]) -> tuple[list[str], list[str]]:
+    """(the levels `e` can match on which the results ran a case of it, the levels it can match on
+    which they ran none): its passes there are evidence, and only there. The levels a glob can match
+    are parity's (levels.ALL_LEVELS) and the results' own; none matched at all is nothing judged."""
+    from parity.run.levels import ALL_LEVELS
+    glob = e.level or "*"
+    levels = [lv for lv in dict.fromkeys([*ALL_LEVELS, *sorted(ran)]) if fnmatch.fnmatchcase(lv, glob)]
+    if not any(lv in ran for lv in levels):
+        return [], levels                    # quick: none of its levels ran (a cpu run, a GPU entry)
+    judged = {lv for c, lv in evidence if lv in levels and fnmatch.fnmatchcase(c, e.pattern)}
+    return [lv for lv in levels if lv in judged], [lv for lv in levels if lv not in judged]
 
 
 def _unescape(pattern: str) -> str:

@@ -194,6 +194,8 @@ def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING)) -> int:
 def _stopped(meta: dict, rows: int) -> str:
     planned = meta.get("planned_rows")
     if meta.get("interrupted"):
+        if planned and rows >= planned:          # the signal came while the reports were written
+            return f"interrupted while the reports were written (all {planned:,} case runs had finished)"
         return f"interrupted after {rows:,} of {planned:,} case runs" if planned else "interrupted"
     if planned and rows < planned:
         return f"{planned - rows:,} of {planned:,} case runs have no result"

@@ -284,38 +284,102 @@ def _prepare_chunk(cases: list[Case]) -> list:
     return out
 
 
+def _preparer(conn) -> None:
+    """A preparing worker: chunks of cases in, their _prepare_chunk results out, until None or the
+    parent is gone. Ctrl-C reaches the terminal's whole process group and the parent alone decides what
+    it means (ignored here: no traceback per worker); SIGTERM ends it at once, silently (the parent
+    sees its pipe close, never half a message it waits on forever)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        while True:
+            cases = conn.recv()
+            if cases is None:
+                break
+            out = _prepare_chunk(cases)
+            try:
+                conn.send(out)
+            except (OSError, EOFError):
+                raise
+            except Exception as e:             # a result that does not pickle: each case says so
+                conn.send([RuntimeError(f"preparing worker: {type(e).__name__}: {e}")] * len(cases))
+    except (OSError, EOFError):                # the parent is gone (interrupted, killed): nothing to report
+        pass
+
+
+class _Preparers:
+    """`jobs` preparing workers, each with a pipe of its own; chunk k goes to worker k % jobs, so each
+    worker's answers come back in the order they are asked for. A worker that dies (SIGTERM, memory)
+    closes its pipe: `result` raises EOFError/OSError then, never waits forever (concurrent.futures'
+    pool does, on a result half written by a worker killed mid-send)."""
+
+    def __init__(self, ctx, jobs: int):
+        from parity.executors.worker import start_process
+        self.workers = []
+        try:
+            for _ in range(jobs):
+                parent, child = ctx.Pipe()
+                p = start_process(ctx, _preparer, (child,))
+                child.close()
+                self.workers.append((p, parent))
+        except BaseException:
+            self.close()
+            raise
+
+    def ask(self, k: int, cases: list[Case]) -> None:
+        self.workers[k % len(self.workers)][1].send(cases)
+
+    def result(self, k: int) -> list:
+        return self.workers[k % len(self.workers)][1].recv()
+
+    def close(self) -> None:
+        """Tell each worker to stop, wait a moment for it, then end it (it may be mid-chunk)."""
+        workers, self.workers = self.workers, []
+        for _, conn in workers:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        for p, _ in workers:
+            p.join(2)
+            if p.is_alive():
+                p.terminate()
+                p.join(1)
+
+
 def prepared_stream(cases: list[Case], jobs: int | None = None) -> Iterator:
     """For each case in order: its Prepared (built by worker processes, a bounded window ahead),
     the exception its preparation raised, or None (opt-in layouts and short runs: run_case prepares
-    those itself)."""
+    those itself; and every case after a worker died: this process prepares the rest, and a SIGTERM to
+    the whole process group that killed it reaches this process as its own interrupt). Closing the
+    generator (Ctrl-C, SIGTERM, the end of the run) stops the workers."""
     jobs = prepare_jobs() if jobs is None else jobs
     todo = [i for i, c in enumerate(cases) if _poolable(c)]
     if jobs <= 1 or len(todo) < POOL_MIN_CASES:
         yield from (None for _ in cases)
         return
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
-
     from parity.executors.worker import context
-    ctx = context("forkserver")                  # fork is unsafe next to threads and CUDA
     chunks = [todo[k:k + _CHUNK] for k in range(0, len(todo), _CHUNK)]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        window: deque = deque()
-        nxt = 0
-
-        def fill() -> None:
-            nonlocal nxt
-            while nxt < len(chunks) and len(window) < 4 * jobs:
-                window.append((chunks[nxt], pool.submit(_prepare_chunk, [cases[i] for i in chunks[nxt]])))
-                nxt += 1
-        fill()
+    pool = _Preparers(context("forkserver"), jobs)     # (fork is unsafe next to threads and CUDA)
+    asked = done = i = 0
+    try:
         ready: dict[int, object] = {}
-        for i in range(len(cases)):
-            if i not in ready and window and window[0][0][0] == i:
-                idx, fut = window.popleft()
-                ready.update(zip(idx, fut.result()))
-                fill()
+        while i < len(cases):
+            while asked < len(chunks) and asked - done < 4 * jobs:
+                pool.ask(asked, [cases[k] for k in chunks[asked]])
+                asked += 1
+            if i not in ready and done < len(chunks) and chunks[done][0] == i:
+                ready.update(zip(chunks[done], pool.result(done)))
+                done += 1
             yield ready.pop(i, None)
+            i += 1
+    except (EOFError, OSError):                  # a worker died: this process prepares the rest itself
+        pool.close()
+        yield from (None for _ in cases[i:])
+    finally:
+        pool.close()
 
 
 def _run_one(case: Case, executor: Executor, device: str, timing, prepared) -> dict:
@@ -535,14 +599,18 @@ def run_cases(cases: Iterable[Case], executor: Executor, device: str = "",
         return _run_static(cases, executor, device, on_row)
     if isinstance(executor, Pooled) and len(executor.members) > 1:
         return _run_parallel(cases, executor.members, device, on_row, timing, every_fault)
-    items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, prepared_stream(cases, prepare))))
+    stream = prepared_stream(cases, prepare)
+    items = ((i, c, p) for i, (c, p) in enumerate(zip(cases, stream)))
     rows = []
 
     def emit(_: int, row: dict) -> None:
         rows.append(row)
         if on_row:
             on_row(row)
-    drive(items, executor, device, timing, emit, every_fault=every_fault)
+    try:
+        drive(items, executor, device, timing, emit, every_fault=every_fault)
+    finally:                                     # the preparing pool stops here, not when collected
+        stream.close()
     return rows
 
 

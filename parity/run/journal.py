@@ -9,15 +9,23 @@ not UTF-8, not a row, a case the run does not have) is skipped and reported, nev
 """
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import time
 from pathlib import Path
 
 from parity.core import files
+from parity.core.files import not_a_file
 from parity.run.results import Results, _from_json, row_json
 from parity.run.schema import row_problem
 
 NAME = "results.partial.jsonl"
+LOCK = "run.lock"           # held (fcntl.flock) by the one parity run writing the folder
+
+
+class FolderBusy(OSError):
+    """Another parity run holds the run folder's lock: one line saying so."""
 
 
 class Loaded(list):
@@ -39,7 +47,11 @@ def load(folder: str | Path, cases: set[str] | None = None, levels: set[str] | N
     folder = Path(folder)
     rows: dict[tuple[str, str], dict] = {}
     skipped: list[str] = []
-    if files.kind(folder / "results.json") != "nothing":
+    for name in ("results.json", NAME):          # never opened when not a file (a FIFO blocks the reader)
+        why = not_a_file(folder / name)
+        if why:
+            raise ValueError(why)
+    if (folder / "results.json").exists():
         try:
             res = Results.from_json(folder / "results.json")
             for r in res.records():
@@ -84,7 +96,7 @@ def _parse(raw: bytes) -> tuple[dict | None, str | None]:
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e.msg})"
     except RecursionError:
-        return None, "not JSON (nested too deeply)"
+        return None, "not a row (nested too deeply)"
     why = row_problem(r)
     return (None, why) if why else (_from_json(r), None)
 
@@ -98,13 +110,22 @@ class Journal:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / NAME
-        loaded = load(self.folder, cases, levels) if resume else Loaded()
+        self._lock = lock_folder(self.folder)
+        try:
+            loaded = load(self.folder, cases, levels) if resume else Loaded()
+        except BaseException:
+            os.close(self._lock)
+            raise
         self.rows: list[dict] = list(loaded)
         self.skipped: list[str] = loaded.skipped
         self.resumed = len(self.rows)
         self.done = {(r["case_id"], r.get("level")) for r in self.rows}
-        files.check(self.path, "journal")         # (a FIFO would block the open)
-        self._f = open(self.path, "a", encoding="utf-8")
+        try:
+            files.check(self.path, "journal")     # (a FIFO would block the open)
+            self._f = open(self.path, "a", encoding="utf-8")
+        except BaseException:
+            os.close(self._lock)
+            raise
         self._flushed = time.monotonic()
 
     def todo(self, cases: list, level: str) -> list:
@@ -120,7 +141,33 @@ class Journal:
         self.done.add((row["case_id"], row.get("level")))
 
     def close(self, finished: bool) -> None:
-        """Close; a finished run's journal is removed (results.json holds every row then)."""
+        """Close (the folder's lock released); a finished run's journal is removed (results.json holds
+        every row then)."""
         self._f.close()
         if finished:
             self.path.unlink(missing_ok=True)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+def lock_folder(folder: Path) -> int:
+    """Take the run folder's exclusive lock (its run.lock, fcntl.flock) and return its descriptor; FolderBusy
+    when another parity run holds it (two `--resume` of one folder would both run everything, and
+    write the same files). Released by closing the descriptor, or when the process ends."""
+    path = Path(folder) / LOCK
+    why = not_a_file(path)
+    if why:
+        raise FolderBusy(why)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise FolderBusy(f"run folder {folder} is in use by another parity run"
+                         + (f" (pid {holder})" if holder.isdigit() else "")
+                         + ": wait for it to finish, or resume it afterwards") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd

@@ -227,7 +227,7 @@ def row_json(row: dict) -> str:
 
 
 def _from_json(row: dict) -> dict:
-    for k in ("max_ulp",):
+    for k in ("max_ulp",):                  # ("inf", "-inf", "nan" as row_json wrote them; checked by row_problem)
         if isinstance(row.get(k), str):
             row[k] = _NONFINITE[row[k]]
     w = row.get("worst")

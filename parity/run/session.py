@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.core import files, resources
+from parity.core.files import not_a_file
 from parity.core.suggest import unknown
 
 if TYPE_CHECKING:
@@ -58,12 +59,21 @@ class Subject:
         return [self.hip_src] + ([self.cuda_src] if self.cuda_src else [])
 
     def suite(self) -> Suite:
-        """The HIP suite's sources and kernels, discovered once for the whole session."""
+        """The HIP suite's sources and kernels, discovered once for the whole session; SessionError
+        when discovery cannot go on (a FIFO in its folders, a cpp that never finishes)."""
         if self._suite is None:
             from parity.suite.port import discover_port
-            from parity.suite.scan import discover
-            self._suite = discover_port(self.port) if self.port is not None else discover(self.hip_src)
+            from parity.suite.scan import SuiteError, discover
+            try:
+                self._suite = discover_port(self.port) if self.port is not None else discover(self.hip_src)
+            except SuiteError as e:
+                raise SessionError(str(e)) from None
         return self._suite
+
+    def discovery_notes(self) -> list[str]:
+        """What discovering the suite had to leave out (an include not found or refused, a file cpp
+        could not get through), one line each; none when the suite was not discovered."""
+        return list(self._suite.notes) if self._suite is not None else []
 
     def check_folders(self) -> None:
         for p in self.folders:
@@ -146,7 +156,7 @@ def changed_cases(cases: list[Case], ref: str, subj: Subject) -> tuple[list[Case
     files: list[Path] = []
     try:
         for folder in subj.folders:
-            k, f = kernels_changed(ref, folder)
+            k, f = kernels_changed(ref, folder, discovered=subj.suite if folder == subj.hip_src else None)
             kernels |= k
             files += f
     except SinceError as e:
@@ -244,25 +254,41 @@ def check_report_files(folder: Path) -> None:
 
 
 def read_run_file(folder: Path) -> dict:
-    """The options a run folder was made with (its run.json)."""
+    """The options a run folder was made with (its run.json), checked: SessionError naming the file and
+    the field for one that is not what `parity run` writes, and for a folder whose run files are not
+    files (a results.json that is a folder could never be written, a FIFO never read)."""
     path = folder / RUN_FILE
+    for name in (RUN_FILE, "results.json", "results.partial.jsonl"):
+        why = not_a_file(folder / name)
+        if why:
+            raise SessionError(f"--resume {folder}: {why}")
     try:
         saved = json.loads(files.read_text(path, RUN_FILE))
         if not isinstance(saved, dict):
-            raise ValueError("not an object")
+            raise ValueError(f"not an object ({type(saved).__name__})")
     except files.FileRefused as e:
         raise SessionError(f"--resume {folder}: {e}")
-    except RecursionError:
-        raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: nested too deeply")
     except FileNotFoundError:
         raise SessionError(f"--resume {folder}: no {RUN_FILE} there (not a parity run folder, or one made by a "
                            "parity before 0.4: start a new run)")
+    except RecursionError:
+        raise SessionError(f"--resume {folder}: cannot read {path}: nested too deeply") from None
     except (OSError, ValueError) as e:
-        raise SessionError(f"--resume {folder}: cannot read {RUN_FILE}: {e}")
-    bad = next((k for k, v in saved.items() if v is not None and not isinstance(v, str)), None)
-    if bad is not None:                        # write_run_file writes each option as a string (or null)
-        raise SessionError(f"--resume {folder}: {RUN_FILE}: `{bad}` is {type(saved[bad]).__name__}, not a string")
+        raise SessionError(f"--resume {folder}: cannot read {path}: {e}")
+    for key, value in saved.items():
+        if key in RUN_KEYS and not (value is None and key != "sweep" or isinstance(value, str) and
+                                    (value or key != "sweep")):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise SessionError(f"--resume {folder}: {path}: {key} must be "
+                               f"{'a non-empty string' if key == 'sweep' else 'a string or null'}, not {shown}")
+    if "sweep" not in saved:
+        raise SessionError(f"--resume {folder}: {path}: sweep: missing")
     return saved
+
+
+# run.json's fields (what `parity run` writes; each a string, or null where an option was not given)
+RUN_KEYS = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
+            "profile_opt")
 
 
 def write_run_file(folder: Path, options: dict) -> None:
@@ -278,9 +304,15 @@ def write_run_file(folder: Path, options: dict) -> None:
 
 
 def open_journal(folder: Path, cases: list[Case], runnable: list[Level], resume: bool) -> Journal:
-    from parity.run.journal import Journal
+    """The run folder's journal, its lock taken (SessionError when another run holds it) and, resuming,
+    the rows it already has loaded."""
+    from parity.run.journal import FolderBusy, Journal
     try:
         return Journal(folder, resume=resume, cases={c.id for c in cases}, levels={lv.name for lv in runnable})
+    except FolderBusy as e:
+        raise SessionError(f"--resume {folder}: {e}" if resume else str(e)) from None
+    except ValueError as e:
+        raise SessionError(f"--resume {folder}: {e}") from None
     except OSError as e:
         raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
     except ValueError as e:                    # files.FileRefused: the journal's path is a FIFO, a device
@@ -300,11 +332,15 @@ def start(runnable: list[Level], kernels: set[str], progress=None) -> float:
 
 
 def execute(cases: list[Case], kernels: set[str], runnable: list[Level], journal: Journal, progress, meta: dict,
-            timing: TimingOptions | None = None, every_fault: bool = False) -> BaseException | None:
+            timing: TimingOptions | None = None, every_fault: bool = False,
+            finish: bool = False) -> BaseException | None:
     """Compile the files these kernels need (the cases' kernels: a chain's are its steps'), then run
     every case on every runnable level, journalled; fills meta's `compile_s`,
     `elapsed_s`, `resumed_rows` and `interrupted`. progress: a rich Progress (or parity.render's plain
-    one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None."""
+    one). Returns the interrupt (Ctrl-C, SIGTERM) that stopped the run, or None. finish: the command
+    writes its reports next: from the end of the run on (finished or stopped), a signal is recorded,
+    never raised (parity.core.interrupts.finishing), so nothing cuts the reports short."""
+    from parity.core import interrupts
     from parity.run.engine import run_cases
     interrupted: BaseException | None = None
     t0 = time.perf_counter()
@@ -320,11 +356,16 @@ def execute(cases: list[Case], kernels: set[str], runnable: list[Level], journal
             finally:
                 tick.flush()
                 lv.executor.close()
+        if finish:
+            interrupts.finishing()
     except KeyboardInterrupt as e:                 # Ctrl-C or SIGTERM: keep what finished
+        if finish:
+            interrupts.finishing()
         interrupted = e
         for lv in runnable:
             if lv.executor is not None:
                 lv.executor.close()
+    interrupted = interrupted or (interrupts.first() if finish else None)
     meta.setdefault("compile_s", time.perf_counter() - t0)
     meta["elapsed_s"] = time.perf_counter() - t0
     meta["resumed_rows"], meta["interrupted"] = journal.resumed, interrupted is not None

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parity.core.files import special_file
+from parity.core.files import special_file  # noqa: F401  (re-exported: where the suite's callers look)
+from parity.suite.includes import header_closure, include_walk  # noqa: F401  (re-exported)
 
 CACHE_VERSION = "1"
-_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 _LOC = re.compile(r'^(?P<file>[^\s:()][^:()\n]*?)(?::(?P<l1>\d+)(?::\d+)?|\((?P<l2>\d+)\))\s*:?\s*'
                   r'(?:fatal error|error|catastrophic error)\b', re.M)
 
@@ -100,50 +100,6 @@ def make_error(text: str, command: list[str] = (), returncode: int | None = None
 
 
 # ------------------------------------------------------------------------ key ingredients
-def include_walk(source: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[str]]:
-    """(the headers `source` includes, transitively, that exist next to it or under include_dirs;
-    one line per special file the source is or an include reaches). Special files are never opened:
-    reading a FIFO blocks forever, so a compiler or cpp must not be run on a source that reaches one."""
-    seen: dict[Path, None] = {}
-    refused: list[str] = []
-    todo = [Path(source)]
-    roots = [Path(d) for d in include_dirs]
-    while todo:
-        cur = todo.pop()
-        why = special_file(cur)
-        if why:
-            refused.append(why)
-            continue
-        try:
-            text = cur.read_text(errors="replace")
-        except OSError:
-            continue
-        for inc in _INCLUDE.findall(text):
-            for base in [cur.parent, *roots]:
-                cand = (base / inc)
-                if cand.is_file():
-                    cand = cand.resolve()
-                    if cand not in seen:
-                        seen[cand] = None
-                        todo.append(cand)
-                    break
-            # every place cpp or a compiler may open for it (the including file's folder, -I, the
-            # source's folder; an absolute name is itself: base / "/abs" is "/abs")
-            for base in dict.fromkeys([cur.parent, *roots, Path(source).parent]):
-                why = special_file(base / inc)
-                if why:
-                    refused.append(f"{cur}: #include {inc!r}: {why}")
-                if why or (base / inc).is_file():
-                    break
-    return sorted(seen), list(dict.fromkeys(refused))
-
-
-def header_closure(source: Path, include_dirs: list[Path] = ()) -> list[Path]:
-    """Headers `source` includes, transitively, that exist next to it or under include_dirs
-    (special files left out: `include_walk` says which)."""
-    return include_walk(source, include_dirs)[0]
-
-
 @functools.lru_cache(maxsize=None)
 def toolchain_version(argv: tuple[str, ...], env_items: tuple[tuple[str, str], ...] = ()) -> str:
     """`<compiler> --version`, noise removed; "" when the compiler is absent."""

@@ -2,12 +2,14 @@
 
 Kernels are found two ways, and both are kept:
 
-* from the sources: each file is run through the C preprocessor (gcc's `cpp`, with every
-  `<...>` header it cannot find replaced by an empty stub), so kernels stamped out by
-  instantiation macros (`PK_UNARY_ALL(f32, f32)`) are seen with their real names, then
-  `extern "C" __global__ void NAME(params)` declarations are parsed. Line markers map each
-  kernel back to the file and line that produced it (the macro invocation). Without `cpp`
-  only literal declarations are found.
+* from the sources: each file is run through the C preprocessor (gcc's `cpp`, parity.suite.preprocess:
+  a header it cannot find gets an empty stub, an include that cannot be stubbed or must not be read
+  is left out with a note, all inside a private temporary folder; cpp runs under time and memory
+  limits), so kernels stamped out by instantiation macros (`PK_UNARY_ALL(f32, f32)`) are seen with
+  their real names, then `extern "C" __global__ void NAME(params)` declarations are parsed. Line
+  markers map each kernel back to the file and line that produced it (the macro invocation).
+  Without `cpp` only literal declarations are found. A special file (FIFO, device, socket) in the
+  suite's folders refuses the suite before any cpp runs (`SuiteError`, exit 2).
 * from a compiled binary (`parity.suite.elf.kernels_from_binary`): the ELF symbol table of an
   NVIDIA cubin or of an AMD code object (offload bundles are unbundled in Python), read in Python,
   with `nm` / `llvm-readelf` / `cuobjdump` as fall-backs.
@@ -23,13 +25,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from parity.core.files import special_file
-from parity.suite.compile_cache import cache_dir, include_walk
+from parity.suite.compile_cache import cache_dir
+from parity.suite.includes import include_walk
+from parity.suite.preprocess import (CPP_TIMEOUT_S, STUB_DEPTH, SuiteError, default_defines,  # noqa: F401
+                                     preprocess, stub_path)
 
 SOURCE_SUFFIXES = (".hip", ".cu")
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc", ".inl")
@@ -293,75 +296,7 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
 
 
 # ------------------------------------------------------------------------- preprocessing
-_MISSING = re.compile(r"fatal error: ([^:\n]+): No such file or directory")
 _LINEMARK = re.compile(r'^#\s*(\d+)\s+"([^"]*)"')
-
-
-def default_defines(suffix: str) -> dict[str, str]:
-    d = {"__CUDA_ARCH__": "900", "__PARITY_DISCOVERY__": "1"}
-    if suffix == ".hip":
-        d.update({"__HIPCC__": "1", "__HIP__": "1", "__HIP_DEVICE_COMPILE__": "1",
-                  "__HIP_PLATFORM_AMD__": "1", "__HIP_PLATFORM_HCC__": "1"})
-    else:
-        d.update({"__CUDACC__": "1", "__NVCC__": "1"})
-    return d
-
-
-STUB_DEPTH = 4           # `#include "../x.h"` up to this many levels up still lands in the stub folder
-CPP_TIMEOUT_S = 120      # a computed include of a FIFO or device would block cpp forever
-
-
-def stub_path(stubs: Path, name: str) -> Path | None:
-    """Where an empty stub for the missing header `name` (as written in the #include) goes so cpp
-    finds it through `-I stubs/i/i/...`, or None when that would lie outside `stubs` (an absolute
-    name, or more `../` than STUB_DEPTH): such a header is not stubbed."""
-    if os.path.isabs(name) or "\0" in name:
-        return None
-    target = Path(os.path.normpath(stubs.joinpath(*["i"] * STUB_DEPTH, name)))
-    return target if target != stubs and target.is_relative_to(stubs) else None
-
-
-def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-               cpp: str | None = None, max_stubs: int = 200,
-               force_includes: list[Path] = ()) -> tuple[str | None, str]:
-    """Run `cpp` with an empty stub for every header it cannot find. Returns (text, problem).
-    Stubs live in a temporary folder of this call (removed after it) and never outside it.
-    force_includes: `-include` headers ahead of the source (a shim port's compat header)."""
-    cpp = cpp or shutil.which("cpp")
-    if not cpp:
-        return None, "no C preprocessor (cpp) on PATH: only literal kernel declarations are found"
-    defines = default_defines(source.suffix) if defines is None else defines
-    with tempfile.TemporaryDirectory(prefix="parity-stubs-") as tmp:
-        stubs = Path(tmp).resolve()
-        inc = stubs.joinpath(*["i"] * STUB_DEPTH)
-        inc.mkdir(parents=True)
-        for _ in range(max_stubs):
-            cmd = [cpp, "-x", "c++", "-std=c++17", "-nostdinc", "-w", f"-I{source.parent}"]
-            cmd += [f"-I{d}" for d in include_dirs] + [f"-I{inc}"]
-            cmd += [f"-D{k}={v}" for k, v in defines.items()]
-            cmd += [a for f in force_includes for a in ("-include", str(f))] + [str(source)]
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                                   timeout=CPP_TIMEOUT_S, stdin=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                return None, (f"cpp did not finish in {CPP_TIMEOUT_S} s (an include of a FIFO or device?): "
-                              "only literal kernel declarations are found")
-            miss = _MISSING.search(p.stderr)
-            if miss:
-                name = miss.group(1).strip()
-                stub = stub_path(stubs, name)
-                if stub is None:
-                    return None, (f"#include {name!r} is not found and is not stubbed (an absolute or ../ "
-                                  "name outside the include folders): only literal kernel declarations are found")
-                if stub.exists():
-                    return None, p.stderr.strip()[-2000:]
-                stub.parent.mkdir(parents=True, exist_ok=True)
-                stub.write_text("")
-                continue
-            if p.returncode != 0 and not p.stdout:
-                return None, p.stderr.strip()[-2000:]
-            return p.stdout, ""
-    return None, "too many missing headers"
 
 
 def _line_map(text: str) -> list[tuple[str, int]]:
@@ -379,8 +314,9 @@ def _line_map(text: str) -> list[tuple[str, int]]:
 
 
 def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
-    """Kernels declared in one source file (through macros when `cpp` is there). Served from a
+                use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], list[str]]:
+    """Kernels declared in one source file (through macros when `cpp` is there), and the notes on
+    what its preprocessing had to leave out (parity.suite.preprocess). Served from a
     disk cache keyed by the file, the headers it includes, and the options: every worker process
     discovers the suite, and cpp over a large file costs a second."""
     import hashlib
@@ -390,12 +326,13 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     for f in force_includes:                 # force-included headers enter the key by content too
         more, why = include_walk(Path(f), list(include_dirs))
         headers, refused = [*headers, Path(f).resolve(), *more], refused + why
-    if refused:                      # cpp would block reading a FIFO: the literal declarations only
-        decls, _ = _scan_source(source, include_dirs, defines, use_cpp=False)
-        return decls, f"{refused[0]}; only literal kernel declarations are found"
-    h = hashlib.sha256(b"scan/2")         # 2: KernelDecl.types
+    whole = [r for r in refused if not r.line]
+    if whole:                        # the source or a force-included header itself: nothing to read
+        raise SuiteError(f"{whole[0]} (discovering {source})")
+    h = hashlib.sha256(b"scan/3")         # 3: KernelDecl.types, notes
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update("\0".join(refused).encode())
     h.update(json.dumps([[str(d) for d in include_dirs], defines or {}, use_cpp, shutil.which("cpp") or ""]
                         + ([[str(f) for f in force_includes]] if force_includes else []), sort_keys=True).encode())
     h.update(b"\0as given: " + str(source).encode())   # the decls record the file as this call spells it
@@ -404,27 +341,29 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     try:
         data = json.loads(entry.read_text())
         return [KernelDecl(d["name"], Path(d["file"]), d["line"], d["params"], d["raw_params"], types=d["types"])
-                for d in data["decls"]], data["problem"]
+                for d in data["decls"]], [str(n) for n in data["notes"]]
     except (OSError, ValueError, KeyError):
         pass
-    decls, problem = _scan_source(source, include_dirs, defines, use_cpp, force_includes)
+    decls, notes = _scan_source(source, include_dirs, defines, use_cpp, force_includes, refused)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"problem": problem, "decls": [
+        tmp.write_text(json.dumps({"notes": notes, "decls": [
             {"name": d.name, "file": str(d.file), "line": d.line, "params": d.params, "raw_params": d.raw_params,
              "types": d.types}
             for d in decls]}))
         tmp.replace(entry)
     except OSError:                  # a read-only cache only costs the scan
         pass
-    return decls, problem
+    return decls, notes
 
 
 def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                 use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], str]:
-    text, problem = (preprocess(source, include_dirs, defines, force_includes=force_includes) if use_cpp
-                     else (None, "cpp disabled"))
+                 use_cpp: bool = True, force_includes: list[Path] = (), blanks: list = ()
+                 ) -> tuple[list[KernelDecl], list[str]]:
+    """blanks: includes never to be opened (parity.suite.includes.Refusal): preprocessed without them."""
+    text, notes = (preprocess(source, include_dirs, defines, force_includes=force_includes, blanks=blanks)
+                   if use_cpp else (None, ["cpp disabled"]))
     literal = text is None
     if literal:
         text = strip_comments(source.read_text(errors="replace"))
@@ -448,40 +387,88 @@ def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str,
             file = Path(f) if f and not f.startswith("<") else source
         decls.append(KernelDecl(name, file, line or None, [normalize_type(p, typedefs) for p in params],
                                 raw_params=params, types=[detailed_type(p, typedefs) for p in params]))
-    return decls, problem
+    return decls, notes
+
+
+VCS_FOLDERS = {".git", ".hg", ".svn"}      # not the suite's: git's fsmonitor keeps a socket in .git
+
+
+def special_files(folders: list[Path], found: dict[Path, list[Path]] | None = None) -> list[str]:
+    """special_file's line for every special file (FIFO, device, socket, or a link to one) anywhere
+    under these folders (or these files), version-control folders left out. found: the entries already
+    listed per folder (discover lists the suite folder once for both)."""
+    out: list[str] = []
+    for folder in dict.fromkeys(Path(f) for f in folders):
+        if not folder.is_dir():
+            why = special_file(folder)
+            out += [why] if why else []
+            continue
+        entries = (found or {}).get(folder)
+        if entries is None:
+            entries = []
+            for top, dirs, files in os.walk(folder):
+                dirs[:] = [d for d in dirs if d not in VCS_FOLDERS]
+                entries += [Path(top, n) for n in dirs + files]
+        out += [w for w in map(special_file, entries) if w]
+    return list(dict.fromkeys(out))
+
+
+def _listing(folder: Path) -> list[Path]:
+    """Every entry under `folder` (version-control folders left out)."""
+    if not folder.is_dir():
+        return []
+    return [p for p in folder.rglob("*") if not VCS_FOLDERS & set(p.relative_to(folder).parts)]
 
 
 def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = (),
              defines: dict[str, str] | None = None, use_cpp: bool = True,
              force_includes: list[str | os.PathLike] = (), sources: list[Path] | None = None) -> Suite:
     """Find the sources of a suite folder (or a single file) and the kernels they declare.
-    sources: the files to scan (a port's globs, parity.suite.port), instead of every .hip/.cu under path."""
+    sources: the files to scan (a port's globs, parity.suite.port), instead of every .hip/.cu under path.
+
+    SuiteError (one line) for a special file (FIFO, device, socket) anywhere in the suite's folder, its
+    include folders or among its force-included headers: a computed #include could reach it, and cpp
+    would block reading it; and when cpp does not finish on a source (parity.suite.preprocess)."""
     root = Path(path)
-    notes: list[str] = []
     why = special_file(root)
     if why:
-        notes.append(why)
-        return Suite(root, [], [], {}, "empty", notes)
+        raise SuiteError(f"{why}: a suite is a folder of sources, or one source file")
+    hdr_root = root.parent if root.is_file() else root
+    found = _listing(hdr_root)
+    bad = special_files([hdr_root, *map(Path, include_dirs), *map(Path, force_includes)], {hdr_root: found})
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise SuiteError(f"{bad[0]}{more}: remove it from the suite's folders (a computed #include could reach "
+                         "it, and preprocessing would block reading it)")
     if sources is not None:
-        sources, hdr_root = sorted(Path(s) for s in sources), (root.parent if root.is_file() else root)
+        sources = sorted(Path(s) for s in sources)
     elif root.is_file():
-        sources, hdr_root = [root], root.parent
+        sources = [root]
     else:
-        sources = sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
-        hdr_root = root
-    found = list(hdr_root.rglob("*")) if hdr_root.is_dir() else []
+        sources = sorted(p for p in found if p.suffix in SOURCE_SUFFIXES and p.is_file())
     headers = sorted(p for p in found if p.suffix in HEADER_SUFFIXES and p.is_file())
-    notes += [special_file(p) for p in found if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES and special_file(p)]
     kinds = {s.suffix for s in sources}
     language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
     kernels: dict[str, KernelDecl] = {}
+    notes: list[str] = []
+    said: dict[str, list[Path]] = {}          # a note -> the sources it is about
     for src in sources:
-        decls, problem = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
-                                     [Path(f) for f in force_includes])
-        if problem:
-            notes.append(f"{src}: {problem}")
+        decls, problems = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
+                                      [Path(f) for f in force_includes])
+        for p in problems:
+            said.setdefault(p, []).append(src)
         for d in decls:
             if d.name in kernels and kernels[d.name].file != d.file:
                 notes.append(f"{d.name} defined twice: {kernels[d.name].where()} and {d.where()}")
             kernels.setdefault(d.name, d)
-    return Suite(root, sources, headers, kernels, language, notes)
+    return Suite(root, sources, headers, kernels, language, [*map(_about, said.items()), *notes])
+
+
+def _about(item: tuple[str, list[Path]]) -> str:
+    """One note line for the sources it is about: `src: note`, or `note (in N sources: a.hip, b.hip, ...)`
+    when a header they share is the cause (one line, not one per source)."""
+    note, srcs = item
+    if len(srcs) == 1:
+        return f"{srcs[0]}: {note}"
+    names = ", ".join(p.name for p in srcs[:4]) + (", ..." if len(srcs) > 4 else "")
+    return f"{note} (in {len(srcs)} sources: {names})"

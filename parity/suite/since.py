@@ -9,8 +9,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from typing import Callable
+
 from parity.suite.compile_cache import header_closure
-from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, discover
+from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover
 
 
 class SinceError(ValueError):
@@ -46,13 +48,18 @@ def changed_files(ref: str, folder: Path) -> list[Path]:
     return out
 
 
-def _changed(ref: str, suite_dir: Path, include_dirs: list[Path]) -> tuple[Suite | None, list[Path], list[Path]]:
+def _changed(ref: str, suite_dir: Path, include_dirs: list[Path],
+             discovered: Callable[[], Suite] | None = None) -> tuple[Suite | None, list[Path], list[Path]]:
     """(the suite, its sources changed since `ref` or including a changed header, the changed
-    kernel files); no suite is discovered when no kernel file changed."""
+    kernel files); no suite is discovered when no kernel file changed. discovered: the run's own
+    discovery of that folder (a port's build line), made on demand, else the folder's."""
     changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
     if not changed:
         return None, [], []
-    suite = discover(Path(suite_dir))
+    try:
+        suite = discovered() if discovered is not None else discover(Path(suite_dir))
+    except SuiteError as e:
+        raise SinceError(str(e)) from None
     headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
     hit = [Path(src) for src in suite.sources
            if Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), list(include_dirs)))]
@@ -65,10 +72,11 @@ def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) ->
     return hit, changed
 
 
-def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[set[str], list[Path]]:
+def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = (),
+                    discovered: Callable[[], Suite] | None = None) -> tuple[set[str], list[Path]]:
     """(kernel names defined by sources changed since `ref`, or including a changed header; the
-    changed kernel files). Deleted files count as changed but define nothing."""
-    suite, hit, changed = _changed(ref, suite_dir, include_dirs)
+    changed kernel files). Deleted files count as changed but define nothing. discovered: as _changed."""
+    suite, hit, changed = _changed(ref, suite_dir, include_dirs, discovered)
     files = {p.resolve() for p in hit}
     return {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set(), changed

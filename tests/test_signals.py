@@ -1,0 +1,145 @@
+"""Ctrl-C and SIGTERM stop a run once and cleanly: exit 130/143, the reports of what finished written
+and saying the run was interrupted, no traceback from parity or any of its worker processes, whatever
+the moment and however many signals come (a CI runner repeats SIGTERM; a terminal's Ctrl-C reaches the
+whole process group)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import parity.run.engine
+from parity.cli.main import main
+from parity.core import interrupts
+from parity.render import junit
+
+ARGS = ["run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q"]
+
+
+def _meta(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())["meta"]
+
+
+def test_a_signal_while_the_reports_are_written_makes_them_say_interrupted(tmp_path, monkeypatch):
+    """Before: every case had run, a SIGTERM came while the reports were written, the run exited 130
+    and its reports said it completed and passed. They are written again, saying interrupted."""
+    real = junit.render
+
+    def signalled(res):
+        interrupts.handler(signal.SIGTERM, None)        # as the signal would, at this instruction
+        return real(res)
+    monkeypatch.setattr(junit, "render", signalled)
+    r = CliRunner().invoke(main, [*ARGS, "--out", str(tmp_path)])
+    assert r.exit_code == 143, r.output
+    (folder,) = tmp_path.iterdir()
+    meta = _meta(folder)
+    assert meta["interrupted"] is True
+    head = (folder / "summary.md").read_text().splitlines()[0]
+    assert "stopped early: interrupted while the reports were written (all " in head, head
+    assert "stopped" in (folder / "junit.xml").read_text()
+    assert "resume with:" in r.output
+
+
+def test_a_second_signal_does_not_cut_the_reports_short(tmp_path, monkeypatch):
+    """Before: a second SIGTERM/SIGINT 0.3 s after the first ended the run with click's "Aborted!",
+    exit 1, and no summary.md or junit.xml. Later signals are recorded, never raised."""
+    real_case, real_junit = parity.run.engine.run_case, junit.render
+    calls = []
+
+    def interrupted(case, executor, device=""):
+        calls.append(case.id)
+        if len(calls) == 5:
+            interrupts.handler(signal.SIGINT, None)     # the first: raises KeyboardInterrupt
+        return real_case(case, executor, device)
+
+    def again(res):
+        interrupts.handler(signal.SIGTERM, None)        # the second, mid-reports: only recorded
+        return real_junit(res)
+    monkeypatch.setattr(parity.run.engine, "run_case", interrupted)
+    monkeypatch.setattr(junit, "render", again)
+    r = CliRunner().invoke(main, [*ARGS, "--out", str(tmp_path)])
+    assert r.exit_code == 130, r.output                 # the first signal's code
+    assert "Aborted" not in r.output
+    (folder,) = tmp_path.iterdir()
+    assert (folder / "summary.md").is_file() and (folder / "junit.xml").is_file()
+    assert _meta(folder)["interrupted"] is True and "4 finished case(s) kept" in r.output
+
+
+def _run_until_running(tmp_path: Path, **env) -> tuple[subprocess.Popen, Path]:
+    """`parity run --sweep pr --levels cpu` with 4 preparing workers, once its first rows are journalled."""
+    env = {**os.environ, "PARITY_PREPARE_JOBS": "4", "PARITY_CACHE_DIR": str(tmp_path / "cache"), **env}
+    p = subprocess.Popen([sys.executable, "-m", "parity", "run", "--sweep", "pr", "--levels", "cpu", "-q",
+                          "--out", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        journals = list((tmp_path / "out").glob("*/results.partial.jsonl"))
+        if journals and journals[0].stat().st_size > 0:
+            return p, journals[0].parent
+        time.sleep(0.05)
+    p.kill()
+    raise AssertionError("the run never started")
+
+
+@pytest.mark.parametrize("first,second,code", [(signal.SIGINT, signal.SIGTERM, 130), (signal.SIGTERM, signal.SIGTERM, 143)])
+def test_signals_to_the_process_group_print_no_worker_traceback(tmp_path, first, second, code):
+    """Before: SIGINT to the process group printed `Process ForkServerProcess-1: Traceback ...
+    KeyboardInterrupt` from each preparing worker, and SIGTERM a SemLock FileNotFoundError traceback
+    (or hung the run: a worker killed mid-send leaves concurrent.futures' pool waiting forever)."""
+    p, folder = _run_until_running(tmp_path)
+    os.killpg(p.pid, first)
+    time.sleep(0.3)
+    try:
+        os.killpg(p.pid, second)
+    except ProcessLookupError:                          # (it had finished already)
+        pass
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == code, out
+    assert "Traceback" not in out and "Error" not in out and "Aborted" not in out, out
+    assert (folder / "summary.md").is_file() and (folder / "junit.xml").is_file()
+    assert _meta(folder)["interrupted"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.6, 1.0, 1.4, 1.8, 2.2])
+def test_ctrl_c_at_any_moment_of_the_start_prints_no_traceback(tmp_path, delay):
+    """While parity imports, makes the run folder, starts the forkserver (whose own imports take a
+    second or two) and its workers: exit 130, nothing else said but the interrupt."""
+    env = {**os.environ, "PARITY_PREPARE_JOBS": "4", "PARITY_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.Popen([sys.executable, "-m", "parity", "run", "--sweep", "pr", "--levels", "cpu", "-q",
+                          "--out", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    time.sleep(delay)
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, out
+    assert "Traceback" not in out and "Error" not in out, out
+
+
+def test_a_preparing_worker_that_dies_is_an_answer_not_a_hang():
+    """A worker killed mid-chunk (SIGTERM, the OOM killer) closes its pipe: the parent's wait for its
+    answer ends at once (concurrent.futures' pool waited forever on a half-written result)."""
+    from parity.executors.worker import context
+    from parity.run.cases import load_sweep
+    pool = parity.run.engine._Preparers(context("forkserver"), 2)
+    try:
+        cases = load_sweep("smoke")[:64]
+        pool.ask(0, cases[:32])
+        assert len(pool.result(0)) == 32
+        pool.ask(2, cases[32:])
+        proc, _ = pool.workers[0]
+        proc.kill()
+        proc.join(10)
+        t0 = time.monotonic()
+        with pytest.raises((EOFError, OSError)):
+            pool.result(2)
+        assert time.monotonic() - t0 < 5
+    finally:
+        pool.close()
