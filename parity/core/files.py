@@ -150,12 +150,3 @@ def _new_file(path: Path) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot make a temporary file beside {path}")
-
-
-def not_a_file(path: str | os.PathLike) -> str | None:
-    """Why `path`, when it exists, cannot be read or replaced as a file (a folder, or special_file's
-    reasons); None for a regular file or nothing there."""
-    why = special_file(path)
-    if why:
-        return why
-    return f"{Path(path)} is a folder, not a file" if os.path.isdir(path) else None

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from parity.core import files
-from parity.core.files import not_a_file
 from parity.run.results import Results, _from_json, row_json
 from parity.run.schema import row_problem
 
@@ -48,7 +47,7 @@ def load(folder: str | Path, cases: set[str] | None = None, levels: set[str] | N
     rows: dict[tuple[str, str], dict] = {}
     skipped: list[str] = []
     for name in ("results.json", NAME):          # never opened when not a file (a FIFO blocks the reader)
-        why = not_a_file(folder / name)
+        why = files.refusal(folder / name, write=True)   # (files the run writes: never a folder or a FIFO)
         if why:
             raise ValueError(why)
     if (folder / "results.json").exists():
@@ -156,7 +155,7 @@ def lock_folder(folder: Path) -> int:
     when another parity run holds it (two `--resume` of one folder would both run everything, and
     write the same files). Released by closing the descriptor, or when the process ends."""
     path = Path(folder) / LOCK
-    why = not_a_file(path)
+    why = files.refusal(path, write=True)
     if why:
         raise FolderBusy(why)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.core import files, resources
-from parity.core.files import not_a_file
 from parity.core.suggest import unknown
 
 if TYPE_CHECKING:
@@ -258,10 +257,7 @@ def read_run_file(folder: Path) -> dict:
     the field for one that is not what `parity run` writes, and for a folder whose run files are not
     files (a results.json that is a folder could never be written, a FIFO never read)."""
     path = folder / RUN_FILE
-    for name in (RUN_FILE, "results.json", "results.partial.jsonl"):
-        why = not_a_file(folder / name)
-        if why:
-            raise SessionError(f"--resume {folder}: {why}")
+    check_report_files(folder)
     try:
         saved = json.loads(files.read_text(path, RUN_FILE))
         if not isinstance(saved, dict):
