@@ -7,8 +7,9 @@ run on the HIP suite(s) through hip-on-nvidia (--wave, default 32: NVIDIA's own 
 kernels (the `cuda` level: candle-kernels/src compiled as it is), L2 cold. Per row: the bytes the
 launch must move (its inputs read once, its outputs written once; gathers count the rows they read), a
 device-to-device copy of as many bytes, the launch floor (an empty kernel on the launch's grid, block
-and shared memory, as bench/launch_floor.py measures), the ceiling that floor leaves (the best % of
-copy the launch allows), each suite's time, its % of the copy, and HIP/CUDA; under the table, each
+and shared memory, as bench/launch_floor.py measures), the launch copy (the fastest plain copy of the
+bytes on the launch's grid and block, bench/launch_copy.py), the ceiling they leave (the best % of
+copy the launch is known to allow), each suite's time, its % of the copy, and HIP/CUDA; under the table, each
 suite's nn rows against the 80% bar (bench/speed_table.py, which also re-renders a saved run).
 Timing: bench/harness.py (parity's CUDA clock, raw events for kernels, copies and empty launches
 alike).
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import cold_options, copy_ms, gpu_clock, timed  # noqa: E402
+from launch_copy import launch_copy_ms  # noqa: E402
 from speed_table import write  # noqa: E402
 from parity.run.cases import Case  # noqa: E402
 from parity.core.layouts import LAYOUT_CLASSES, LayoutClass  # noqa: E402
@@ -302,6 +304,10 @@ def main() -> None:
             rec.update(kernel=launch.kernel, grid=list(launch.grid), block=list(launch.block), bytes=nb)
             rec["copy_us"] = round(1e3 * copy_ms(nb, OPTS), 2)
             rec["floor_us"] = round(1e3 * floor_ms(launch), 2)
+            try:                                # a bound for the ceiling, never a reason to lose the row
+                rec["launch_copy_us"] = round(1e3 * launch_copy_ms(launch.grid, launch.block, nb, timed, OPTS), 2)
+            except Exception as e:
+                rec.setdefault("notes", []).append(f"launch copy: {str(e).splitlines()[0][:120]}")
             img = RowImages(launch)
             try:
                 for name, ex in exes.items():

@@ -30,6 +30,15 @@ def test_ceiling_is_copy_over_the_slower_of_copy_and_floor():
     assert st.ceiling_pct({"copy_us": 20.0}) is None          # no floor measured: no ceiling claimed
 
 
+def test_a_launch_copy_slower_than_the_floor_lowers_the_ceiling_unless_a_kernel_beat_it():
+    row = {"copy_us": 20.0, "floor_us": 5.0, "launch_copy_us": 40.0, "after_us": 50.0, "before_us": 45.0}
+    assert st.ceiling_pct(row) == 50.0                         # the copy on the launch's own grid: 40 us
+    assert st.ceiling_pct({**row, "cuda_us": 25.0}) == 80.0    # a kernel did it in 25 us: the launch allows that
+    assert st.ceiling_pct({**row, "launch_copy_us": 10.0}) == 100.0
+    assert st.standing({**row, "after_pct_copy": 40.0}, "after") == "launch-bound"
+    assert st.standing({**row, "cuda_us": 24.0, "after_pct_copy": 40.0}, "after") == "below"
+
+
 def test_each_row_stands_at_the_bar_launch_bound_or_below():
     assert [st.standing(r, "after") for r in ROWS] == ["bar", "launch-bound", "below", "bar"]
     assert [st.standing(r, "before") for r in ROWS[:3]] == ["below", "launch-bound", "below"]
@@ -50,8 +59,8 @@ def test_markdown_has_the_ceiling_column_the_summary_and_the_notes(tmp_path):
     st.write(tmp_path, ROWS, META)
     md = (tmp_path / "suite_speed.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| family"))
-    assert header.split(" | ")[3:6] == ["copy us", "floor us", "ceiling %"]
-    assert "| nn | launch |  | 20.0 | 40.0 | 50.0 |" in md
+    assert header.split(" | ")[3:7] == ["copy us", "floor us", "launch copy us", "ceiling %"]
+    assert "| nn | launch |  | 20.0 | 40.0 |  | 50.0 |" in md
     assert "Against the bar (nn rows):\n- before: 0 of 3" in md
     assert "- not nn: after: a note" in md
     assert "check" in header                                     # a row was judged

@@ -703,9 +703,10 @@ PK_DEV void rope_halves(const T* src, const T* cos, const T* sin, T* dst, u32 n,
       pack_aligned<V>(cos) && pack_aligned<V>(sin)) {
     if (idle_block()) return;
     const VThreads vt = vthreads();
-    for (usize g = vt.id; g < npairs / V; g += vt.step) {
+#pragma unroll 1  // unrolled twice it spilled under PK_BOUNDS' 32 registers
+    for (u32 g = (u32)vt.id; g < npairs / V; g += (u32)vt.step) {  // npairs / V + step < 2^32
       u32 i1, cs;
-      index((u32)g * V, i1, cs);
+      index(g * V, i1, cs);
       Vec<T, V> y1, y2;
       rotate_pack<T, V>(vload<V>(src, i1), vload<V>(src, i1 + half), vload<V>(cos, cs), vload<V>(sin, cs), y1, y2);
       vstore<V>(dst, i1, y1);
@@ -803,15 +804,15 @@ PK_DEV void rope_thd(const T* src, const T* cos, const T* sin, T* dst, u32 b, u3
                                                             float eps) {                                   \
     pk::norm<true, T>(src, dst, alpha, beta, n_cols, eps);                                                 \
   }                                                                                                         \
-  extern "C" __global__ void rope_i_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 bh,    \
+  extern "C" __global__ PK_BOUNDS void rope_i_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 bh,    \
                                           pk::u32 td, pk::u32 stride_b) {                                  \
     pk::rope_i<T>(src, cos, sin, dst, bh, td, stride_b);                                                   \
   }                                                                                                         \
-  extern "C" __global__ void rope_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 bh,      \
+  extern "C" __global__ PK_BOUNDS void rope_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 bh,      \
                                         pk::u32 td, pk::u32 d, pk::u32 stride_b) {                         \
     pk::rope<T>(src, cos, sin, dst, bh, td, d, stride_b);                                                  \
   }                                                                                                         \
-  extern "C" __global__ void rope_thd_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 b,   \
+  extern "C" __global__ PK_BOUNDS void rope_thd_##SFX(const T* src, const T* cos, const T* sin, T* dst, pk::u32 b,   \
                                             pk::u32 t, pk::u32 h, pk::u32 d, pk::u32 stride_b) {           \
     pk::rope_thd<T>(src, cos, sin, dst, b, t, h, d, stride_b);                                             \
   }

@@ -245,6 +245,10 @@ class AmdExecutor(Executor):
         if is_library_kernel(kernel):             # load what the host routine may launch; a missing
             for sub in suite_kernels([kernel]):   # kernel is reported by the step that needs it
                 self.prepare(sub)                 # (MIOpen may serve the case without it)
+            try:                                  # hipBLAS's first handle, under the compile limit too;
+                self.blas()                       # without hipBLAS the step that needs it says so when it
+            except Exception:                     # runs (MIOpen may serve a conv case)
+                pass
             return None
         if kernel in self._unusable:             # decided once per run, as on NVIDIA
             return self._unusable[kernel]

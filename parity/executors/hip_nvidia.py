@@ -462,6 +462,10 @@ class HipOnNvidiaExecutor(Executor):
                 err = self.prepare(sub)           # needs a missing one reports it when it runs
                 if err is not None and err.status == "crash":
                     return err
+            try:                                  # and cuBLAS: its first handle loads the library (seconds;
+                self.blas()                       # over a chain's 30-s launch limit on a fresh, busy H200);
+            except Exception:                     # one that cannot be made is the run's to report, as before
+                pass
             return None
         try:
             _, err = self._function(kernel)
