@@ -18,14 +18,19 @@ template <class T> PK_DEV T t_add(T a, T b) {
   return Num<T>::from_c(add_in_t<T>(Num<T>::to_c(a), Num<T>::to_c(b)));
 }
 
+// Rows of whole 16-byte packs (right % V == 0, both pointers aligned: the common embedding case)
+// go to the working blocks (idle_block, vthreads) a pack a thread: one id read and 32-bit index
+// math per pack, 16-byte loads and stores. One element a thread with three 64-bit divisions took
+// 1.61x the time of Candle's kernel (H200, u32 -> bf16, 4096 ids of an 8192 x 4096 table). Other
+// rows keep that path on every block; a strided input found by a working block takes it on the
+// working blocks (the idle ones have returned).
 template <class I, class T>
 PK_DEV void index_select(usize numel, usize num_dims, const usize* info, const I* ids, const T* inp, T* out,
                          usize left, usize src_dim, usize ids_dim, usize right) {
   const usize* dims = info;
   const usize* strides = info + num_dims;
-  const bool contig = is_contiguous(num_dims, dims, strides);
   (void)left;
-  grid_stride(numel, [&](usize i) {
+  auto element = [&](usize i, bool contig) {
     const usize left_i = i / (ids_dim * right);
     const usize id_i = i / right % ids_dim;
     const usize right_i = i % right;
@@ -36,7 +41,34 @@ PK_DEV void index_select(usize numel, usize num_dims, const usize* info, const I
       const usize src_i = left_i * (src_dim * right) + (usize)id * right + right_i;
       out[i] = inp[contig ? src_i : strided_index<u64>(src_i, num_dims, dims, strides)];
     }
-  });
+  };
+  constexpr int V = PackWidth<T>::v;
+  if (right % V == 0 && pack_aligned<V>(inp) && pack_aligned<V>(out) && numel <= 0xffffffffull &&
+      src_dim * right <= 0xffffffffull) {
+    if (idle_block()) return;
+    const VThreads vt = vthreads();
+    if (!is_contiguous(num_dims, dims, strides)) {
+      for (usize i = vt.id; i < numel; i += vt.step) element(i, false);
+      return;
+    }
+    const u32 rp = (u32)(right / V), row = (u32)(src_dim * right), nd = (u32)ids_dim;
+    for (usize p = vt.id; p < numel / V; p += vt.step) {
+      const u32 r = (u32)p / rp, right_p = (u32)p - r * rp;               // r = left_i * ids_dim + id_i
+      const u32 left_i = r / nd, id_i = r - left_i * nd;
+      const I id = ids[id_i];
+      Pack<T, V> x;
+      if (is_sentinel(id)) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) x.v[k] = t_zero<T>();
+      } else {
+        x = load_pack<V>(inp, (usize)left_i * row + (usize)id * right + (usize)right_p * V);
+      }
+      store_pack<V>(out, p * V, x);
+    }
+    return;
+  }
+  const bool contig = is_contiguous(num_dims, dims, strides);
+  grid_stride(numel, [&](usize i) { element(i, contig); });
 }
 
 template <class I, class T>
