@@ -264,6 +264,23 @@ def _renamed_copy(tmp_path, monkeypatch, name: str) -> Path:
     return tmp_path / "hip"
 
 
+@needs_hipcc
+def test_a_declared_kernel_in_no_source_is_not_ported_in_the_headline_and_the_findings(tmp_path, monkeypatch):
+    """A declaration naming a kernel no source defines: `missing`, so the headline says `not ported`
+    with the one cause the Findings section lists (it said `0 wrong (0 causes)` beside `1 cause`)."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecops_nowhere")
+    decl = hip / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('name = "rowsum_{T}"', 'name = "rowsum_nowhere_{T}"'))
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--cuda-src", str(EXAMPLE / "cuda"),
+                                  "--levels", "cpu,amd-static", "--sweep", "pr", "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 1, r.output
+    md = (next((tmp_path / "o").iterdir()) / "summary.md").read_text().splitlines()
+    assert md[0] == ("## ❌ parity: ported 6/8 kernels (75%) · 6 compile · 228/248 cases compile · "
+                     "2 not ported (1 cause) · compile checks only (amd-static), nothing executed"), md[0]
+    assert "### Findings: 1 cause, worst first" in md
+    assert r.output.rstrip().splitlines()[-1] == "❌ " + md[0][len("## ❌ "):]
+
+
 def test_a_reference_that_raises_is_the_declarations_error_not_paritys(tmp_path, monkeypatch):
     """refs.rowsum raising ValueError was `error (parity's gap) — parity internal error`, its rows under a
     family of their own: it is the declaration's `reference-error`, naming refs.py, the line of the

@@ -111,6 +111,40 @@ def test_a_declared_reference_that_raises_is_blamed_on_the_declaration():
     assert "reference-error" in FAILING and not res.ok
 
 
+def test_kernels_that_do_not_compile_are_not_counted_wrong():
+    """rocm-rs master on amd-static: kernels.hip fails at one line, so its kernels never ran; the
+    headline says they do not compile (not `wrong`), with the one cause the Findings list."""
+    from parity.render import outcome
+    levels = [{"level": "cpu", "available": True}, {"level": "amd-static", "available": True}]
+    msg = "hipcc --offload-arch=gfx90a: port/k.hip:581: error: no matching function for call to 'atomicAdd'"
+    rows = [row("unary.exp", d, lay, "compile-error", level="amd-static", source="port/k.hip", message=msg)
+            for d in ("f32", "f64") for lay in ("contiguous", "transposed")]
+    rows += [row("sort.asc", "f32", lay, "compiled", level="amd-static") for lay in ("contiguous", "transposed")]
+    rows += [dict(r, level="cpu", verdict="pass", message="") for r in rows]
+    res = Results.from_rows(rows, {"levels": levels})
+    f = fnd.of(res)
+    assert [x.cause for x in f.findings] == ["compile-error"] and fnd.count_text(f.findings) == "1 cause"
+    assert outcome.of(res).headline == ("parity: ported 3/3 kernels (100%) · 1 compile, 2 do not compile (1 cause) · "
+                                        "2/6 cases compile · compile checks only (amd-static), nothing executed")
+
+
+def test_a_kernel_in_no_source_is_not_ported_and_its_cause_is_counted_there():
+    """A declared kernel the sources lack is `missing`: the headline says `not ported` with the cause the
+    Findings list, never `0 wrong (0 causes)` beside a Findings section of 1 cause."""
+    from parity.render import outcome
+    levels = [{"level": "amd-static", "available": True}]
+    rows = [row("reduce.rowsum", d, "small", "missing", level="amd-static", kernel=f"rowsum_{d}") for d in ("f32", "f64")]
+    rows += [row(op, d, "contiguous", "compiled", level="amd-static", kernel=f"{op.split('.')[1]}_{d}")
+             for op in ("blas.axpy", "reduce.dot") for d in ("f32", "f64")]
+    res = Results.from_rows(rows, {"levels": levels})
+    f = fnd.of(res)
+    assert [x.cause for x in f.findings] == ["missing"] and fnd.count_text(f.findings) == "1 cause"
+    head = outcome.of(res).headline
+    assert head == ("parity: ported 4/6 kernels (67%) · 4 compile · 4/6 cases compile · 2 not ported (1 cause) · "
+                    "compile checks only (amd-static), nothing executed"), head
+    assert "wrong" not in head
+
+
 def test_signature_mismatch_per_op_shows_expected_and_found():
     # the same drift in two dtypes (the dtype's own type written T) is one finding
     rows = [row("affine", d, lay, "signature-mismatch", expected_params=["size_t", "size_t", "ptr", "ptr", "ptr", d],
@@ -245,7 +279,11 @@ def test_summary_leads_with_score_and_findings(port):
     md = markdown.render(port)
     head = md.splitlines()[:40]
     assert any(line == "### Parity score" for line in head)
-    assert any(line.startswith("### Findings: 7 causes") for line in head)
+    # the headline counts the same 7 causes beside the kernels they are about: compile errors apart from
+    # wrong values, the missing kernels as not ported
+    assert head[0] == ("## ❌ parity: ported 123/133 kernels (92%) · 25 at parity, 36 do not compile (1 cause), "
+                       "62 wrong (4 causes) · 4,806/9,408 cases pass · 10 not ported (2 causes)")
+    assert "### Findings: 7 causes (1 compile-error, 4 wrong, 2 not ported), worst first" in head
     assert "| **all** | 9,408/9,408 cases | 25/133 (19%) · 4,806/9,408 |" in head   # cpu: no kernel ran
     assert "1. **compile-error** — `port/binary.hip` does not compile: 36 kernels, 2,916 cases" in md
     assert md.count("**missing**") == 2 and md.count("**fail**") == 2
@@ -261,7 +299,7 @@ def test_terminal_fits_80_columns_and_points_to_summary(port):
     terminal.show(port, Console(file=buf, width=80, force_terminal=False))
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= 80
-    assert "parity score" in out and "findings: 7 causes, worst first" in out
+    assert "parity score" in out and "findings: 7 causes (1 compile-error, 4 wrong, 2 not ported), worst first" in out
     assert "  1  compile-error       port/binary.hip does not compile: 36 kernels, 2,916 ca…" in out
     assert "see summary.md" in out
 
@@ -291,7 +329,7 @@ def test_summary_under_60000_characters_with_thousands_of_causes():
     assert len(md) < 60_000
     assert "### Parity score" in "\n".join(md.splitlines()[:60])
     n = len(fnd.analyze(res.table, res.meta.get("levels")).findings)
-    assert n > 20_000 and f"### Findings: {n} causes, worst first" in md
+    assert n > 20_000 and f"### Findings: {n:,} causes (" in md
     assert "more findings: see index.html or results.json." in md
     timing = "### Timing\n\n| case | us |\n| --- | --- |\n" + "".join(f"| `c{i}` | {i} |\n" for i in range(20_000))
     md = markdown.render(res, appendix=timing)

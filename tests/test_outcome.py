@@ -71,7 +71,7 @@ def test_an_empty_port_fails_with_nothing_ported(tmp_path):
     r = invoke(*RUN, "--hip-src", tmp_path / "empty", "--out", tmp_path / "o")
     assert r.exit_code == 1, r.output
     o = outputs(tmp_path / "o")
-    assert o["md"] == ("## ❌ parity: ported 0/1 kernels (0%) · 1 family not started · "
+    assert o["md"] == ("## ❌ parity: ported 0/1 kernels (0%) · 1 not ported (1 cause) · 1 family not started · "
                        "compile checks only (amd-static), nothing executed")
     assert o["badge"] == "FAIL" and o["junit"] == ("fail", "failure")
 
@@ -82,7 +82,9 @@ def test_a_port_that_does_not_compile_fails_with_hipccs_error(tmp_path):
                "-q")
     assert r.exit_code == 1, r.output
     o = outputs(tmp_path / "o")
-    assert o["md"].startswith("## ❌ parity: ported 1/1 kernels (100%) · 0 compile, 1 wrong (1 cause)")
+    # it never ran: it does not compile, it is not `wrong`
+    assert o["md"] == ("## ❌ parity: ported 1/1 kernels (100%) · 0 compile, 1 does not compile (1 cause) · "
+                       "0/2 cases compile · compile checks only (amd-static), nothing executed")
     rows = json.loads((o["folder"] / "results.json").read_text())["results"]
     static = [r for r in rows if r["level"] == "amd-static"]
     assert {r["verdict"] for r in static} == {"compile-error"}

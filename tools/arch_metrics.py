@@ -21,15 +21,15 @@ import grimp
 # onto the package they moved to, so the same count is meaningful before and after the move.
 LAYERS = ["__main__", "pytest_plugin", "cli", "mutate", "render", "run", "executors", "timing", "host",
           "suite", "chains", "profiles", "ops", "core"]
-MOVED = {  # flat module (before issue #32) -> its package after
+MOVED = {  # flat module (before issue #32) -> its package after (git log --follow parity/<package>/<module>.py)
     "cli_bench": "cli", "cli_mutate": "cli", "cli_peak": "cli", "cli_suite": "cli", "commands": "cli",
-    "doctor": "cli", "baseline": "render", "diff": "render", "findings": "render", "wave_link": "render",
-    "outcome": "run", "engine": "run", "levels": "run", "journal": "run", "results": "run", "repro": "run",
+    "doctor": "run", "baseline": "render", "diff": "render", "findings": "render", "wave_link": "render",
+    "outcome": "render", "engine": "run", "levels": "run", "journal": "run", "results": "run", "repro": "run",
     "cases": "run", "shard": "run", "coverage": "suite", "golden": "suite", "amd_static": "suite",
-    "since": "suite", "port": "suite", "compile_cache": "suite", "hip_api": "suite", "hipcall": "suite",
+    "since": "suite", "port": "suite", "compile_cache": "suite", "hip_api": "suite", "hipcall": "host",
     "dtypes": "core", "numerics": "core", "layouts": "core", "values": "core", "tolerance": "core",
-    "compare": "core", "row": "core", "resources": "core", "suggest": "core", "termtable": "core",
-    "peak": "core", "data": "suite", "_bundled": "suite",
+    "compare": "core", "row": "core", "resources": "core", "suggest": "core", "termtable": "render",
+    "peak": "timing", "data": "suite", "_bundled": "suite",
 }
 
 

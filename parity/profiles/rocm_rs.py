@@ -59,7 +59,7 @@ NOTES = (
     "wants pointers to the arguments (`a.as_ptr()`, kernels.rs:211 and every launch of that file; "
     "sorting.rs uses `as_kernel_arg()`, which is right); set_element, fill_value and reduce pass a host "
     "address where the kernel takes a device pointer (kernels.rs:1026, 1426, 1224); reduce_max/min start the "
-    "accumulator from a fresh uninitialised allocation, not from the first element (kernels.rs:1455-1456, "
+    "accumulator from a fresh uninitialised allocation, not from the first element (kernels.rs:1455-1457, "
     "796-797). parity launches every kernel as its parameter list says, with the first element as the "
     "initial value the code means",
 )

@@ -91,6 +91,43 @@ class Findings:
     total_cases: int
 
 
+# What a finding says of the port, in the headline's words (parity.render.outcome), so the headline's
+# cause counts and the Findings heading count the same findings: its kernels do not compile, are wrong,
+# are not verified (parity's gap or the declaration's reference: not the port's), are not ported
+# (missing from the sources), or a baselined failure now passes. Listed in the headline's order.
+KINDS = {"compile": "compile-error", "wrong": "wrong", "unverified": "not verified", "missing": "not ported",
+         "baseline": "baseline"}
+
+
+def kind(f: Finding) -> str:
+    """The key of KINDS a finding counts under."""
+    if f.blame != "port":
+        return "unverified"
+    if f.cause == Verdict.COMPILE_ERROR:
+        return "compile"
+    if f.cause == Verdict.MISSING:
+        return "missing"
+    if f.cause == Verdict.XPASS:               # a notice; xpass-strict fails its kernel: wrong, as its rows count
+        return "baseline"
+    return "wrong"
+
+
+def tally(found: list[Finding]) -> dict[str, int]:
+    """Findings per kind (every key of KINDS, 0 where none)."""
+    out = dict.fromkeys(KINDS, 0)
+    for f in found:
+        out[kind(f)] += 1
+    return out
+
+
+def count_text(found: list[Finding]) -> str:
+    """'68 causes (4 wrong, 64 not ported)': the Findings heading's count, split by kind where more than
+    one kind is present (the headline gives the same numbers beside its kernels)."""
+    n = tally(found)
+    parts = [f"{c:,} {KINDS[k]}" for k, c in n.items() if c]
+    return _plural(len(found), "cause") + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
+
+
 def layout_name(layout: str) -> str:
     """A layout class as a reader says it ("in-place (null input)", "len1025 (1025 elements: ...)")."""
     if layout in _LAYOUT_NAMES:

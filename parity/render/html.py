@@ -24,7 +24,7 @@ import pandas as pd
 from parity.core import files
 from parity.core.row import Verdict
 from parity.render import github
-from parity.render.findings import of
+from parity.render.findings import count_text, of
 from parity.render.outcome import explain
 from parity.render.outcome import of as outcome_of
 from parity.render.outcome import suites_line
@@ -298,7 +298,7 @@ def _root_causes(res: Results) -> dict:
               "n_kernels": x.n_kernels, "cases": x.cases, "example": x.example, "repro": x.repro, "blame": x.blame,
               "color": COLORS.get(x.cause, "#555")} for i, x in enumerate(f.findings[:MAX_FINDINGS], 1)]
     return {"score_levels": levels, "score_rows": rows, "findings": items,
-            "findings_cut": max(0, len(f.findings) - MAX_FINDINGS), "n_findings": len(f.findings)}
+            "findings_cut": max(0, len(f.findings) - MAX_FINDINGS), "findings_count": count_text(f.findings)}
 
 
 def context(res: Results) -> dict:

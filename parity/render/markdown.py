@@ -128,7 +128,7 @@ def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
 
     if f.findings:
         blocks = [finding_lines(i, x) for i, x in enumerate(f.findings[:MAX_FINDINGS], 1)]
-        title = f"### Findings: {len(f.findings)} cause{'s' if len(f.findings) != 1 else ''}, worst first"
+        title = f"### Findings: {fnd.count_text(f.findings)}, worst first"
         # the appendix keeps at most (1 - FINDINGS_SHARE) of the room; the failing-case list 3,500
         budget = room - min(len(appendix), int(room * (1 - FINDINGS_SHARE))) - 3500
         kept, size = [], len(title) + 2

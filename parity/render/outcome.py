@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from parity.core.row import Verdict
+from parity.render.findings import KINDS, tally
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_RUNS_IT, role
 from parity.run.results import FAILING, Results
@@ -70,15 +71,15 @@ def of(res: Results) -> Outcome:
     """The outcome of a run (cached on the Results, like findings)."""
     if res._outcome is None:
         found = findings_of(res).findings
-        res._outcome = decide(res.table, res.meta, len(found),
-                              sum(f.cause != Verdict.MISSING and f.blame == "port" for f in found))
+        res._outcome = decide(res.table, res.meta, len(found), tally(found))
     return res._outcome
 
 
-def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int = 0) -> Outcome:
+def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[str, int] | None = None) -> Outcome:
     """The outcome of a results table and its run's meta (levels, interrupted, planned_rows, ...);
-    n_findings: the findings of the run, n_causes: the port's (not a missing kernel, not parity's gap, not
-    the declaration's)."""
+    n_findings: the findings of the run, causes: those findings per kind (parity.render.findings.tally:
+    compile, wrong, missing, ...), which the headline shows beside the kernels of that kind."""
+    causes = {**dict.fromkeys(KINDS, 0), **(causes or {})}
     levels = meta.get("levels") or []
     t = table[table["verdict"] != Verdict.UNAVAILABLE] if len(table) else table
     if len(t):                                   # a row without a kernel (an internal error): its op's
@@ -98,7 +99,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int =
     if failing:
         subject = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
         good = "at parity" if len(by_role[EXECUTES]) else "compile"
-        head = ("parity: " + (_port_score(subject, n_causes, good) if len(subject) else
+        head = ("parity: " + (_port_score(subject, causes, good) if len(subject) else
                               f"{ok:,}/{len(t):,} cases pass, {failing:,} failing — {_plural(n_findings, 'finding')}")
                 + _on(by_role))
         status = "stopped" if stopped else "fail"
@@ -137,29 +138,44 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, n_causes: int =
     return Outcome(status, head, **common)
 
 
-def _port_score(subject: pd.DataFrame, n_causes: int, good: str) -> str:
-    """Coverage and correctness as separate numbers, by kernel over the levels that ran or compiled
-    the suite: `ported 200/739 kernels (27%) · 134 at parity, 66 wrong · 4 families not started`."""
+def _port_score(subject: pd.DataFrame, causes: dict[str, int], good: str) -> str:
+    """Coverage and correctness as separate numbers, by kernel over the levels that ran or compiled the
+    suite, each kind of failure with its findings (`causes`, as the Findings heading counts them):
+    `ported 200/739 kernels (27%) · 130 at parity, 4 do not compile (1 cause), 66 wrong (9 causes) ·
+    ... cases pass · 539 not ported (20 causes) · 4 families not started`. A kernel that does not compile
+    somewhere counts there, not as wrong: it never ran there."""
     ours = subject["verdict"].isin(PARITYS)
     theirs = subject["verdict"].isin(DECLARATIONS)
-    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours, _decl=theirs,
-                       _bad=subject["verdict"].isin(FAILING) & ~ours & ~theirs)
-    per = g.groupby("kernel", sort=False).agg(missing=("_missing", "all"), bad=("_bad", "any"),
+    noc = subject["verdict"] == Verdict.COMPILE_ERROR
+    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours, _decl=theirs, _noc=noc,
+                       _bad=subject["verdict"].isin(FAILING) & ~ours & ~theirs & ~noc)
+    per = g.groupby("kernel", sort=False).agg(missing=("_missing", "all"), bad=("_bad", "any"), noc=("_noc", "any"),
                                                ours=("_ours", "any"), decl=("_decl", "any"), family=("family", "first"))
     ported = per[~per["missing"]]
-    wrong = int(ported["bad"].sum())
-    unverified = int((ported["ours"] & ~ported["bad"]).sum())      # parity's gap: the port is not to blame
-    undeclared = int((ported["decl"] & ~ported["bad"] & ~ported["ours"]).sum())   # the declaration's reference
+    broken = int(ported["noc"].sum())                               # compile-error: never ran (there)
+    wrong = int((ported["bad"] & ~ported["noc"]).sum())
+    unverified = int((ported["ours"] & ~ported["bad"] & ~ported["noc"]).sum())   # parity's gap, not the port's
+    undeclared = int((ported["decl"] & ~ported["bad"] & ~ported["ours"] & ~ported["noc"]).sum())  # the reference's
     fams = per.groupby("family")["missing"].all()
     not_started = int(fams.sum())
+    not_ported = len(per) - len(ported)
     ok = int(subject["verdict"].isin(OK + (Verdict.COMPILED,)).sum())
     parts = [f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%})"]
     if len(ported):
-        parts.append(f"{len(ported) - wrong - unverified - undeclared:,} {good}, {wrong:,} wrong "
-                     f"({_plural(n_causes, 'cause')})"
-                     + (f", {unverified:,} not verified (parity's error)" if unverified else "")
-                     + (f", {undeclared:,} not verified (the declaration's reference raised)" if undeclared else "")
+        kinds = [f"{len(ported) - broken - wrong - unverified - undeclared:,} {good}"]
+        if broken or causes["compile"]:
+            kinds.append(f"{broken:,} {'does' if broken == 1 else 'do'} not compile "
+                         f"({_plural(causes['compile'], 'cause')})")
+        if wrong or causes["wrong"]:
+            kinds.append(f"{wrong:,} wrong ({_plural(causes['wrong'], 'cause')})")
+        if unverified:
+            kinds.append(f"{unverified:,} not verified (parity's error)")
+        if undeclared:
+            kinds.append(f"{undeclared:,} not verified (the declaration's reference raised)")
+        parts.append(", ".join(kinds)
                      + f" · {ok:,}/{len(subject):,} cases {'pass' if good == 'at parity' else 'compile'}")
+    if not_ported or causes["missing"]:
+        parts.append(f"{not_ported:,} not ported ({_plural(causes['missing'], 'cause')})")
     if not_started:
         parts.append(f"{_plural(not_started, 'family', 'families')} not started")
     return " · ".join(parts)

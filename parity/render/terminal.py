@@ -126,7 +126,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
         console.print(t)
     if not f.findings:
         return
-    console.print(f"[bold]findings[/]: {len(f.findings)} causes, worst first")
+    console.print(f"[bold]findings[/]: {fnd.count_text(f.findings)}, worst first")
     t = Table(box=None, pad_edge=False, show_header=False)
     t.add_column("#", justify="right", no_wrap=True, width=3)
     t.add_column("cause", no_wrap=True, width=18, overflow="ellipsis")
