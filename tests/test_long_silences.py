@@ -44,6 +44,62 @@ def test_mutate_bad_resume_or_equivalent_fails_before_sampling(monkeypatch, tmp_
         assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
 
 
+def test_mutate_in_a_folder_that_takes_no_new_file_fails_before_any_mutant(monkeypatch, tmp_path):
+    """Before: --resume into a folder taking no new file (chmod 555, chattr +i) ran every mutant and
+    failed at its reports, and a new run's folder that could not be made was exit 3. Both are one
+    line, exit 2, before sampling (--resume) or the first mutant (--out)."""
+    import errno
+    import shutil
+    import subprocess
+
+    import parity.mutate.run
+    from parity.core import files
+    monkeypatch.setattr(HipOnNvidiaExecutor, "availability", lambda self: Availability(True, device="fake"))
+    monkeypatch.setattr(parity.mutate.run, "GpuRunner", lambda *a, **k: pytest.fail("a mutant ran"))
+    (tmp_path / "mutants.jsonl").write_text("")
+
+    def refused(path):                       # what chmod 555 does to a non-root user's new file
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+    with monkeypatch.context() as m:
+        m.setattr(targets, "targets", lambda *a, **k: pytest.fail("sampled before checking the folder"))
+        m.setattr(files, "_new_file", refused)
+        r = CliRunner().invoke(main, ["mutate", "--max", "2", "--resume", str(tmp_path)])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"--resume {tmp_path}: cannot write a new file there (Permission denied)" in r.output
+    out = tmp_path / "out"
+    out.mkdir()
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(out)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available or not permitted here")
+    try:
+        r = CliRunner().invoke(main, ["mutate", "--ops", "unary.neg", "--max", "2", "--out", str(out)])
+    finally:
+        subprocess.run(["chattr", "-i", str(out)], check=True)
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"Error: --out {out}: cannot write there" in r.output
+
+
+def test_bench_out_that_takes_no_folder_fails_before_timing(monkeypatch, tmp_path):
+    """Before: bench made its report folder after timing every case, so an --out taking none (chmod
+    555, chattr +i) threw the timings away. It is made before the first case now."""
+    import shutil
+    import subprocess
+
+    from parity.run import session
+    from parity.run.levels import Level
+    monkeypatch.setattr(session, "build_levels", lambda *a, **k: [
+        Level("hip-on-nvidia", Availability(True, device="fake"), None)])
+    monkeypatch.setattr(session, "start", lambda *a, **k: pytest.fail("timed before making the report folder"))
+    out = tmp_path / "out"
+    out.mkdir()
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(out)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available or not permitted here")
+    try:
+        r = CliRunner().invoke(main, ["bench", "--ops", "unary.neg", "--out", str(out)])
+    finally:
+        subprocess.run(["chattr", "-i", str(out)], check=True)
+    assert r.exit_code == 2 and r.output.startswith(f"Error: --out {out}: cannot write there"), r.output
+
+
 @pytest.mark.parametrize("sweep", ["no-such-sweep", "{tmp}/bad.toml", "{tmp}"])
 def test_mutate_list_with_a_bad_sweep_is_one_line_exit_2(sweep, tmp_path):
     (tmp_path / "bad.toml").write_text('[[group]]\nops = ["nosuch.*"]\n')

@@ -4,6 +4,7 @@ worst verdict of a conflict, journals and results files with junk give one line 
 skipped line, never a row or a traceback, and diff says what it could not compare."""
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -540,6 +541,71 @@ def test_two_resumes_of_one_folder_cannot_run_at_once(tmp_path):
         holder.kill()
         holder.wait()
     assert invoke("run", "--resume", folder, "-q").exit_code == 0      # the lock goes with its process
+
+
+def _take_no_new_file(folder: Path, how: str, monkeypatch) -> Callable[[], object]:
+    """Make `folder` refuse new files (its files already there stay writable); the undo. "chmod 555"
+    is what a non-root CI user gets (root writes anyway: skipped), chattr +i/+a what root gets."""
+    import errno
+    import shutil
+    import subprocess
+
+    from parity.core import files
+    if how == "probe refused":                # any user: the first new file fails as chmod 555 makes it
+        def refused(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        monkeypatch.setattr(files, "_new_file", refused)
+        return lambda: None
+    if how == "chmod 555":
+        folder.chmod(0o555)
+        if os.access(folder, os.W_OK):
+            folder.chmod(0o755)
+            pytest.skip("running as root: a chmod 555 folder is writable")
+        return lambda: folder.chmod(0o755)
+    flag = how.split()[-1]                    # chattr +i (immutable) or +a (append-only: made, never renamed)
+    if not shutil.which("chattr") or subprocess.run(["chattr", flag, str(folder)], capture_output=True).returncode:
+        pytest.skip(f"chattr {flag} is not available or not permitted here")
+    return lambda: subprocess.run(["chattr", "-" + flag[1:], str(folder)], check=True)
+
+
+@pytest.mark.parametrize("how", ["probe refused", "chmod 555", "chattr +i", "chattr +a"])
+def test_resume_of_a_folder_that_takes_no_new_file_is_exit_2_before_any_case(tmp_path, monkeypatch, how):
+    """Before: run.lock, the journal and run.json stay writable in a folder that takes no new file, so
+    every remaining case ran and results.json's temporary file then failed: exit 3. A probe file, made
+    and renamed as the reports are, refuses such a folder up front."""
+    from parity.run import session
+    folder = _cpu_run(tmp_path)
+    (folder / "results.json").unlink()
+    (folder / journal.NAME).write_text("")              # as an interrupted run leaves it
+    before = sorted(p.name for p in folder.iterdir())
+    monkeypatch.setattr(session, "execute", lambda *a, **k: pytest.fail("a case ran"))
+    undo = _take_no_new_file(folder, how, monkeypatch)
+    try:
+        line = one_line_error(invoke("run", "--resume", folder, "-q"))
+    finally:
+        undo()
+    assert line.startswith(f"Error: --resume {folder}: cannot write a new file there (") and \
+        line.endswith("), so its reports could not be written"), line
+    after = sorted(p.name for p in folder.iterdir())
+    kept = [n for n in after if n.startswith(".parity-probe.")]       # only an append-only folder keeps it
+    assert [n for n in after if n not in kept] == before and len(kept) == (how == "chattr +a")
+
+
+@pytest.mark.parametrize("how", ["probe refused", "chmod 555", "chattr +i"])
+def test_a_new_run_whose_folder_takes_no_file_is_exit_2_before_any_case(tmp_path, monkeypatch, how):
+    """A new run proves its folder up front too: --out making no folder is refused, and run.json is
+    written (a new file, renamed) before the first case."""
+    from parity.run import session
+    out = tmp_path / "runs"
+    out.mkdir()
+    monkeypatch.setattr(session, "execute", lambda *a, **k: pytest.fail("a case ran"))
+    undo = _take_no_new_file(out, how, monkeypatch)
+    try:
+        line = one_line_error(invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--levels", "cpu", "-q",
+                                     "--out", out))
+    finally:
+        undo()
+    assert line.startswith((f"Error: cannot write in the run folder {out}/", f"Error: --out {out}: cannot write")), line
 
 
 def test_results_json_that_cannot_be_replaced_leaves_no_tmp_file(tmp_path):

@@ -288,6 +288,59 @@ def test_amd_static_reports_rejected_target():
     assert len(bad) == 1 and bad[0].status == "unavailable" and "gfx9999" in bad[0].message
 
 
+def _hipcc_compiling_for(monkeypatch, *ok: str) -> None:
+    """A hipcc (none runs) that compiles for the targets `ok` only, rejecting others as clang does."""
+    from parity.suite import amd_static
+    monkeypatch.setattr(amd_static, "hipcc", lambda: ["hipcc"])
+    monkeypatch.setattr(amd_static, "accepted_targets", lambda targets, cache_root=None: {
+        a: (True, "") if a in ok else (False, f"clang: error: invalid target ID '{a}'") for a in targets})
+
+
+@pytest.mark.parametrize("arch,line", [
+    ("gfx90", "unknown AMD target 'gfx90'; did you mean 'gfx90a' or 'gfx908' or 'gfx940'?"),
+    ("gfx90a,gfx9999", "unknown AMD target 'gfx9999'; did you mean 'gfx909' or 'gfx90a' or 'gfx908'?"),
+    ("vega", "unknown AMD target 'vega' (53 known: e.g. gfx90a, gfx908, gfx1030, gfx940)"),
+    ("gfx90a,gfx942", "hipcc cannot compile for gfx942 here: clang: error: invalid target ID 'gfx942'"),
+])
+def test_compile_amd_arch_that_hipcc_rejects_is_exit_2_not_a_green_unavailable_row(monkeypatch, arch, line):
+    """Before: `--amd-arch gfx9999` (or gfx90) was one `unavailable` row, "0 compile errors", exit 0:
+    a CI gate with a typo stayed green. Now one line, exit 2, before compiling anything."""
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    from parity.suite import amd_static
+    _hipcc_compiling_for(monkeypatch, "gfx90a")
+    monkeypatch.setattr(amd_static, "analyze", lambda *a, **k: pytest.fail("compiled"))
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(SUITES / "good"), "--amd-arch", arch])
+    assert r.exit_code == 2 and r.output == f"Error: --amd-arch: {line}\n", r.output
+
+
+def test_compile_default_target_this_hipcc_lacks_stays_an_unavailable_row(monkeypatch):
+    """Targets nobody named (the defaults) are not the user's mistake: one this hipcc lacks is an
+    `unavailable` row, as before, and the others are compiled."""
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    from parity.suite import amd_static
+    _hipcc_compiling_for(monkeypatch, "gfx90a", "gfx908", "gfx1030")
+    seen = []
+    monkeypatch.setattr(amd_static, "analyze", lambda suite, targets, **k: seen.append(targets) or [
+        amd_static.StaticRow("*", "gfx940", "unavailable", message="hipcc rejects --offload-arch=gfx940")])
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(SUITES / "good")])
+    assert r.exit_code == 0, r.output
+    assert seen == [amd_static.DEFAULT_TARGETS]
+
+
+@needs_hipcc
+def test_compile_amd_arch_typo_with_a_real_hipcc_is_exit_2():
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(SUITES / "good"), "--amd-arch", "gfx90"])
+    assert r.exit_code == 2 and r.output.startswith("Error: --amd-arch: unknown AMD target 'gfx90'; did you mean "
+                                                    "'gfx90a'") and r.output.count("\n") == 1, r.output
+
+
 @needs_hipcc
 def test_hsaco_symbols_through_unbundle():
     from parity.suite.amd_static import compile_for_arch

@@ -517,6 +517,26 @@ def test_repro_writes_under_reports_repro_not_the_current_folder(tmp_path, monke
     assert r.exit_code == 0 and (tmp_path / "a" / "b.npz").is_file()
 
 
+def test_repro_output_names_the_npz_written_and_a_folder_is_refused(tmp_path, monkeypatch):
+    """Before: `-o out/x` wrote out/x.npz (numpy appends it) while `# wrote` and the snippet's np.load
+    named out/x, and `-o folder` wrote folder.npz beside it, exit 0."""
+    from parity.run import repro
+    monkeypatch.chdir(tmp_path)
+    case = "unary.exp/f32/transposed/normal/s0"
+    r = invoke("repro", case, "-o", "out/x")
+    assert r.exit_code == 0, r.output
+    assert 'z = np.load("out/x.npz")' in r.stdout and "# wrote out/x.npz (kernel " in r.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["x.npz"]
+    (tmp_path / "d").mkdir()
+    named = Path("d") / repro.default_output(case).name
+    _one_line_error(invoke("repro", case, "-o", "d"), f"Error: -o d is a folder; name the .npz to write, e.g. {named}")
+    (tmp_path / "y.npz").mkdir()                    # what -o y would write: refused like -o y.npz
+    _one_line_error(invoke("repro", case, "-o", "y"), "Error: --output y.npz is a folder, not a regular file: refused")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "out", "y.npz"] and not any((tmp_path / "d").iterdir())
+    chain = repro.run("chain.attention/bf16/s0", "cpu", out=tmp_path / "c")
+    assert chain.npz == tmp_path / "c.npz" and chain.npz.is_file() and f"--output {chain.npz}" in chain.snippet
+
+
 def test_repro_default_output_cannot_escape_its_folder(tmp_path):
     from parity.run.repro import default_output
     for cid in ("../../../etc/x/s0", "/abs/x/y/z/s0", "..", "a\\b/c"):

@@ -14,8 +14,8 @@ import click
 from rich.console import Console
 
 from parity.cli.errors import report_folder
-from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, read_results,
-                                selection_option, setup_errors, subject_of)
+from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, not_a_folder,
+                                read_results, selection_option, setup_errors, subject_of)
 from parity.cli.params import Number, OutFolder, OutputFile, Seconds, Text
 
 MODE = click.Choice(["cold", "hot"])
@@ -86,6 +86,8 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     if not runnable:
         why = "; ".join(f"{l.name}: {l.availability.reason}" for l in lvls)
         raise SetupError(f"no GPU level available to time on ({why})")
+    with setup_errors():                      # before the timing: an --out taking no folder is said now, not after it
+        folder = session.run_folder(out, f"bench-{Path(sweep).stem}")
     console = Console(quiet=quiet)
     meta = {"kind": "bench", "sweep": sweep, "timing": asdict(opts), "environment": environment(),
             "levels": [l.meta() for l in lvls]}
@@ -101,8 +103,6 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
                 l.executor.close()
     meta["elapsed_s"] = time.perf_counter() - t0
     res = Results.from_rows(add_ratios(rows), meta)
-    with setup_errors():
-        folder = session.run_folder(out, f"bench-{Path(sweep).stem}")
     res.to_json(folder / "results.json")
     files.write_text(folder / "summary.md", f"## parity bench: {len(cases)} cases x {len(runnable)} level(s), "
                      f"{mode} L2\n\n" + timing_report.markdown(res))
@@ -208,8 +208,7 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     Exit 2 when they are not parts of one run (another sweep, filters, levels or suite) or a shard
     is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
     in two files keeps the worst one, and the conflict is reported."""
-    if Path(output).is_dir():
-        raise SetupError(f"-o {output} is a folder; name the merged file, e.g. {Path(output) / 'results.json'}")
+    not_a_folder(output, f"the merged file, e.g. {Path(output) / 'results.json'}")
     from parity.core.files import FileRefused
     try:
         res = merge_results(list(results), allow_partial, read_results)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from parity.cli.options import RESULTS, SetupError, cuda_src_option, hip_src_option, read_results
+from parity.cli.options import RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, read_results
 from parity.cli.params import InputPath, Number, OutputFile, Text
 
 
@@ -26,8 +26,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     from parity.render import html, junit, markdown
     from parity.core import files
     from parity.run.results import newest
-    if output is not None and Path(output).is_dir():
-        raise SetupError(f"-o {output} is a folder; name the file to write")
+    if output is not None:
+        not_a_folder(output, "the file to write")
     try:
         path, note = newest(list(results))
     except ValueError as e:
@@ -88,8 +88,7 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
     from parity.core import files
     from parity.render import baseline as bl
     from parity.run.results import newest
-    if output.is_dir():
-        raise SetupError(f"-o {output} is a folder; name the baseline file to write (e.g. {output / 'known.toml'})")
+    not_a_folder(output, f"the baseline file to write (e.g. {output / 'known.toml'})")
     try:
         path, note = newest(list(results))
     except ValueError as e:
@@ -165,6 +164,7 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
     is still written, without `got`) or the case ID or an option is wrong.
     """
+    from parity.core import files
     from parity.core.row import Verdict
     from parity.core.suggest import unknown
     from parity.run import repro
@@ -174,6 +174,12 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     for p in [hip_src, cuda_src]:
         if p is not None and not Path(p).is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
+    if output is not None:
+        not_a_folder(output, f"the .npz to write, e.g. {Path(output) / repro.default_output(case_id).name}")
+        output = repro.npz_path(output)        # the file written, so every line names it
+        why = files.refusal(output, "--output", write=True)
+        if why:
+            raise SetupError(why)
     try:
         r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id))
     except (KeyError, ValueError) as e:

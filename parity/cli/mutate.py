@@ -6,7 +6,6 @@ import os
 import sys
 import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 
 import click
@@ -56,7 +55,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     from parity.mutate.operators import mutants_of, sample
     from parity.mutate.targets import cases_for, targets
     from parity.run.cases import Filters
-    from parity.run.session import check_report_files, select_cases
+    from parity.run.session import check_report_files, check_writable, select_cases
     report_folder(resume or out)
     suite = subject_of(hip_src).hip_src
     lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
@@ -67,6 +66,8 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     if resume:
         with setup_errors():
             check_report_files(Path(resume))
+            if not list_only:
+                check_writable(Path(resume), "--resume")
     with setup_errors():
         cases = select_cases(sweep, Filters(csv_list(ops)), allow_empty=True)
     files = {f: t for f, t in targets(suite, [hip_mapping()]).items() if cases_for(t, cases)}
@@ -125,13 +126,14 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
     from parity.mutate.scope import argued
     from parity.ops import expected_kernels
     from parity.render import terminal
+    from parity.run.session import run_folder
     level = lv.name
     known = expected_kernels()
     families = {f: ",".join(sorted({known[k][0].family for k in t.kernels if k in known})) for f, t in files.items()}
     console = Console()
     t0 = time.perf_counter()
-    folder = Path(resume) if resume else Path(out) / f"mutate-{Path(sweep).stem}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    folder.mkdir(parents=True, exist_ok=True)
+    with setup_errors():                 # (a new folder, made before any mutant: exit 2 where --out takes none)
+        folder = Path(resume) if resume else run_folder(out, f"mutate-{Path(sweep).stem}")
     outcomes, interrupted = [argued(o, table) for o in previous], False   # the arguments as they are now
     seen = {o.mutant.id for o in outcomes}
     todo = [m for m in mutants if m.id not in seen]

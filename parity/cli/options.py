@@ -4,6 +4,7 @@ results file given on the command line."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -49,6 +50,13 @@ def profile_option(f):
 def selection_option(name: str, help_: str, dest: str | None = None, **kw):
     """A comma-separated list option (--ops, --dtypes, ...): one that names nothing is exit 2."""
     return click.option(name, *([dest] if dest else []), type=Selection(), help=help_, **kw)
+
+
+def not_a_folder(output: Path, name: str) -> None:
+    """-o naming a folder is exit 2, `name` saying what to name instead: a file is never written
+    beside it (numpy's `folder.npz`) or renamed over it."""
+    if Path(output).is_dir():
+        raise SetupError(f"-o {output} is a folder; name {name}")
 
 
 def read_results(path) -> Results:

@@ -147,9 +147,12 @@ def _resume_options(folder: Path, given: dict) -> dict:
 
 def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOptions]:
     """(the options of the run in `folder`, the run options with its shard); exit 2 for a folder that
-    is not a run folder parity can resume."""
+    is not a run folder parity can resume, or that takes no new file (its reports), before any case."""
+    from parity.run import session
     if not folder.is_dir():
         raise SetupError(f"--resume: run folder {folder} does not exist")
+    session.check_report_files(folder)
+    session.check_writable(folder, "--resume")
     o = _resume_options(folder, given)
     if o.get("shard") and not opts.shard:
         from parity.run.shard import parse_shard
@@ -175,9 +178,6 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     from parity.suite.golden import summary as golden_summary
 
     if resume:
-        if not Path(resume).is_dir():
-            raise SetupError(f"--resume: run folder {resume} does not exist")
-        session.check_report_files(Path(resume))
         o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
                                                    value_classes=value_classes, levels=levels, wave=wave,
                                                    hip_src=hip_src, cuda_src=cuda_src, shard=None,

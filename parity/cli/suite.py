@@ -96,8 +96,8 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
 @click.command("compile")
 @port_options
 @hip_src_option
-@selection_option("--amd-arch", "AMD targets, comma separated.", default="gfx90a,gfx908,gfx1030,gfx940",
-                  show_default=True)
+@selection_option("--amd-arch", "AMD targets, comma separated (one hipcc cannot compile for: exit 2).",
+                  default="gfx90a,gfx908,gfx1030,gfx940", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable rows.")
 @click.option("--summary", "per_file", is_flag=True, help="One row per source file and target (max registers).")
 @click.option("--since", type=Text(), metavar="REF",
@@ -108,13 +108,23 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
-    Exit 1 on a compile error or any spill; 2 when hipcc is missing (see `parity doctor`).
+    Exit 1 on a compile error or any spill; 2 when hipcc is missing (see `parity doctor`) or cannot
+    compile for a target given with --amd-arch (a default it lacks is an `unavailable` row).
     """
-    from parity.suite.amd_static import hipcc
+    from click.core import ParameterSource
+
+    from parity.suite.amd_static import hipcc, target_refusal
     if hip_src is not None and not Path(hip_src).is_dir():
         raise SetupError(f"kernel suite folder {hip_src} does not exist")
     if not hipcc():
         raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
+    targets = tuple(dict.fromkeys(csv_list(amd_arch)))
+    # Targets asked for must compile (a typo would pass as an `unavailable` row and "0 compile errors");
+    # a default this hipcc lacks stays such a row.
+    if click.get_current_context().get_parameter_source("amd_arch") != ParameterSource.DEFAULT:
+        why = target_refusal(targets)
+        if why:
+            raise SetupError(f"--amd-arch: {why}")
     # (a bad --profile is an error here too, though the compile is the same for every profile)
     subj = subject_of(hip_src, None, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
@@ -138,7 +148,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         if not suite.sources:
             click.echo(f"no HIP source changed since {since}: nothing to compile")
             sys.exit(0)
-    rows = _analyze_with_progress(suite, tuple(csv_list(amd_arch) or ()), log_lines=not as_json, port=port)
+    rows = _analyze_with_progress(suite, targets, log_lines=not as_json, port=port)
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:

@@ -8,7 +8,8 @@ read. Every path a user names goes through here, once:
 * `read_bytes` / `read_text`: a regular file's contents, checked before it is opened and again on
   the open descriptor (O_NONBLOCK: opening a FIFO never waits), up to a size cap;
 * `write_text`: a new file written beside the target and renamed over it, refusing to replace
-  anything but a regular file.
+  anything but a regular file;
+* `probe_folder`: that a folder takes such a file, checked before the work whose reports go there.
 
 A refusal is a `FileRefused` (a ValueError): one line naming the path and what it is.
 """
@@ -133,11 +134,31 @@ def write_text(path: str | os.PathLike, text: str, what: str = "") -> None:
         check(path, what, write=True)               # (made special while we wrote)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _remove(tmp)
         raise
+
+
+def probe_folder(folder: str | os.PathLike) -> None:
+    """OSError unless `folder` takes a new file the way `write_text` makes one: a file of our own
+    created, then renamed. Its permissions, an immutable (chattr +i) or append-only (+a: create but
+    never rename) flag or a read-only mount then stop a command up front, not after its work. The
+    probe is removed; only an append-only folder keeps it (its name says what it was)."""
+    fd, tmp = _new_file(Path(folder) / "parity-probe")
+    os.close(fd)
+    done = tmp.removesuffix(".tmp")               # (a random name: nobody's file)
+    try:
+        os.rename(tmp, done)
+    except BaseException:
+        _remove(tmp)
+        raise
+    os.unlink(done)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _new_file(path: Path) -> tuple[int, str]:

@@ -156,6 +156,13 @@ def default_output(case_id: str, folder: Path = Path("reports") / "repro") -> Pa
     return folder / f"{safe[:200]}.npz"
 
 
+def npz_path(out: str | Path) -> Path:
+    """The file np.savez writes for `out`: it appends .npz to a name not ending in it, so the path is
+    made that way first and every message and the replay snippet name the file that exists."""
+    out = Path(out)
+    return out if out.name.endswith(".npz") else out.with_name(out.name + ".npz")
+
+
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
         out: Path | None = None) -> Repro:
     """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
@@ -179,7 +186,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     source = find_source(launch.kernel, level, subj)
     npz = None
     if out is not None:
-        npz = Path(out)
+        npz = npz_path(out)
         npz.parent.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, np.ndarray] = {}
         for n, buf in before.items():
@@ -270,7 +277,7 @@ def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | Non
     steps = spec.row_fields(b, res)["chain"].get("steps", []) if res is not None else []
     npz = None
     if out is not None:
-        npz = Path(out)
+        npz = npz_path(out)
         npz.parent.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, np.ndarray] = {}
         for n, buf in launch.buffers.items():

@@ -252,6 +252,17 @@ def check_report_files(folder: Path) -> None:
             raise SessionError(f"--resume {folder}: {why}")
 
 
+def check_writable(folder: Path, what: str) -> None:
+    """SessionError unless `folder` (one being resumed) takes the new files its reports are written
+    as: the files a run leaves there stay writable in a folder that is not (chmod 555, chattr +i),
+    so only a new file proves it, before any case runs rather than at the reports after the last."""
+    try:
+        files.probe_folder(folder)
+    except OSError as e:
+        raise SessionError(f"{what} {folder}: cannot write a new file there ({e.strerror or e}), so its reports "
+                           "could not be written") from None
+
+
 def read_run_file(folder: Path) -> dict:
     """The options a run folder was made with (its run.json), checked: SessionError naming the file and
     the field for one that is not what `parity run` writes, and for a folder whose run files are not

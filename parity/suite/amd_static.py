@@ -18,11 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from parity.core.suggest import unknown
 from parity.suite.compile_cache import compile_source, header_closure, toolchain_version
 from parity.suite.elf import kernels_from_binary
 from parity.suite.scan import Suite, balanced_end, discover, strip_comments
 
 DEFAULT_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")
+# LLVM's AMDGPU processors: what a target hipcc rejects is matched against, so a typo (gfx90) is
+# told the closest names. hipcc alone decides what compiles: a name missing here is not refused.
+KNOWN_TARGETS = (
+    "gfx600", "gfx601", "gfx602", "gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705",
+    "gfx801", "gfx802", "gfx803", "gfx805", "gfx810",
+    "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx940", "gfx941", "gfx942",
+    "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034",
+    "gfx1035", "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+    "gfx1200", "gfx1201", "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic", "gfx11-generic",
+    "gfx12-generic")
 HIP_ENV = {"HIP_PLATFORM": "amd"}
 BASE_FLAGS = ["--genco", "-O3", "-std=c++17"]
 REMARK_FLAG = "-Rpass-analysis=kernel-resource-usage"
@@ -117,6 +128,20 @@ def accepted_targets(targets=DEFAULT_TARGETS, cache_root: Path | None = None) ->
         with ThreadPoolExecutor(max_workers=max(1, min(len(targets), os.cpu_count() or 1))) as pool:
             res = dict(pool.map(one, targets))
     return res
+
+
+def target_refusal(targets: tuple[str, ...], cache_root: Path | None = None) -> str | None:
+    """One line for the first of `targets` this hipcc cannot compile for (an unknown name gets the
+    closest known ones), None when it compiles for all: a target named on the command line is never
+    just an `unavailable` row, which a CI gate with a typo in it would pass."""
+    for arch, (ok, why) in accepted_targets(targets, cache_root).items():
+        if ok:
+            continue
+        if arch.split(":")[0] not in KNOWN_TARGETS:       # (gfx90a:xnack+: a processor and its features)
+            return unknown("AMD target", arch, DEFAULT_TARGETS + KNOWN_TARGETS, ordered=True,
+                           hint=f"e.g. {', '.join(DEFAULT_TARGETS)}")
+        return f"hipcc cannot compile for {arch} here: {why}"
+    return None
 
 
 # ------------------------------------------------------------------------ wavefront scan
