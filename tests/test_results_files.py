@@ -207,6 +207,17 @@ def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     assert "shards_missing" not in Results.from_json(out).meta
 
 
+def test_merged_shards_plan_the_sum_of_their_case_runs(tmp_path):
+    """A merge keeps no one shard's plan (the first file's 2 of 6 read as '4 of 2 case runs')."""
+    out = tmp_path / "m.json"
+    s1, s2, s3 = shards(tmp_path, planned_rows=2)
+    for files, planned in (((s1, s2, s3), 6), ((s1, s3), 4)):        # a partial merge: the shards it has
+        assert invoke("merge", *files, "-o", out, "--allow-partial").exit_code == 0
+        assert Results.from_json(out).meta["planned_rows"] == planned
+    assert invoke("merge", *shards(tmp_path / "u"), "-o", out).exit_code == 0
+    assert "planned_rows" not in Results.from_json(out).meta           # no shard said: no plan claimed
+
+
 def test_merge_refuses_shards_of_different_splits_and_a_whole_run(tmp_path):
     (tmp_path / "a").mkdir()
     s1, _, _ = shards(tmp_path / "a")

@@ -145,6 +145,11 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     meta["merged_from"] = [str(p) for p, _ in parts]
     meta["shards"] = [m.get("shard") for m in metas]
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
+    planned = [m.get("planned_rows") for m in metas]    # a shard plans its own cases; a GPU worker's
+    if all(isinstance(n, int) for n in planned):       # file (no shard) the whole run's
+        meta["planned_rows"] = sum(planned) if all(m.get("shard") for m in metas) else max(planned)
+    else:
+        meta.pop("planned_rows", None)
     for k in ("shard", "shards_missing", "merge_conflicts"):      # the first file's, not this merge's
         meta.pop(k, None)
     unread = [e for m in metas for e in m.get("unread_rows", [])]
