@@ -361,7 +361,9 @@ def test_a_skipped_row_that_failed_keeps_the_run_failing(tmp_path):
     assert "1 unreadable row skipped (1 failing)" in r.stdout.splitlines()[0]
     assert f"Unreadable rows — 1 row(s) of `{p}` are not result rows" in r.stdout
     assert invoke("report", p, "--format", "junit").exit_code == 1
-    assert invoke("merge", p, "-o", tmp_path / "m.json").exit_code == 1
+    r = invoke("merge", p, "-o", tmp_path / "m.json")
+    assert r.exit_code == 1 and r.stdout.splitlines()[1:] == [
+        "⚠️ 1 unreadable row(s) skipped, 1 of them with a failing verdict: in no table, counted in the outcome"]
     assert invoke("report", tmp_path / "m.json").exit_code == 1       # the merge keeps the count
     good = write(tmp_path / "good.json", {c: "pass" for c in ids("unary.neg", 6)})
     r = invoke("diff", good, p)

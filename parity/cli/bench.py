@@ -236,7 +236,11 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
         where = ", ".join(f"{v} in {f}" for f, v in c["verdicts"].items())
         click.echo(f"⚠️ {conflicts['count']} case(s) with different verdicts in different files; the worst verdict "
                    f"kept (e.g. {c['case_id']} @{c['level']}: {where} -> {c['kept']})")
-    from parity.render.outcome import of as outcome_of
+    from parity.render.outcome import of as outcome_of, unread_counts
+    unread, failing = unread_counts(res.meta)
+    if unread:                                  # why a merge of passing rows can still exit 1
+        click.echo(f"⚠️ {unread} unreadable row(s) skipped, {failing} of them with a failing verdict: "
+                   "in no table, counted in the outcome")
     sys.exit(outcome_of(res).file_exit_code)
 
 

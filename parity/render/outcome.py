@@ -125,7 +125,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
-    unread, unread_failing = _unread(meta)
+    unread, unread_failing = unread_counts(meta)
     if unread_failing and status in ("pass", "compiled", "reference-only"):
         status = "fail"                          # a failure the file recorded is not forgotten for its damage
     if unread:
@@ -243,7 +243,7 @@ def merge_notes(meta: dict) -> list[str]:
     return out
 
 
-def _unread(meta: dict) -> tuple[int, int]:
+def unread_counts(meta: dict) -> tuple[int, int]:
     """(rows of the files read that were not result rows, how many of those had a failing verdict):
     meta `unread_rows` (parity.run.results.Results.from_json)."""
     entries = [e for e in meta.get("unread_rows") or [] if isinstance(e, dict)]
