@@ -222,7 +222,7 @@ template <class I, class T> PK_DEV void quantize_q8_1_at(const T* x, void* vy, i
   const float sum = seg_allreduce(xi, [](float p, float q) { return p + q; });
   const float d = amax / 127;
   const int q = amax == 0.0f ? 0 : to_i8(roundf(xi / d));
-  u8* blk = static_cast<u8*>(vy) + (i / QK8_1) * kSizeQ8_1;
+  u8* blk = static_cast<u8*>(vy) + (usize)(i / QK8_1) * kSizeQ8_1;  // (36 bytes a block: past u32 before i is)
   blk[4 + i % QK8_1] = (u8)(q & 0xff);
   if (i % QK8_1 == 0)  // d and s in one 4-byte store, as Candle stores its half2 ds
     reinterpret_cast<u32*>(blk)[0] = (u32)h_bits(__float2half(d)) | (u32)h_bits(__float2half(sum)) << 16;
