@@ -15,7 +15,7 @@ from rich.console import Console
 
 from parity.cli.errors import report_folder
 from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, not_a_folder,
-                                read_results, selection_option, setup_errors, subject_of)
+                                read_results, selection_option, setup_errors, subject_of, writing)
 from parity.cli.params import Number, OutFolder, OutputFile, Seconds, Text
 
 MODE = click.Choice(["cold", "hot"])
@@ -214,17 +214,12 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
     in two files keeps the worst one, and the conflict is reported."""
     not_a_folder(output, f"the merged file, e.g. {Path(output) / 'results.json'}")
-    from parity.core.files import FileRefused
     try:
         res = merge_results(list(results), allow_partial, read_results)
     except ValueError as e:
         raise SetupError(str(e))
-    try:
+    with writing(output):                      # (to_json leaves no temporary file behind)
         res.to_json(output)
-    except FileRefused as e:
-        raise SetupError(str(e))
-    except OSError as e:                       # (to_json leaves no temporary file behind)
-        raise SetupError(f"cannot write {output}: {e.strerror or e}")
     click.echo(f"{output}: {len(res.table)} rows from {len(results)} file(s): "
                + ", ".join(f"{n} {v}" for v, n in res.counts().items()))
     missing = res.meta.get("shards_missing")

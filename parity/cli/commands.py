@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from parity.cli.options import RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, read_results
+from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, read_results,
+                                writing)
 from parity.cli.params import InputPath, Number, OutputFile, Text
 
 
@@ -53,12 +54,8 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
         text = json.dumps({"schema": "parity.results/1", "meta": res.meta,
                            "results": json.loads(res.table.to_json(orient="records"))}, indent=1)
     if output:
-        try:
+        with writing(output):
             files.write_text(output, text, "-o")
-        except files.FileRefused as e:
-            raise SetupError(str(e))
-        except OSError as e:
-            raise SetupError(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text)
     from parity.render.outcome import of as outcome_of
@@ -103,12 +100,8 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
     except ValueError as e:
         raise SetupError(str(e))
     up = bl.update(old, res)
-    try:
+    with writing(output):
         kept = bl.dump(up.baseline, output, old, old_text)
-    except files.FileRefused as e:
-        raise SetupError(str(e))
-    except OSError as e:
-        raise SetupError(f"cannot write {output}: {e.strerror or e}")
     todo = sum(e.reason.startswith(bl.PLACEHOLDER) for e in up.baseline.entries)
     click.echo(f"{output}: {len(up.baseline.entries)} entries ({up.kept} kept from the old file, "
                f"{up.dropped} dropped as no longer failing, {up.not_covered} kept for levels/cases these "

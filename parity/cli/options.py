@@ -28,6 +28,19 @@ def setup_errors():
         raise SetupError(str(e)) from None
 
 
+@contextmanager
+def writing(output: Path):
+    """Writing a file the command line named (-o): a refusal (parity.core.files: a FIFO, a device, a
+    folder there) or the OS's error is one line, exit 2."""
+    from parity.core.files import FileRefused
+    try:
+        yield
+    except FileRefused as e:
+        raise SetupError(str(e)) from None
+    except OSError as e:
+        raise SetupError(f"cannot write {output}: {e.strerror or e}") from None
+
+
 PROFILE_HELP = ("The ABI profile: candle, rocm-rs, or a parity-kernels.toml declaring a port's own kernels "
                 "(docs/profiles.md) [default: --hip-src DIR/parity-kernels.toml when there, else the profile whose "
                 "kernel names the suite defines, else candle].")

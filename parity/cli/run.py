@@ -151,9 +151,8 @@ def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOpti
     from parity.run import session
     if not folder.is_dir():
         raise SetupError(f"--resume: run folder {folder} does not exist")
-    session.check_report_files(folder)
+    o = _resume_options(folder, given)          # (its run.json read, the run's own files checked first)
     session.check_writable(folder, "--resume")
-    o = _resume_options(folder, given)
     if o.get("shard") and not opts.shard:
         from parity.run.shard import parse_shard
         try:

@@ -322,8 +322,6 @@ def open_journal(folder: Path, cases: list[Case], runnable: list[Level], resume:
         raise SessionError(f"--resume {folder}: {e}") from None
     except OSError as e:
         raise SessionError(f"cannot write in the run folder {folder}: {e.strerror or e}")
-    except ValueError as e:                    # files.FileRefused: the journal's path is a FIFO, a device
-        raise SessionError(str(e))
 
 
 # ------------------------------------------------------------------------------------- the run
