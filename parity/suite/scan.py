@@ -404,20 +404,18 @@ def special_files(folders: list[Path], found: dict[Path, list[Path]] | None = No
             out += [why] if why else []
             continue
         entries = (found or {}).get(folder)
-        if entries is None:
-            entries = []
-            for top, dirs, files in os.walk(folder):
-                dirs[:] = [d for d in dirs if d not in VCS_FOLDERS]
-                entries += [Path(top, n) for n in dirs + files]
-        out += [w for w in map(special_file, entries) if w]
+        out += [w for w in map(special_file, _listing(folder) if entries is None else entries) if w]
     return list(dict.fromkeys(out))
 
 
 def _listing(folder: Path) -> list[Path]:
-    """Every entry under `folder` (version-control folders left out)."""
-    if not folder.is_dir():
-        return []
-    return [p for p in folder.rglob("*") if not VCS_FOLDERS & set(p.relative_to(folder).parts)]
+    """Every entry under `folder`, version-control folders left out (not walked into: a .git holds
+    thousands of objects)."""
+    entries: list[Path] = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in VCS_FOLDERS]
+        entries += [Path(top, n) for n in dirs + files]
+    return entries
 
 
 def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = (),
