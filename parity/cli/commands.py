@@ -134,7 +134,8 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
         raise SetupError(f"nothing to compare: {old} and {new} share no case ({why}; "
                          f"{d.removed:,} cases only in OLD, {d.added:,} only in NEW)")
     click.echo(render(d), nl=False)
-    hidden = sum(e["failing"] for e in b.meta.get("unread_rows", []))
+    from parity.render.outcome import unread_counts
+    _, hidden = unread_counts(b.meta)
     if hidden:                                  # a failure NEW recorded in a row it could not read
         click.echo(f"{new}: {hidden:,} unreadable row(s) with a failing verdict: a regression cannot be ruled out",
                    err=True)

@@ -28,7 +28,8 @@ FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, 
            Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN, Verdict.REFERENCE_ERROR)
 ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.NOT_RUN,
          Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING,
-         Verdict.REFERENCE_ERROR, Verdict.ERROR, Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE, Verdict.COMPILED, Verdict.PASS]
+         Verdict.REFERENCE_ERROR, Verdict.ERROR, Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE,
+         Verdict.COMPILED, Verdict.PASS]
 
 
 @dataclass
