@@ -94,9 +94,8 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
         click.echo(note, err=True)
     res = read_results(path)
     try:
-        there = files.kind(output) != "nothing"
-        old = bl.load(output) if there else bl.Baseline([])
-        old_text = files.read_text(output, "baseline") if there else None
+        old_text = bl.read(output) if files.kind(output) != "nothing" else None   # (read once: parsed and kept)
+        old = bl.parse(old_text, output) if old_text is not None else bl.Baseline([])
     except ValueError as e:
         raise SetupError(str(e))
     up = bl.update(old, res)

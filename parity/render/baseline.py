@@ -91,13 +91,22 @@ def load_optional(path: str | Path | None, strict: bool = False) -> Baseline | N
 
 def load(path: str | Path) -> Baseline:
     """Read a .toml or .json baseline; ValueError with a readable message when malformed."""
-    path = Path(path)
+    return parse(read(path), path)
+
+
+def read(path: str | Path) -> str:
+    """A baseline file's text; ValueError (one line) when it cannot be read as one."""
     try:
-        text = files.read_text(path, "baseline")
+        return files.read_text(path, "baseline")
     except OSError as e:
         raise ValueError(f"cannot read baseline {path}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"baseline {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def parse(text: str, path: str | Path) -> Baseline:
+    """The baseline in `text`, read from `path` (its suffix says TOML or JSON); ValueError as `load`."""
+    path = Path(path)
     try:
         doc = toml.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (toml.TOMLDecodeError, json.JSONDecodeError) as e:
@@ -155,7 +164,6 @@ def dump(baseline: Baseline, path: str | Path, old: Baseline | None = None, old_
     when `path` is not a regular file)."""
     path = Path(path)
     entries = [e for e in baseline.entries if not e.stated]
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix != ".toml":
         doc = {"schema": SCHEMA, "known": [{k: v for k, v in asdict(e).items() if v is not None and k != "stated"}
                                             for e in entries]}
