@@ -96,7 +96,7 @@ def test_a_fifo_in_the_suite_folder_is_refused_up_front_not_read(tmp_path):
 
 
 def test_an_absolute_device_include_is_refused(tmp_path):
-    from parity.suite.compile_cache import include_walk
+    from parity.suite.includes import include_walk
     src = tmp_path / "k.hip"
     src.write_text('#include "/dev/zero"\n' + KERNEL)
     headers, refused = include_walk(src)
@@ -441,9 +441,9 @@ def _no_building(monkeypatch):
 
 
 def test_huge_layout_on_cpu_is_unavailable_with_the_numbers_before_building(monkeypatch):
+    from parity.executors.cpu import CpuExecutor
     from parity.run import engine
     from parity.run.cases import Case
-    from parity.executors.cpu import CpuExecutor
     monkeypatch.setattr(engine, "available_memory", lambda: 8 * 2**30)
     _no_building(monkeypatch)
     row = engine.run_case(Case.parse(HUGE), CpuExecutor())

@@ -25,8 +25,9 @@ from parity.host.marshal import GUARD_BYTES, arg_values, guarded_image, judge_im
 from parity.host.miopen import Miopen
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ExecResult, Launch
-from parity.suite.compile_cache import CompileResult, cache_key, cached_build, header_closure
+from parity.suite.compile_cache import CompileResult, cache_key, cached_build
 from parity.suite.elf import kernels_from_binary
+from parity.suite.includes import header_closure
 from parity.suite.port import Port, subject_suite
 from parity.suite.scan import Suite
 from parity.timing import HipClock, hip_clock

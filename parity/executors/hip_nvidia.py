@@ -29,10 +29,10 @@ from parity.host.blas import CupyBlas
 from parity.host.marshal import GUARD, GUARD_BYTES, arg_values, guarded_image, judge_images, scalar_args, setup_error
 from parity.host.routines import is_library_kernel, run_library, suite_kernels
 from parity.ops.base import CHAIN_PREFIX, ChainLaunch, ChainStep, ExecResult, Launch
-from parity.suite.compile_cache import (CompileError, CompileResult, cache_key, cached_build, compile_source,
-                                        header_closure)
+from parity.suite.compile_cache import CompileError, CompileResult, cache_key, cached_build, compile_source
 from parity.suite.elf import kernels_from_binary
 from parity.suite.hip_api import unincluded_rocm_uses
+from parity.suite.includes import header_closure
 from parity.suite.port import Port, shadowed, subject_suite
 from parity.suite.scan import Suite
 from parity.timing import CupyClock, cupy_clock

@@ -16,7 +16,7 @@ from parity.host.routines import is_library_kernel, suite_kernels
 from parity.mutate.operators import directive_end, mask
 from parity.ops import expected_kernels
 from parity.run.cases import Case
-from parity.suite.compile_cache import header_closure
+from parity.suite.includes import header_closure
 from parity.suite.scan import balanced_end, discover
 
 

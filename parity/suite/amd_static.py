@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Callable
 
 from parity.core.suggest import unknown
-from parity.suite.compile_cache import compile_source, header_closure, toolchain_version
+from parity.suite.compile_cache import compile_source, toolchain_version
 from parity.suite.elf import kernels_from_binary
+from parity.suite.includes import header_closure
 from parity.suite.scan import Suite, balanced_end, discover, strip_comments
 
 DEFAULT_TARGETS = ("gfx90a", "gfx908", "gfx1030", "gfx940")

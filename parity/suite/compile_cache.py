@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parity.core.files import special_file  # noqa: F401  (re-exported: where the suite's callers look)
-from parity.suite.includes import header_closure, include_walk  # noqa: F401  (re-exported)
+from parity.suite.includes import include_walk
 
 CACHE_VERSION = "1"
 _LOC = re.compile(r'^(?P<file>[^\s:()][^:()\n]*?)(?::(?P<l1>\d+)(?::\d+)?|\((?P<l2>\d+)\))\s*:?\s*'

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from parity.core import resources
-from parity.suite.compile_cache import header_closure
+from parity.suite.includes import header_closure
 
 DATA = resources.data_dir() / "hip_device_api.txt"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typing import Callable
 
-from parity.suite.compile_cache import header_closure
+from parity.suite.includes import header_closure
 from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover
 
 
