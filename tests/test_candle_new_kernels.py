@@ -13,17 +13,17 @@ import shutil
 import zlib
 from pathlib import Path
 
+import hip_host
 import numpy as np
 import pytest
-
-import hip_host
 from fakes_candle_new import GET_ROWS_IDS_IGNORED, SUM_STRIDES_IGNORED
-from parity.run.cases import Case, expand
-from parity.run.engine import run_case
+
 from parity.executors.cpu import CpuExecutor
-from parity.run.session import DEFAULT_HIP_SRC
 from parity.ops import CATALOG
 from parity.ops.base import ExecResult
+from parity.run.cases import Case, expand
+from parity.run.engine import run_case
+from parity.run.session import DEFAULT_HIP_SRC
 
 needs_cxx = pytest.mark.skipif(hip_host.CXX is None, reason="g++ not on PATH")
 
@@ -284,7 +284,9 @@ def test_drift_is_empty_for_candles_current_kernels():
     if not Path(src).is_dir():
         pytest.skip("no candle-kernels/src here")
     import json
-    from parity.suite.coverage import UPSTREAM_LOCK, drift
+
     from parity.core.resources import data_dir
+    from parity.profiles.candle import UPSTREAM_RECORD
+    from parity.suite.coverage import drift
     from parity.suite.scan import discover
-    assert drift(discover(src), lock=json.loads((data_dir() / UPSTREAM_LOCK).read_text())) == []
+    assert drift(discover(src), lock=json.loads((data_dir() / UPSTREAM_RECORD).read_text())) == []

@@ -99,8 +99,9 @@ def test_drift_workflow_runs_the_drift_check_on_candle_main_weekly(tmp_path):
     src = tmp_path / "candle" / "candle-kernels" / "src"
     src.mkdir(parents=True)
     from parity.core.resources import data_dir
-    from parity.suite.coverage import UPSTREAM_LOCK, record_files
-    for f in record_files(json.loads((data_dir() / UPSTREAM_LOCK).read_text())):   # Candle's files (emptied):
+    from parity.profiles.candle import UPSTREAM_RECORD
+    from parity.suite.coverage import record_files
+    for f in record_files(json.loads((data_dir() / UPSTREAM_RECORD).read_text())):   # Candle's files (emptied):
         (src / f).parent.mkdir(parents=True, exist_ok=True)                      # a tree of Candle's, which
         (src / f).write_text("")                                                  # the check insists on
     (src / "x.cu").write_text('extern "C" __global__ void brand_new_f32(const float *x) {}\n')

@@ -192,12 +192,13 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
     """`coverage --drift`: what changed in a CUDA suite since the catalog caught up with it (#31). The
     report (its lines and the summary) goes to stdout, so `> file` keeps it; errors go to stderr."""
     from parity.core.resources import data_dir
-    from parity.suite.coverage import UPSTREAM_LOCK, drift, foreign_tree, snapshot_text, upstream_snapshot
+    from parity.profiles.candle import UPSTREAM_RECORD
+    from parity.suite.coverage import drift, foreign_tree, snapshot_text, upstream_snapshot
     if cuda_src is None:
         raise SetupError("--drift compares the catalog with a CUDA suite: give --cuda-src <candle-kernels/src>")
     subj = subject_of(None, cuda_src, profile_opt)
     folder, profile = subj.cuda_src, subj.profile
-    record = snapshot_file or (data_dir() / UPSTREAM_LOCK if profile.name == "candle" else None)
+    record = snapshot_file or (data_dir() / UPSTREAM_RECORD if profile.name == "candle" else None)
     if update and record is None:
         raise SetupError(f"profile {profile.name} has no bundled upstream record: name one with --snapshot FILE")
     lock = _read_record(record, must_exist=bool(snapshot_file) and not update, lenient=update)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from parity.ops import expected_kernels
 from parity.profiles.candle import PROFILE as CANDLE
-from parity.profiles.candle import UPSTREAM_RECORD
 from parity.suite.scan import Suite
 
 # normalised type -> (kind, bytes): what decides how an argument is passed
@@ -145,7 +144,6 @@ def summary(rows: list[CoverageRow]) -> dict[str, int]:
     return out
 
 
-UPSTREAM_LOCK = UPSTREAM_RECORD           # in parity/data: Candle's kernels when the catalog last caught up
 
 
 def upstream_snapshot(suite: Suite, source: str) -> dict:
