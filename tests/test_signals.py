@@ -143,32 +143,3 @@ def test_a_preparing_worker_that_dies_is_an_answer_not_a_hang():
         assert time.monotonic() - t0 < 5
     finally:
         pool.close()
-
-
-def test_a_ctrl_c_while_the_forkserver_starts_reaches_parity_from_any_thread(monkeypatch):
-    """A process-directed Ctrl-C goes to any thread that does not block it (OpenBLAS's, a progress
-    bar's). Starting the forkserver with SIGINT's disposition at SIG_IGN dropped one that landed on
-    such a thread, and the run went on to exit 0 (CI: test_ctrl_c_at_any_moment_of_the_start...[1.4])."""
-    import threading
-    from multiprocessing import forkserver, resource_tracker
-
-    from parity.executors.worker import quiet_forkserver
-    got = []
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)          # a thread that does not block SIGINT
-    other.start()
-
-    def start_and_get_interrupted():                    # the kernel hands the signal to `other`
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.2)
-    monkeypatch.setattr(forkserver, "ensure_running", start_and_get_interrupted)
-    monkeypatch.setattr(resource_tracker, "ensure_running", lambda: None)
-    previous = signal.signal(signal.SIGINT, lambda *a: got.append("SIGINT"))
-    try:
-        quiet_forkserver()
-        time.sleep(0.2)                                 # the handler runs on the main thread
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        stop.set()
-        other.join()
-    assert got == ["SIGINT"]

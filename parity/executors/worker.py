@@ -59,27 +59,24 @@ def start_process(ctx, target, args: tuple):
 
 
 def quiet_forkserver() -> None:
-    """Start the forkserver (and multiprocessing's resource tracker) deaf to SIGINT. Ctrl-C reaches the
+    """Start the forkserver (and multiprocessing's resource tracker) ignoring SIGINT. Ctrl-C reaches the
     terminal's whole process group, and one that came while they start (their imports take a second or
     two) would print a KeyboardInterrupt traceback from each; the parent alone decides what an interrupt
-    means. The resource tracker blocks and ignores SIGINT itself. This thread blocks SIGINT while it
-    starts the server: the mask passes through fork and exec, so a Ctrl-C stays pending in the server
-    until its own main ignores SIGINT (dropping it), and the workers forked from it ignore it too. In
-    this process the signal stays pending for this thread or goes to another one, and reaches parity's
-    handler either way. (The disposition is not touched: set to SIG_IGN for the start, as it was, a
-    Ctrl-C the kernel handed to another thread, one not blocking it, was dropped, and the run went
-    on to exit 0.)"""
+    means. An ignored signal stays ignored across exec (and Python then leaves it so), and the workers
+    forked from the server start with its handlers. This process blocks SIGINT meanwhile, so one that
+    comes is delivered to its own handler afterwards, not lost."""
     import signal
     import threading
-    from multiprocessing import forkserver, resource_tracker
+    from multiprocessing import forkserver
     if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()
         return
-    resource_tracker.ensure_running()   # first: its own start unblocks SIGINT in this thread when done
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})     # (a blocked signal stays pending,
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)              # ignored or not)
     try:
         forkserver.ensure_running()
     finally:
+        signal.signal(signal.SIGINT, previous)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
