@@ -147,6 +147,70 @@ template <> struct Cv<bf16> {
   static PK_DEV C rd(C x) { return ffrom(rn(x) << 16); }
 };
 
+// ------------------------------------------------------------------------ 16-bit pairs
+// Two elements of a 16-bit T in one 32-bit word of a Vec (lo: the lower address), worked on a
+// word at a time: on NVIDIA a pair converts to T (cvt.rn.f16x2.f32, cvt.rn.bf16x2.f32), takes
+// its maximum, difference or product in T (max/sub/mul.f16x2, .bf16x2) in one instruction each,
+// where element by element it took a conversion and a masked insert per element (H200, softmax
+// f16 4096x4096 was bound by issue slots). Elsewhere the same results in floats: a max, and a
+// product of two 16-bit values, are exact in float, and a difference is rounded to T once more.
+template <class T> struct Pair;
+#if defined(PK_NVIDIA)
+template <class H2> PK_DEV u32 h2_bits(H2 h) { return *reinterpret_cast<const u32*>(&h); }
+template <class H2> PK_DEV H2 h2_from(u32 w) { return *reinterpret_cast<const H2*>(&w); }
+#endif
+template <> struct Pair<f16> {
+  static PK_DEV float lo(u32 w) { return __half2float(h_from((u16)w)); }
+  static PK_DEV float hi(u32 w) { return __half2float(h_from((u16)(w >> 16))); }
+#if defined(PK_NVIDIA)
+  static PK_DEV u32 pack(float a, float b) { return h2_bits(__floats2half2_rn(a, b)); }
+  static PK_DEV u32 max(u32 a, u32 b) { return h2_bits(__hmax2(h2_from<__half2>(a), h2_from<__half2>(b))); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return h2_bits(__hsub2(h2_from<__half2>(a), h2_from<__half2>(b))); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return h2_bits(__hmul2(h2_from<__half2>(a), h2_from<__half2>(b))); }
+#else
+  static PK_DEV u32 pack(float a, float b) { return (u32)h_bits(__float2half(a)) | (u32)h_bits(__float2half(b)) << 16; }
+  static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
+#endif
+};
+template <> struct Pair<bf16> {
+  static PK_DEV float lo(u32 w) { return ffrom(w << 16); }
+  static PK_DEV float hi(u32 w) { return ffrom(w & 0xffff0000u); }
+#if defined(PK_NVIDIA)
+  static PK_DEV u32 pack(float a, float b) { return h2_bits(__floats2bfloat162_rn(a, b)); }
+  static PK_DEV u32 max(u32 a, u32 b) {
+    return h2_bits(__hmax2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
+  }
+  static PK_DEV u32 sub(u32 a, u32 b) {
+    return h2_bits(__hsub2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
+  }
+  static PK_DEV u32 mul(u32 a, u32 b) {
+    return h2_bits(__hmul2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
+  }
+#else
+  static PK_DEV u32 pack(float a, float b) { return Cv<bf16>::rn(a) | Cv<bf16>::rn(b) << 16; }
+  static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
+#endif
+};
+// Whole 16-bit words: the pair path applies.
+template <class T, int V> constexpr bool kPairs = sizeof(T) == 2 && V > 1;
+
+// The pack of V elements whose element e is Cv<T>::out(f(e)) (f: a value of the compute type).
+template <class T, int V, class F> PK_DEV Vec<T, V> make_pack(F&& f) {
+  Vec<T, V> y = {};
+  if constexpr (kPairs<T, V>) {
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) y.w[i] = Pair<T>::pack(f(2 * i), f(2 * i + 1));
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) y.set(e, Cv<T>::out(f(e)));
+  }
+  return y;
+}
+
 // ------------------------------------------------------------------ cross-thread reduction
 PK_DEV unsigned thread_in_block() { return threadIdx.x + blockDim.x * threadIdx.y; }
 PK_DEV unsigned block_threads() { return blockDim.x * blockDim.y; }
@@ -378,9 +442,16 @@ template <class T> PK_DEV SmC<T> sm_max(SmC<T> a, SmC<T> b) {
   else return fmaxf(a, b);
 }
 template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
+  if constexpr (kPairs<T, V>) {  // in T, a word at a time: no conversion the exp loop could reuse
+    u32 w = x.w[0];
 #pragma unroll
-  for (int e = 0; e < V; ++e) m = sm_max<T>(m, Cv<T>::in(x.get(e)));
-  return m;
+    for (int i = 1; i < V / 2; ++i) w = Pair<T>::max(w, x.w[i]);
+    return fmaxf(m, fmaxf(Pair<T>::lo(w), Pair<T>::hi(w)));
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) m = sm_max<T>(m, Cv<T>::in(x.get(e)));
+    return m;
+  }
 }
 // e = exp(x - max) is kept in the row's registers (in T: it is already rounded to T) for the write.
 // f16/bf16: exp as 2^(v*log2 e), one multiply and the hardware exp2 (Candle's hexp is the same
@@ -394,6 +465,40 @@ template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
 }
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
   return Cv<T>::rd((SmC<T>)((SmC<T>)1 / sum));  // f16/bf16: 1/sum rounded to T first
+}
+// x := e = exp(x - max), each rounded to T; returns the pack's sum of e (in C). Pairs: x - max in T
+// (one rounding, as Candle's T subtraction), e rounded to T two at a time.
+template <class T, int V> PK_DEV SmC<T> exp_pack(Vec<T, V>& x, SmC<T> m) {
+  SmC<T> s = 0;
+  if constexpr (kPairs<T, V>) {
+    const u32 m2 = Pair<T>::pack(m, m);  // exact: m is a T value
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      const u32 d = Pair<T>::sub(x.w[i], m2);
+      x.w[i] = Pair<T>::pack(exp2f(Pair<T>::lo(d) * 1.44269504088896341f), exp2f(Pair<T>::hi(d) * 1.44269504088896341f));
+      s += Pair<T>::lo(x.w[i]) + Pair<T>::hi(x.w[i]);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {  // padding: exp(-inf - max) = 0
+      const SmC<T> ex = sm_exp<T>(Cv<T>::in(x.get(e)), m);
+      x.set(e, Cv<T>::out(ex));
+      s += ex;
+    }
+  }
+  return s;
+}
+// dst's pack: e * inv in T (inv is a T value; the product of two 16-bit values is exact in float).
+template <class T, int V> PK_DEV Vec<T, V> scale_pack(const Vec<T, V>& e, SmC<T> inv) {
+  if constexpr (kPairs<T, V>) {
+    const u32 i2 = Pair<T>::pack(inv, inv);
+    Vec<T, V> y;
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) y.w[i] = Pair<T>::mul(e.w[i], i2);
+    return y;
+  } else {
+    return make_pack<T, V>([&](int k) { return Cv<T>::in(e.get(k)) * inv; });
+  }
 }
 
 template <class T, int V, int P, int K>
@@ -415,26 +520,12 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
   for (int k = 0; k < K; ++k) {
     sum[k] = 0;
 #pragma unroll
-    for (int j = 0; j < P; ++j)
-#pragma unroll
-      for (int e = 0; e < V; ++e) {  // padding: exp(-inf - max) = 0
-        const C ex = sm_exp<T>(Cv<T>::in(t.x[k][j].get(e)), m[k]);
-        t.x[k][j].set(e, Cv<T>::out(ex));
-        sum[k] += ex;
-      }
+    for (int j = 0; j < P; ++j) sum[k] += exp_pack(t.x[k][j], m[k]);
   }
   group_allreduce(sum, G, smem[1], [](C a, C b) { return a + b; });
 #pragma unroll
   for (int k = 0; k < K; ++k) sum[k] = sm_inv<T>(sum[k]);
-  t.store(dst, ncols, s, [&](int k, int j) {
-    Vec<T, V> y = {};
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      const C x = Cv<T>::in(t.x[k][j].get(e));
-      y.set(e, Cv<T>::out(x * sum[k]));
-    }
-    return y;
-  });
+  t.store(dst, ncols, s, [&](int k, int j) { return scale_pack(t.x[k][j], sum[k]); });
 }
 
 // One row per block. A row of one chunk: max, sum and write on the registers (one read). Longer
@@ -483,15 +574,9 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
     });
     forward = !forward;
     group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
-    rc.pass(forward, pad, [&](int, bool) {
+    rc.pass(forward, pad, [&](int, bool) {  // e stays in x: the write pass starts on this chunk
 #pragma unroll
-      for (int j = 0; j < P; ++j)
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          const C ex = sm_exp<T>(Cv<T>::in(rc.x[j].get(e)), mx[0]);
-          rc.x[j].set(e, Cv<T>::out(ex));  // the write pass starts on this chunk
-          sm[0] += ex;
-        }
+      for (int j = 0; j < P; ++j) sm[0] += exp_pack(rc.x[j], mx[0]);
     });
     forward = !forward;
     x_holds_e = true;
@@ -501,13 +586,9 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
   rc.pass(forward, pad, [&](int c, bool fresh) {
     const bool e_in_x = x_holds_e && !fresh;
     rc.store(dst + row * ncols, c, [&](int j) {
-      Vec<T, V> y = {};
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const C x = Cv<T>::in(rc.x[j].get(e));
-        y.set(e, Cv<T>::out((e_in_x ? x : sm_exp<T>(x, mx[0])) * inv));
-      }
-      return y;
+      Vec<T, V> e = rc.x[j];
+      if (!e_in_x) exp_pack(e, mx[0]);
+      return scale_pack(e, inv);
     });
   });
 }
@@ -580,9 +661,7 @@ template <bool LN, class T, int V> struct NormParams {
 // One pack of the output; p: the pack's alpha and beta.
 template <bool LN, class T, int V>
 PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const NormParams<LN, T, V>& p) {
-  Vec<T, V> y = {};
-#pragma unroll
-  for (int e = 0; e < V; ++e) {
+  return make_pack<T, V>([&](int e) {
     float v;
     if constexpr (LN) {
       v = ((float)Cv<T>::in(x.get(e)) - mean) * scale;
@@ -591,9 +670,8 @@ PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const No
     }
     if (p.has_a) v = v * (float)Cv<T>::in(p.a.get(e));
     if (LN && p.has_b) v = v + (float)Cv<T>::in(p.b.get(e));
-    y.set(e, Cv<T>::out((typename Num<T>::C)v));
-  }
-  return y;
+    return (typename Num<T>::C)v;
+  });
 }
 
 template <bool LN, class T, int V, int P, int K>
