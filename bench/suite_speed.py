@@ -15,17 +15,19 @@ Timing: bench/harness.py (parity's CUDA clock, raw events for kernels, copies an
 alike).
 
     python3 bench/suite_speed.py OUT_DIR [--suite NAME=DIR ...] [--cuda-src DIR] [--wave 32|64]
-                                 [--families nn,reduce] [--no-lengths] [--check]
+                                 [--families nn,reduce] [--rows 'softmax f16*'] [--no-lengths] [--check]
 
 --suite NAME=DIR adds a HIP suite folder as a column (repeatable; default: after=backends/hip), e.g.
 before=<a copy of the suite before a change>; --variant NAME=DIR adds one timed on the nn rows only.
---check [SUITES] runs each nn row's kernel on those HIP suites (default all) at 96 rows of the same
+--rows GLOBS keeps the rows whose case matches one of the globs (comma separated), e.g.
+'softmax*,rmsnorm bf16*'. --check [SUITES] runs each nn row's kernel on those HIP suites (default all) at 96 rows of the same
 length and judges it with the catalog's tolerances (the check column).
 Writes OUT_DIR/suite_speed.md and .json.
 """
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 import time
@@ -275,10 +277,17 @@ def main() -> None:
                     help="Candle's candle-kernels/src [default: .candle/candle-kernels/src]")
     ap.add_argument("--wave", type=int, default=32, choices=(32, 64), help="hip-on-nvidia wavefront size")
     ap.add_argument("--families", help="only these families, comma separated")
+    ap.add_argument("--rows", metavar="GLOBS",
+                    help="only the rows whose case matches one of these globs (comma separated), e.g. 'softmax f16*'")
     ap.add_argument("--no-lengths", action="store_true", help="nn at 4096 columns only")
     ap.add_argument("--check", nargs="?", const="*", metavar="SUITES",
                     help="judge each nn row's kernel at 96 rows on these HIP suites (comma separated; all if bare)")
     a = ap.parse_args()
+    todo = rows(set(a.families.split(",")) if a.families else None, not a.no_lengths)
+    if a.rows:
+        todo = [r for r in todo if any(fnmatch.fnmatchcase(r.label, g.strip()) for g in a.rows.split(","))]
+        if not todo:
+            ap.error(f"--rows {a.rows!r} matches no row")
     import cupy as cp
     from parity.executors.cuda import CudaExecutor
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor
@@ -289,7 +298,6 @@ def main() -> None:
     if a.cuda_src.is_dir():
         exes["cuda"] = CudaExecutor(suite_dir=a.cuda_src)
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    todo = rows(set(a.families.split(",")) if a.families else None, not a.no_lengths)
     t0 = time.time()
     kernels = sorted({CATALOG[r.op].kernel_name(r.dtype) for r in todo})
     for name, ex in exes.items():             # every source at once: one compiler per core

@@ -2,6 +2,8 @@
 the 80% bar (issue #34) — the claims the README's speed section makes come from these lines."""
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,18 @@ def test_a_saved_run_renders_again_without_a_gpu(tmp_path):
 @pytest.mark.parametrize("pct, expect", [(80.0, "bar"), (79.9, "below")])
 def test_the_bar_is_inclusive(pct, expect):
     assert st.standing({"copy_us": 20.0, "floor_us": 5.0, "after_pct_copy": pct}, "after") == expect
+
+
+def test_suite_speed_rows_filter_refuses_a_glob_that_matches_no_row_before_any_gpu_work():
+    bench = Path(__file__).parents[1] / "bench" / "suite_speed.py"
+    r = subprocess.run([sys.executable, str(bench), "out", "--rows", "softmax f99*"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--rows 'softmax f99*' matches no row" in r.stderr
+
+
+def test_suite_speed_rows_filter_keeps_the_matching_rows(monkeypatch):
+    _spec = importlib.util.spec_from_file_location("suite_speed", Path(__file__).parents[1] / "bench" / "suite_speed.py")
+    ss = importlib.util.module_from_spec(_spec)
+    monkeypatch.setitem(sys.modules, "suite_speed", ss)      # its dataclasses look themselves up there
+    _spec.loader.exec_module(ss)
+    labels = [r.label for r in ss.rows({"nn"}, True) if ss.fnmatch.fnmatchcase(r.label, "softmax f16*")]
+    assert len(labels) == len(ss.NN_LENGTHS) and all(l.startswith("softmax f16 ") for l in labels)
