@@ -29,9 +29,11 @@
 
 // Packs of 16 bytes each thread holds per row: the register budget of the batch path and the
 // chunk of the stream path. Softmax: 16 packs, a 2048-column f32 row in one warp's registers;
-// f16/bf16 (worked on as floats) and f64 take half. (H200, f32: 32 packs, a 4096-column row read
-// once at 12 resident warps per SM, gave 48 us at 4096x4096 (70% of copy) and 61 us at 16384x1024
-// (55%); 16 packs, the 4096-column row in two chunks, 45 us (75%) and 38 us (89%).)
+// f16/bf16 and f64 take half. (H200, f32: 32 packs, a 4096-column row read once at 12 resident
+// warps per SM, gave 48 us at 4096x4096 (70% of copy) and 61 us at 16384x1024 (55%); 16 packs, the
+// 4096-column row in two chunks, 45 us (75%) and 38 us (89%). f16/bf16 stream chunks of 16 packs
+// (102 registers): 4096x4096 +3 / -3 points, 8192 and 16384 columns +2 to +6, but 512 and 1024
+// columns -3 to -9, the whole kernel's warps a SM fewer.)
 #ifndef PK_SOFTMAX_PACKS
 #define PK_SOFTMAX_PACKS 16
 #endif
@@ -466,10 +468,9 @@ template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
   return Cv<T>::rd((SmC<T>)((SmC<T>)1 / sum));  // f16/bf16: 1/sum rounded to T first
 }
-// x := e = exp(x - max), each rounded to T; returns the pack's sum of e (in C). Pairs: x - max in T
-// (one rounding, as Candle's T subtraction), e rounded to T two at a time.
-template <class T, int V> PK_DEV SmC<T> exp_pack(Vec<T, V>& x, SmC<T> m) {
-  SmC<T> s = 0;
+// x := e = exp(x - max), each rounded to T, added to s (in C). Pairs: x - max in T (one rounding,
+// as Candle's T subtraction), e rounded to T two at a time.
+template <class T, int V> PK_DEV void exp_pack(Vec<T, V>& x, SmC<T> m, SmC<T>& s) {
   if constexpr (kPairs<T, V>) {
     const u32 m2 = Pair<T>::pack(m, m);  // exact: m is a T value
 #pragma unroll
@@ -486,7 +487,6 @@ template <class T, int V> PK_DEV SmC<T> exp_pack(Vec<T, V>& x, SmC<T> m) {
       s += ex;
     }
   }
-  return s;
 }
 // dst's pack: e * inv in T (inv is a T value; the product of two 16-bit values is exact in float).
 template <class T, int V> PK_DEV Vec<T, V> scale_pack(const Vec<T, V>& e, SmC<T> inv) {
@@ -520,7 +520,7 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
   for (int k = 0; k < K; ++k) {
     sum[k] = 0;
 #pragma unroll
-    for (int j = 0; j < P; ++j) sum[k] += exp_pack(t.x[k][j], m[k]);
+    for (int j = 0; j < P; ++j) exp_pack(t.x[k][j], m[k], sum[k]);
   }
   group_allreduce(sum, G, smem[1], [](C a, C b) { return a + b; });
 #pragma unroll
@@ -576,7 +576,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
     group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
     rc.pass(forward, pad, [&](int, bool) {  // e stays in x: the write pass starts on this chunk
 #pragma unroll
-      for (int j = 0; j < P; ++j) sm[0] += exp_pack(rc.x[j], mx[0]);
+      for (int j = 0; j < P; ++j) exp_pack(rc.x[j], mx[0], sm[0]);
     });
     forward = !forward;
     x_holds_e = true;
@@ -587,7 +587,8 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
     const bool e_in_x = x_holds_e && !fresh;
     rc.store(dst + row * ncols, c, [&](int j) {
       Vec<T, V> e = rc.x[j];
-      if (!e_in_x) exp_pack(e, mx[0]);
+      C s = 0;  // unused: the sum is known
+      if (!e_in_x) exp_pack(e, mx[0], s);
       return scale_pack(e, inv);
     });
   });
