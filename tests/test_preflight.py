@@ -38,6 +38,46 @@ def test_an_abi_identical_spelling_is_launched(tmp_path: Path):
     assert signature_mismatch(suite, prepare_case(Case.parse(ELU)).launch) is None
 
 
+EXP16 = "unary.exp/f16/contiguous/normal/s0"
+
+
+def test_a_pointer_to_elements_of_another_width_is_not_launched(tmp_path: Path):
+    """The ABI classes agree (every pointer is a pointer), but the f16 kernel reads and writes floats:
+    the verdict `parity coverage` gives, not a launch that reads past its buffer."""
+    suite = _suite(tmp_path, '#include <hip/hip_fp16.h>\nextern "C" __global__ void uexp_f16(size_t numel, '
+                             "size_t num_dims, const size_t* info, const float* inp, float* out) {}\n")
+    launch = prepare_case(Case.parse(EXP16)).launch
+    assert launch.typed == ["size_t", "size_t", "const size_t*", "const f16*", "f16*"]
+    r = signature_mismatch(suite, launch)
+    assert r.status == "signature-mismatch"
+    assert r.detail["expected_params"] == ["size_t", "size_t", "const size_t*", "const f16*", "f16*"]
+    assert r.detail["found_params"] == ["size_t", "size_t", "const size_t*", "const f32*", "f32*"]
+    assert ("#3: expected const f16*, suite has const f32* (2-byte elements, not 4); "
+            "#4: expected f16*, suite has f32* (2-byte elements, not 4); not launched") in r.message
+    assert "unary.hip:3: uexp_f16(size_t, size_t, const size_t*, const f32*, f32*)" in r.message
+
+
+def test_an_info_array_of_32_bit_words_is_not_launched(tmp_path: Path):
+    suite = _suite(tmp_path, 'extern "C" __global__ void uexp_f32(size_t numel, size_t num_dims, '
+                             "const unsigned int* info, const float* inp, float* out) {}\n")
+    r = signature_mismatch(suite, prepare_case(Case.parse("unary.exp/f32/contiguous/normal/s0")).launch)
+    assert r.status == "signature-mismatch"
+    assert "#2: expected const size_t*, suite has const u32* (8-byte elements, not 4)" in r.message
+
+
+def test_a_pointer_of_the_same_width_spelled_otherwise_is_launched(tmp_path: Path):
+    suite = _suite(tmp_path, 'extern "C" __global__ void uexp_f32(size_t numel, size_t num_dims, '
+                             "const unsigned long* info, const int* inp, void* out) {}\n")
+    assert signature_mismatch(suite, prepare_case(Case.parse("unary.exp/f32/contiguous/normal/s0")).launch) is None
+
+
+def test_a_declared_kernel_is_told_its_own_pointees():
+    from parity import profiles
+    profiles.get(str(Path(__file__).parents[1] / "docs" / "examples" / "declared-port" / "hip" / "parity-kernels.toml"))
+    launch = prepare_case(Case.parse("vecops.blas.scale_strided/f32/transposed/normal/s0@factor=3")).launch
+    assert launch.typed is not None and [t for t in launch.typed if t.endswith("*")] == ["f32*", "f32*", "u64*", "u64*"]
+
+
 def _failed(message: str) -> CompileResult:
     return CompileResult(False, "k", error=CompileError(message, [("x.hip", 7)]))
 
@@ -85,3 +125,27 @@ def test_a_kernel_the_suite_cannot_serve_is_looked_up_once(tmp_path: Path, monke
     first, second = ex.prepare("utanh_f32"), ex.prepare("utanh_f32")
     assert first.status == second.status == "missing" and first.message == second.message
     assert calls == ["utanh_f32"]
+
+
+
+@pytest.mark.gpu
+def test_a_narrow_pointer_is_signature_mismatch_on_the_gpu_level(tmp_path: Path):
+    """As users run it: the level's executor refuses the f16 kernel that takes floats, and launches
+    the one whose pointers are right."""
+    from parity.run.engine import run_cases
+    from parity.run.levels import make
+    (tmp_path / "unary.hip").write_text(
+        '#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n'
+        'extern "C" __global__ void uexp_f16(size_t numel, size_t num_dims, const size_t* info, '
+        'const float* inp, float* out) { size_t i = blockIdx.x * blockDim.x + threadIdx.x; '
+        'if (i < numel) out[i] = inp[i]; }\n'
+        'extern "C" __global__ void uneg_f16(size_t numel, size_t num_dims, const size_t* info, '
+        'const __half* inp, __half* out) { size_t i = blockIdx.x * blockDim.x + threadIdx.x; '
+        'if (i < numel) out[i] = __hneg(inp[i]); }\n')
+    level = make("hip-on-nvidia", tmp_path, None, case_timeout=60)
+    try:
+        rows = run_cases([Case.parse(EXP16), Case.parse("unary.neg/f16/contiguous/normal/s0")], level.executor)
+    finally:
+        level.executor.close()
+    assert [r["verdict"] for r in rows] == ["signature-mismatch", "pass"], [r["message"][:300] for r in rows]
+    assert "(2-byte elements, not 4)" in rows[0]["message"]

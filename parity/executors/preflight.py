@@ -17,7 +17,7 @@ from pathlib import Path
 
 from parity.ops.base import ExecResult, Launch
 from parity.suite.compile_cache import CompileResult
-from parity.suite.coverage import compare_signature, suggestion_for
+from parity.suite.coverage import abi_class, compare_signature, suggestion_for
 from parity.suite.hip_api import first_error, undeclared_rocm_names
 from parity.suite.scan import Suite
 
@@ -73,16 +73,21 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
 
 def signature_mismatch(suite: Suite, launch: Launch) -> ExecResult | None:
     """`signature-mismatch` when the suite declares launch.kernel with parameters that the launch
-    passes differently (by ABI class: size_t for unsigned long long is fine); None otherwise."""
+    passes differently (by ABI class: size_t for unsigned long long is fine), or, where the op's
+    profile knows the pointees (launch.typed), with a pointer to elements of another width (`float*`
+    where f16 elements go): the same judgement as `parity coverage`. None otherwise."""
     decl = suite.kernels.get(launch.kernel)
     if decl is None or decl.params is None:
         return None
     expected = [a.ctype() for a in launch.args]
-    ok, note = compare_signature(expected, decl.params)
+    ok, note = compare_signature(expected, decl.params, launch.typed, decl.types)
     if ok:
         return None
+    typed = launch.typed is not None and decl.types is not None and [abi_class(t) for t in expected] == \
+        [abi_class(t) for t in decl.params]       # the classes agree: the difference is a pointee
+    found, passed = (decl.types, launch.typed) if typed else (decl.params, expected)
     return ExecResult("signature-mismatch",
-                      message=f"{decl.where()}: {launch.kernel}({', '.join(decl.params)}) but the ABI passes "
-                              f"({', '.join(expected)}): {note}; not launched",
-                      detail={"source": str(decl.file) if decl.file else "", "expected_params": expected,
-                              "found_params": list(decl.params)})
+                      message=f"{decl.where()}: {launch.kernel}({', '.join(found)}) but the ABI passes "
+                              f"({', '.join(passed)}): {note}; not launched",
+                      detail={"source": str(decl.file) if decl.file else "", "expected_params": list(passed),
+                              "found_params": list(found)})

@@ -49,6 +49,8 @@ class Launch:
     dtypes: dict[str, str] = field(default_factory=dict)   # buffer name -> dtype name
     library: str = ""                       # host routine run by the executor, not a suite kernel
                                             # ("blas.gemm", "conv.host": parity/host/routines.py)
+    typed: list[str] | None = None          # the parameters with each pointer's pointee, as the op's
+                                            # profile knows them (`const size_t*`, `f16*`); None: unknown
 
     def describe(self) -> str:
         parts = []

@@ -121,6 +121,19 @@ def lookup_op(name: str) -> Op:
     raise KeyError(name)
 
 
+def typed_signature(op: Op, key: str) -> list[str] | None:
+    """op's kernel for dtype key with each pointer's pointee, as its profile knows it (None: unknown): a
+    declared or described kernel's own, Candle's from its upstream record."""
+    own = getattr(op, "typed_signature", None)
+    if own is not None:
+        return own(key)
+    from parity.ops import CATALOG
+    if CATALOG.get(op.name) is op:
+        from parity.profiles.candle import recorded_signature
+        return recorded_signature(op.kernel_name(key))
+    return None
+
+
 def is_builtin_op(name: str) -> bool:
     """Whether an op belongs to a built-in profile (a child process can import it without help)."""
     return not any(name in p.ops for p in _declared.values())

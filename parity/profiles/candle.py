@@ -25,6 +25,11 @@ def _recorded() -> dict[str, list[str]]:
     return {name: list(k["params"]) for name, k in kernels.items() if isinstance(k.get("params"), list)}
 
 
+def recorded_signature(kernel: str) -> list[str] | None:
+    """One kernel's parameter types with pointees from Candle's upstream record (None: not recorded)."""
+    return _recorded().get(kernel)
+
+
 PROFILE = Profile(
     name="candle",
     title="Hugging Face Candle's kernel ABI (candle-kernels: numel, num_dims, info, ...; docs/candle-kernel-abi.md)",

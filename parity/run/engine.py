@@ -14,7 +14,7 @@ from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Row, Verdict
 from parity.executors.base import Executor, Pooled, Queued, Static, TimedWhereRun
 from parity.ops.base import ChainLaunch, ExecResult, Launch
-from parity.profiles import is_builtin_op
+from parity.profiles import is_builtin_op, typed_signature
 from parity.profiles.kernels import ReferenceRaised
 from parity.run.cases import Case
 from parity.timing import bytes_moved_built, gbps, time_launch
@@ -87,10 +87,20 @@ class Prepared:
     seconds: float
 
 
+def with_pointees(case: Case, launch: Launch | ChainLaunch | None) -> Launch | ChainLaunch | None:
+    """The launch, told its kernel's pointer pointees when it launches the op's own kernel (an executor
+    refuses a suite kernel whose pointers point to elements of another width: preflight)."""
+    op = case.catalog_op
+    if isinstance(launch, Launch) and not launch.library and launch.kernel == op.kernel_name(case.dtype):
+        launch.typed = typed_signature(op, case.dtype)
+    return launch
+
+
 def prepare_case(case: Case) -> Prepared:
     t0 = time.perf_counter()
     spec = case.catalog_op.spec
     b, launch, expected = spec.prepare(case)
+    with_pointees(case, launch)
     moved = bytes_moved_built(b) if spec.elementwise else spec.bytes_moved(b) if launch is not None else None
     return Prepared(case, b, launch, expected, moved, time.perf_counter() - t0)
 

@@ -21,6 +21,7 @@ from parity.core.suggest import unknown
 from parity.host.marshal import scalar_arg
 from parity.ops import CATALOG
 from parity.run.cases import Case
+from parity.run.engine import with_pointees
 
 NATIVE_NP = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
              "float16", "float32", "float64"}
@@ -173,6 +174,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     op = profiles.lookup_op(case.op)
     spec = op.spec
     b, launch, expected = spec.prepare(case)
+    with_pointees(case, launch)
     if launch is None:
         raise ValueError(f"{case.id}: the host refuses this case before any launch ({b.refuse})")
     out_dt, layouts, out_geo = b.out_dtype, dict(b.layouts), b.out_geometry
