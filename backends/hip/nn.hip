@@ -461,8 +461,9 @@ template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
 // them), is far under half an f16 or bf16 ulp, where expf adds a range reduction to every element
 // of a kernel that issue slots bound (ncu, H200, softmax f16 4096x4096: 61% of issue slots busy at
 // 3.7 warps a scheduler). f32 keeps expf: its 16-ulp tolerance is narrower than that product error.
+constexpr float kLog2e = 1.44269504088896341f;
 template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
-  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2f(Cv<T>::rd(x - m) * 1.44269504088896341f));
+  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2f(Cv<T>::rd(x - m) * kLog2e));
   else return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
 }
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
@@ -476,7 +477,7 @@ template <class T, int V> PK_DEV void exp_pack(Vec<T, V>& x, SmC<T> m, SmC<T>& s
 #pragma unroll
     for (int i = 0; i < V / 2; ++i) {
       const u32 d = Pair<T>::sub(x.w[i], m2);
-      x.w[i] = Pair<T>::pack(exp2f(Pair<T>::lo(d) * 1.44269504088896341f), exp2f(Pair<T>::hi(d) * 1.44269504088896341f));
+      x.w[i] = Pair<T>::pack(exp2f(Pair<T>::lo(d) * kLog2e), exp2f(Pair<T>::hi(d) * kLog2e));
       s += Pair<T>::lo(x.w[i]) + Pair<T>::hi(x.w[i]);
     }
   } else {
