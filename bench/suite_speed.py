@@ -169,6 +169,11 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
     return [r for r in out if families is None or r.family in families]
 
 
+def matching(rows_: list[Row], globs: str) -> list[Row]:
+    """The rows whose case matches one of the comma-separated globs (--rows)."""
+    return [r for r in rows_ if any(fnmatch.fnmatchcase(r.label, g.strip()) for g in globs.split(","))]
+
+
 def prepare(row: Row, rows_override: int | None = None):
     """(built, launch) of a row's case, expected values not computed (the catalog's build + pack)."""
     op = CATALOG[row.op]
@@ -285,7 +290,7 @@ def main() -> None:
     a = ap.parse_args()
     todo = rows(set(a.families.split(",")) if a.families else None, not a.no_lengths)
     if a.rows:
-        todo = [r for r in todo if any(fnmatch.fnmatchcase(r.label, g.strip()) for g in a.rows.split(","))]
+        todo = matching(todo, a.rows)
         if not todo:
             ap.error(f"--rows {a.rows!r} matches no row")
     import cupy as cp
