@@ -59,25 +59,26 @@ def start_process(ctx, target, args: tuple):
 
 
 def quiet_forkserver() -> None:
-    """Start the forkserver (and multiprocessing's resource tracker) ignoring SIGINT. Ctrl-C reaches the
-    terminal's whole process group, and one that came while they start (their imports take a second or
-    two) would print a KeyboardInterrupt traceback from each; the parent alone decides what an interrupt
-    means. An ignored signal stays ignored across exec (and Python then leaves it so), and the workers
-    forked from the server start with its handlers. This process blocks SIGINT meanwhile, so one that
-    comes is delivered to its own handler afterwards, not lost."""
-    import signal
-    import threading
-    from multiprocessing import forkserver
-    if threading.current_thread() is not threading.main_thread():
-        forkserver.ensure_running()
-        return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})     # (a blocked signal stays pending,
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)              # ignored or not)
+    """Start the forkserver (and multiprocessing's resource tracker) with SIGINT ignored in them. Ctrl-C
+    reaches the terminal's whole process group, and one that came while they start (their imports take a
+    second or two) would print a KeyboardInterrupt traceback from each; the parent alone decides what an
+    interrupt means. They are started through `/bin/sh -c 'trap "" INT; exec ...'`: an ignored signal
+    stays ignored across exec (and Python then leaves it so), and the workers forked from the server
+    start with its handlers. This process's own disposition and mask are never touched, so a Ctrl-C
+    that comes meanwhile reaches parity's handler, whichever thread the kernel hands it to. (Ignoring
+    it here for the start, as before, dropped one handed to a thread that did not block it, OpenBLAS's,
+    and the run went on to exit 0; blocking it here instead ended some runs with -2 after the
+    interrupt.)"""
+    from multiprocessing import forkserver, util
+    spawn = util.spawnv_passfds
+
+    def spawn_ignoring_sigint(path, args, passfds):
+        return spawn(b"/bin/sh", [b"/bin/sh", b"-c", b'trap "" INT; exec "$0" "$@"', *args], passfds)
+    util.spawnv_passfds = spawn_ignoring_sigint
     try:
         forkserver.ensure_running()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        util.spawnv_passfds = spawn
 
 
 def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
