@@ -16,7 +16,29 @@ def entry() -> None:
     from parity.cli.main import main
     from parity.core import interrupts
     interrupts.own_process()
-    main(prog_name="parity")
+    try:
+        main(prog_name="parity")
+    except SystemExit as e:
+        if interrupts.first() is None:
+            raise
+        _exit_interrupted(e.code)
+
+
+def _exit_interrupted(code) -> None:
+    """Exit 130/143 after an interrupt the command handled. Not through Python's own exit: CPython 3.11
+    marks a KeyboardInterrupt raised inside exec'd source (the methods a dataclass builds while a module
+    imports) as unhandled even when parity handles it, and then ends the process by re-raising SIGINT
+    (-2) after parity said `interrupted`. The atexit handlers (multiprocessing's: workers, forkserver,
+    resource tracker) still run."""
+    import atexit
+    import sys
+    atexit._run_exitfuncs()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 1)
 
 
 if __name__ == "__main__":
