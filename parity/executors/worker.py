@@ -67,8 +67,7 @@ def quiet_forkserver() -> None:
     start with its handlers. This process's own disposition and mask are never touched, so a Ctrl-C
     that comes meanwhile reaches parity's handler, whichever thread the kernel hands it to. (Ignoring
     it here for the start, as before, dropped one handed to a thread that did not block it, OpenBLAS's,
-    and the run went on to exit 0; blocking it here instead ended some runs with -2 after the
-    interrupt.)"""
+    and the run went on to exit 0.)"""
     from multiprocessing import forkserver, util
     spawn = util.spawnv_passfds
 
