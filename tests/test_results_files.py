@@ -654,3 +654,56 @@ def test_diff_of_runs_without_a_common_case_exits_2(tmp_path):
     assert one_line_error(invoke("diff", old, new)) == (
         f"Error: nothing to compare: {old} and {new} share no case "
         "(filters none vs ops=binary.*; 2 cases only in OLD, 3 only in NEW)")
+
+
+def test_a_resume_after_the_kernel_sources_changed_is_refused(tmp_path):
+    """run.json records a digest of each source, header, declaration and reference file under the
+    suite folders; a resume that would keep verdicts of other code (a kernel fixed between the
+    interrupted run and its resume) is exit 2, naming what changed, before any case."""
+    from parity.run.session import Subject, check_sources_unchanged, source_record
+    from parity.profiles import default
+    suite = tmp_path / "suite"
+    (suite / "sub").mkdir(parents=True)
+    (suite / "unary.hip").write_text("// v1\n")
+    (suite / "sub" / "common.h").write_text("// h\n")
+    (suite / "notes.txt").write_text("not a source\n")
+    (suite / ".git").mkdir()
+    (suite / ".git" / "x.h").write_text("hidden\n")
+    os.mkfifo(suite / "pipe.h")                                   # never opened
+    subj = Subject(suite, None, None, default(), "default", True)
+    before = source_record(subj)
+    assert sorted(before) == ["hip:sub/common.h", "hip:unary.hip"]
+    check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj))      # unchanged: resumed
+    check_sources_unchanged(tmp_path, {}, source_record(subj))                       # an older run.json
+    (suite / "unary.hip").write_text("// v2: the fix\n")
+    (suite / "sub" / "common.h").unlink()
+    (suite / "new.cuh").write_text("\n")
+    from parity.run.session import SessionError
+    with pytest.raises(SessionError) as e:
+        check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj))
+    assert str(e.value) == (f"--resume {tmp_path}: the kernel sources changed since that run: hip:unary.hip (changed), "
+                            "hip:new.cuh (new), hip:sub/common.h (gone); the verdicts it finished are of the old "
+                            "code: start a new run")
+    with pytest.raises(SessionError, match="run.json: sources must be an object of file digests"):
+        check_sources_unchanged(tmp_path, {"sources": ["x"]}, {})
+
+
+@pytest.mark.skipif(not __import__("shutil").which("hipcc"), reason="hipcc not installed")
+@pytest.mark.slow
+def test_resume_of_a_run_whose_kernels_changed_is_exit_2_and_of_a_cpu_run_is_not(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    src = Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip"
+    (suite / "good.hip").write_text(src.read_text())
+    for levels in ("cpu,amd-static", "cpu"):
+        out = tmp_path / levels.replace(",", "-")
+        r = invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--layouts", "contiguous", "--levels", levels,
+                   "--hip-src", suite, "-q", "--out", out)
+        assert r.exit_code in (0, 1), r.output
+        (folder,) = out.iterdir()
+        (suite / "good.hip").write_text(src.read_text() + f"\n// changed after the {levels} run\n")
+        if levels == "cpu":                  # the reference alone: no verdict of the suite's code kept
+            assert invoke("run", "--resume", folder, "-q").exit_code == 0
+        else:
+            line = one_line_error(invoke("run", "--resume", folder, "-q"))
+            assert "the kernel sources changed since that run: hip:good.hip (changed)" in line, line

@@ -198,6 +198,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     if profile.name != "candle":
         console.print(f"profile: {profile.name} ({subj.how})", highlight=False, markup=False)
     lvls = session.build_levels(levels, subj, wave, case_timeout, opts.gpus, require)
+    sources = session.source_record(subj)
+    if resume and any(lv.name != "cpu" and lv.availability.available for lv in lvls):   # (cpu runs none)
+        session.check_sources_unchanged(Path(resume), session.read_run_file(Path(resume)), sources)
     reference_only = session.reference_only(lvls, levels, subj)
     if since:
         cases, line = session.changed_cases(cases, since, subj)
@@ -220,7 +223,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
         shard="/".join(map(str, opts.shard)) if opts.shard else None,
         profile_opt=profile_opt if profile_opt or profile.name == "candle"
-        else profile.name if profile.source == "built-in" else profile.source))
+        else profile.name if profile.source == "built-in" else profile.source, sources=sources))
     meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
             "hip_src": str(subj.hip_src), "cuda_src": str(subj.cuda_src) if subj.cuda_src else None,
             "environment": environment(), "levels": [lv.meta() for lv in lvls], "levels_requested": levels,

@@ -293,6 +293,59 @@ def read_run_file(folder: Path) -> dict:
     return saved
 
 
+# ------------------------------------------------------------------ the sources a run's verdicts are of
+# Sources, headers, and a declared profile's declaration and references: what a case's verdict depends on.
+RECORDED_SUFFIXES = (".hip", ".cu", ".h", ".hpp", ".cuh", ".inc", ".inl", ".toml", ".py")
+_RECORD_MAX_BYTES = 64 << 20                     # a larger file is no source: not read
+
+
+def source_record(subj: Subject) -> dict[str, str]:
+    """'hip:relative/path' / 'cuda:...' -> the sha256 (16 hex digits) of each recorded file under the
+    subject's folders (hidden folders, links and non-regular files left out): run.json keeps it, so
+    that --resume knows whether the verdicts it keeps are of the code it would run now."""
+    import hashlib
+    import os
+    import stat
+    out = {}
+    for label, root in (("hip", subj.hip_src), ("cuda", subj.cuda_src)):
+        if root is None or not root.is_dir():
+            continue
+        for top, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                path = Path(top, name)
+                if path.suffix not in RECORDED_SUFFIXES:
+                    continue
+                try:
+                    st = path.lstat()
+                    if not stat.S_ISREG(st.st_mode) or st.st_size > _RECORD_MAX_BYTES:
+                        continue
+                    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+                except OSError:
+                    continue
+                out[f"{label}:{path.relative_to(root).as_posix()}"] = digest
+    return out
+
+
+def check_sources_unchanged(folder: Path, saved: dict, now: dict[str, str]) -> None:
+    """SessionError when the sources recorded in `folder`'s run.json (saved["sources"]) are not the ones
+    there now: the verdicts a resume keeps would be of other code. A run.json without the record (an
+    older parity's) is not checked."""
+    record = saved.get("sources")
+    if record is None:
+        return
+    if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
+        raise SessionError(f"--resume {folder}: {folder / RUN_FILE}: sources must be an object of file digests")
+    changed = sorted(k for k in record.keys() & now.keys() if record[k] != now[k])
+    added, removed = sorted(now.keys() - record.keys()), sorted(record.keys() - now.keys())
+    if not (changed or added or removed):
+        return
+    said = [f"{k} (changed)" for k in changed] + [f"{k} (new)" for k in added] + [f"{k} (gone)" for k in removed]
+    more = f" and {len(said) - 5} more" if len(said) > 5 else ""
+    raise SessionError(f"--resume {folder}: the kernel sources changed since that run: {', '.join(said[:5])}{more}; "
+                       "the verdicts it finished are of the old code: start a new run")
+
+
 # run.json's fields (what `parity run` writes; each a string, or null where an option was not given)
 RUN_KEYS = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
             "profile_opt")
