@@ -297,6 +297,7 @@ def read_run_file(folder: Path) -> dict:
 # Sources, headers, and a declared profile's declaration and references: what a case's verdict depends on.
 RECORDED_SUFFIXES = (".hip", ".cu", ".h", ".hpp", ".cuh", ".inc", ".inl", ".toml", ".py")
 _RECORD_MAX_BYTES = 64 << 20                     # a larger file is no source: not read
+_RECORD_MAX_FILES = 20_000                       # a folder far larger than a kernel suite: the first ones
 
 
 def source_record(subj: Subject) -> dict[str, str]:
@@ -324,6 +325,8 @@ def source_record(subj: Subject) -> dict[str, str]:
                 except OSError:
                     continue
                 out[f"{label}:{path.relative_to(root).as_posix()}"] = digest
+                if len(out) >= _RECORD_MAX_FILES:    # (in the walk's sorted order: the same ones again)
+                    return out
     return out
 
 
