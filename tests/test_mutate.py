@@ -472,3 +472,7 @@ def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: P
     assert r.exit_code == 2 and "is not in this run's sample" in r.output
     r = CliRunner().invoke(main, [*args, "--resume", str(tmp_path)])
     assert r.exit_code == 2 and "no mutants.jsonl there" in r.output
+    first = json.loads(lines[0])                    # the mutated line reads otherwise now: another suite
+    (folder / "mutants.jsonl").write_text(json.dumps({**first, "diff": first["diff"] + " (edited)"}) + "\n")
+    r = CliRunner().invoke(main, [*args, "--resume", str(folder)])
+    assert r.exit_code == 2 and "the suite changed since that run, start a new one" in r.output, r.output

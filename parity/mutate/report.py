@@ -91,7 +91,8 @@ def record(o: Outcome) -> dict:
 def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
     """The outcomes a mutants.jsonl recorded (`record`'s lines), for the mutants by id; ValueError
     naming the first one that is not among them (another sample: --sweep, --max, --seed or the
-    suite differ). A line cut short by a kill is left out: that mutant runs again."""
+    suite differ), or whose line the suite no longer reads as it did (the recorded diff). A line cut
+    short by a kill is left out: that mutant runs again."""
     out = []
     try:
         text = files.read_text(path, "mutants journal", files.RESULTS_LIMIT)
@@ -108,6 +109,9 @@ def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
         if m is None:
             raise ValueError(f"{path}: mutant {r.get('mutant')} is not in this run's sample (were --sweep, --max, "
                              "--seed and --hip-src the same?)")
+        if isinstance(r.get("diff"), str) and r["diff"] != m.diff():
+            raise ValueError(f"{path}: mutant {m.id} changed `{r['diff']}`; the source there now reads "
+                             f"`{m.diff()}`: the suite changed since that run, start a new one")
         out.append(Outcome(m, r["verdict"], r.get("case", ""), r.get("case_verdict", ""), r.get("message", ""),
                            r.get("seconds", 0.0), r.get("cases_run", 0), tuple(r.get("kernels", ())),
                            dict(r.get("phases", {}))))
