@@ -196,3 +196,18 @@ def test_an_interrupt_raised_inside_exec_d_source_still_exits_130(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-m", "fake_parity"], capture_output=True, text=True, timeout=60, env=env)
     assert (r.returncode, r.stdout.strip()) == (130, "interrupted"), r.stderr
+
+
+def test_without_a_shell_the_forkserver_still_starts(monkeypatch):
+    """An image without /bin/sh (a distroless CI container): the server starts as multiprocessing
+    starts it, not through the shell that would not be there."""
+    from multiprocessing import forkserver, util
+
+    import parity.executors.worker as worker
+    calls = []
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: calls.append(util.spawnv_passfds))
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if p == "/bin/sh" else real_access(p, m))
+    spawn = util.spawnv_passfds
+    worker.quiet_forkserver()
+    assert calls == [spawn]

@@ -68,7 +68,11 @@ def quiet_forkserver() -> None:
     that comes meanwhile reaches parity's handler, whichever thread the kernel hands it to. (Ignoring
     it here for the start, as before, dropped one handed to a thread that did not block it, OpenBLAS's,
     and the run went on to exit 0.)"""
+    import os
     from multiprocessing import forkserver, util
+    if not os.access("/bin/sh", os.X_OK):   # (an image without a shell: a Ctrl-C in the server's first
+        forkserver.ensure_running()         # second may print its traceback; parity's handling is the same)
+        return
     spawn = util.spawnv_passfds
 
     def spawn_ignoring_sigint(path, args, passfds):
