@@ -126,7 +126,8 @@ def _guarded(fn, opts: RunOptions, **kw) -> None:
 
 
 def _resume_options(folder: Path, given: dict) -> dict:
-    """The options of the run in `folder` (its run.json); an option given now that differs is an error."""
+    """The options of the run in `folder` (its run.json), with its record of the sources (`sources`);
+    an option given now that differs is an error."""
     from click.core import ParameterSource
 
     from parity.run.session import read_run_file
@@ -142,6 +143,7 @@ def _resume_options(folder: Path, given: dict) -> dict:
             raise SetupError(f"--resume {folder} continues a run with {flag} {saved[k] or '(none)'}; "
                              f"this command says {flag} {now}: drop the option, or start a new run")
         out[k] = saved[k]
+    out["sources"] = saved.get("sources")
     return out
 
 
@@ -198,10 +200,10 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     if profile.name != "candle":
         console.print(f"profile: {profile.name} ({subj.how})", highlight=False, markup=False)
     lvls = session.build_levels(levels, subj, wave, case_timeout, opts.gpus, require)
-    sources = session.source_record(subj)
-    if resume and any(lv.name != "cpu" and lv.availability.available for lv in lvls):   # (cpu runs none)
-        session.check_sources_unchanged(Path(resume), session.read_run_file(Path(resume)), sources)
     reference_only = session.reference_only(lvls, levels, subj)
+    sources = session.source_record(subj)
+    if resume and not reference_only:          # (the reference alone runs none of them)
+        session.check_sources_unchanged(Path(resume), o, sources)
     if since:
         cases, line = session.changed_cases(cases, since, subj)
         if not quiet:

@@ -87,13 +87,12 @@ class Prepared:
     seconds: float
 
 
-def with_pointees(case: Case, launch: Launch | ChainLaunch | None) -> Launch | ChainLaunch | None:
-    """The launch, told its kernel's pointer pointees when it launches the op's own kernel (an executor
+def with_pointees(case: Case, launch: Launch | ChainLaunch | None) -> None:
+    """Tells the launch its kernel's pointer pointees when it launches the op's own kernel (an executor
     refuses a suite kernel whose pointers point to elements of another width: preflight)."""
     op = case.catalog_op
     if isinstance(launch, Launch) and not launch.library and launch.kernel == op.kernel_name(case.dtype):
         launch.typed = typed_signature(op, case.dtype)
-    return launch
 
 
 def prepare_case(case: Case) -> Prepared:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from parity.core import files, resources
 from parity.core.suggest import unknown
+from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES
 
 if TYPE_CHECKING:
     from parity.profiles import Profile
@@ -295,7 +296,7 @@ def read_run_file(folder: Path) -> dict:
 
 # ------------------------------------------------------------------ the sources a run's verdicts are of
 # Sources, headers, and a declared profile's declaration and references: what a case's verdict depends on.
-RECORDED_SUFFIXES = (".hip", ".cu", ".h", ".hpp", ".cuh", ".inc", ".inl", ".toml", ".py")
+RECORDED_SUFFIXES = SOURCE_SUFFIXES + HEADER_SUFFIXES + (".toml", ".py")
 _RECORD_MAX_BYTES = 64 << 20                     # a larger file is no source: not read
 _RECORD_MAX_FILES = 20_000                       # a folder far larger than a kernel suite: the first ones
 
@@ -306,7 +307,6 @@ def source_record(subj: Subject) -> dict[str, str]:
     that --resume knows whether the verdicts it keeps are of the code it would run now."""
     import hashlib
     import os
-    import stat
     out = {}
     for label, root in (("hip", subj.hip_src), ("cuda", subj.cuda_src)):
         if root is None or not root.is_dir():
@@ -315,14 +315,11 @@ def source_record(subj: Subject) -> dict[str, str]:
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
                 path = Path(top, name)
-                if path.suffix not in RECORDED_SUFFIXES:
+                if path.suffix not in RECORDED_SUFFIXES or path.is_symlink():
                     continue
-                try:
-                    st = path.lstat()
-                    if not stat.S_ISREG(st.st_mode) or st.st_size > _RECORD_MAX_BYTES:
-                        continue
-                    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-                except OSError:
+                try:                                 # (a FIFO, a device or a larger file: refused, not read)
+                    digest = hashlib.sha256(files.read_bytes(path, limit=_RECORD_MAX_BYTES)).hexdigest()[:16]
+                except (OSError, ValueError):
                     continue
                 out[f"{label}:{path.relative_to(root).as_posix()}"] = digest
                 if len(out) >= _RECORD_MAX_FILES:    # (in the walk's sorted order: the same ones again)
