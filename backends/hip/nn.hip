@@ -19,7 +19,8 @@
 //    for a block of its own;
 //  * stream path (longer rows, other lengths, unaligned rows element by element): one row per
 //    block in chunks of PMAX packs a thread, in passes that alternate direction, so that each pass
-//    starts on the chunk the last one left in registers; a row of one chunk is read once.
+//    starts on the chunk the last one left in registers; a row of one chunk is read once, and
+//    f32/f64 softmax keeps its first chunks in shared memory too (PK_SOFTMAX_KEEP).
 // Cross-thread sums and maxima: group_allreduce, shuffles inside 32-thread segments (HIP's width
 // argument: the same segments on 32- and 64-lane wavefronts), then shared memory across them.
 #include "structured.h"
@@ -39,6 +40,20 @@
 #endif
 #ifndef PK_SOFTMAX_ROWS
 #define PK_SOFTMAX_ROWS 8
+#endif
+// Bytes of static shared memory an f32/f64 softmax block keeps row chunks in, beside its
+// registers: a row of up to one chunk more is then read from memory once, where the write pass read
+// it again (H200, f32 % of copy, 0 -> 8 KB: 4096x4096 79 -> 86, 2048x8192 63 -> 68, 1024x16384
+// 65 -> 67; 16 KB: 78, 71, 66, with 1024-2048-column rows -10 points). f16/bf16 keep none: their
+// 4096-column row read once gained nothing (72.5 vs 75.9%), and the smaller share of an SM's warps
+// cost 1024- and 2048-column rows 5 to 11 points. AMD: none until measured (8 KB of a CU's 64 KB
+// of LDS a one-wave block would halve the waves its VGPRs allow).
+#ifndef PK_SOFTMAX_KEEP
+#if defined(PK_NVIDIA)
+#define PK_SOFTMAX_KEEP 8192
+#else
+#define PK_SOFTMAX_KEEP 0
+#endif
 #endif
 // Norms: <= 32 registers, so that two 1024-thread blocks fit an SM: with one, each block that
 // returns at once holds the SM for itself (H200, rmsnorm f32 16384x1024 / 4096x4096 / 1024x16384:
@@ -341,17 +356,22 @@ struct RowTile {
 // build that kept them, among other differences). A second buffer that loaded the next chunk
 // while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
 // rows from 86-95% to 68-80% of copy.
+// Chunks 0 .. nkeep-1 are also kept in `keep` (shared memory, each thread its own packs: no barrier)
+// from their first load on, so later passes read them from there rather than from memory.
 template <class T, int V, int P>
 struct RowChunks {
   const T* row;
   u32 npk;
   unsigned G, g;
   int nch, cur;  // chunks, the chunk in x
+  Vec<T, V>* keep;
+  int nkeep, nkept;  // chunks kept, and of them those in keep now (all after the first pass)
   Vec<T, V> x[P];
 
-  PK_DEV RowChunks(const T* r, u32 ncols)
-      : row(r), npk(ncols / V), G(block_threads()), g(thread_in_block()) {
+  PK_DEV RowChunks(const T* r, u32 ncols, Vec<T, V>* keep_packs = nullptr, u32 keep_len = 0)
+      : row(r), npk(ncols / V), G(block_threads()), g(thread_in_block()), keep(keep_packs), nkept(0) {
     nch = (int)((npk + (u32)P * G - 1) / ((u32)P * G));
+    nkeep = (int)(keep_len / ((u32)P * G));
     cur = -1;
   }
   PK_DEV u32 at(int c) const { return ((u32)c * P * G + g) * V; }  // element offset of pack 0 of chunk c
@@ -368,15 +388,26 @@ struct RowChunks {
       const int c = forward ? i : nch - 1 - i;
       const bool fresh = c != cur;
       if (fresh) {
-        const bool all = full(c);
-        const int np = packs(c);
-        const T* q = row + at(c);
+        Vec<T, V>* k = keep + (u32)c * P * G + g;
+        if (c < nkept) {
 #pragma unroll
-        for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload<V>(q, 0) : Vec<T, V>::splat(fill);
+          for (int j = 0; j < P; ++j) x[j] = k[j * G];
+        } else {
+          const bool all = full(c);
+          const int np = packs(c);
+          const T* q = row + at(c);
+#pragma unroll
+          for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload<V>(q, 0) : Vec<T, V>::splat(fill);
+          if (c < nkeep) {
+#pragma unroll
+            for (int j = 0; j < P; ++j) k[j * G] = x[j];
+          }
+        }
         cur = c;
       }
       f(c, fresh);
     }
+    nkept = nkeep;
   }
   // stores out(j) to each pack of chunk c (== cur) inside the row
   template <class F> PK_DEV void store(T* dst, int c, F&& out) const {
@@ -531,16 +562,21 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
 
 // One row per block. A row of one chunk: max, sum and write on the registers (one read). Longer
 // rows: f32/f64 take max and sum in one pass (the sum rescaled when the running max grows: e is
-// not rounded to T, so that is float rounding only), then write: 2 reads of the row; f16/bf16 round
-// each e to T under the final max, so max, sum and write are 3 passes. Each pass after the first
-// starts on the chunk still in registers.
+// not rounded to T, so that is float rounding only), then write: 2 reads of the row, less the
+// chunks kept in shared memory; f16/bf16 round each e to T under the final max, so max, sum and
+// write are 3 passes. Each pass after the first starts on the chunk still in registers.
+template <class T> constexpr u32 kSoftmaxKeep = sizeof(T) >= 4 ? PK_SOFTMAX_KEEP : 0;
+template <class T> struct alignas(16) SmKeep {
+  u32 w[kSoftmaxKeep<T> >= 16 ? kSoftmaxKeep<T> / 4 : 4];
+};
 template <class T, int V, int P>
-PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)[2]) {
+PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)[2], SmKeep<T>& keep) {
   typedef SmC<T> C;
   const usize row = blockIdx.x;
   const unsigned nt = block_threads();
   const C neg_inf = Limits<T>::lowest();
-  RowChunks<T, V, P> rc(src + row * ncols, ncols);
+  RowChunks<T, V, P> rc(src + row * ncols, ncols, reinterpret_cast<Vec<T, V>*>(keep.w),
+                        V > 1 ? kSoftmaxKeep<T> / sizeof(Vec<T, V>) : 0);
   const T pad = Cv<T>::out(neg_inf);
   C mx[1] = {neg_inf}, sm[1] = {0};
   bool forward = true;  // direction of the next pass
@@ -600,13 +636,14 @@ template <class T> constexpr int kSoftmaxPacks = sizeof(T) == 4 ? PK_SOFTMAX_PAC
 template <class T>
 PK_DEV void softmax(const T* x, T* dst, int n_cols) {
   __shared__ SmScratch<T> smem[2];  // max, sum
+  __shared__ SmKeep<T> keep;
   const u32 ncols = (u32)n_cols;
   row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
       [&](auto V, auto P, auto K, u32 lg_g) {
         softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, lg_g, smem);
       },
-      [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem); });
+      [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem, keep); });
 }
 
 // --------------------------------------------------------------------------- rms/layer norm
