@@ -656,7 +656,12 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // and f64 2 packs, 2 rows. H200, % of copy, 2 packs -> 4: rmsnorm f16 1024x16384 68 -> 88, bf16
 // 68 -> 84, layernorm f32 2048x8192 59 -> 79, f16 1024x16384 56 -> 77; rmsnorm f32 4096x4096
 // 84 -> 63 and 8192x2048 74 -> 61 (it spills at 4 packs under the cap; f64 is not measured). The
-// stream path's chunk: kNormChunk packs.
+// stream path's chunk: kNormChunk packs. alpha and beta are loaded by each row's group after its
+// reduction (L1 hits after the first group). Staged as floats in shared memory, converted once by
+// each working block, they were slower (H200, % of copy: layernorm f16 4096x4096 64 -> 39, and
+// 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM). ncu,
+// f16 4096x4096: the schedulers issue on 67% (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a
+// warp of the 7 blocks in 8 that return at once runs 46 instructions, about 5 M of rmsnorm's 12 M.
 template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
 template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
 template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;
