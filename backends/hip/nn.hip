@@ -47,7 +47,8 @@
 // 65 -> 67; 16 KB: 78, 71, 66, with 1024-2048-column rows -10 points). f16/bf16 keep none: their
 // 4096-column row read once gained nothing (72.5 vs 75.9%), and the smaller share of an SM's warps
 // cost 1024- and 2048-column rows 5 to 11 points. AMD: none until measured (8 KB of a CU's 64 KB
-// of LDS a one-wave block would halve the waves its VGPRs allow).
+// of LDS a one-wave block would halve the waves its VGPRs allow, and RowChunks' keep puts the f32
+// chunk in scratch there).
 #ifndef PK_SOFTMAX_KEEP
 #if defined(PK_NVIDIA)
 #define PK_SOFTMAX_KEEP 8192
@@ -356,9 +357,12 @@ struct RowTile {
 // build that kept them, among other differences). A second buffer that loaded the next chunk
 // while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
 // rows from 86-95% to 68-80% of copy.
-// Chunks 0 .. nkeep-1 are also kept in `keep` (shared memory, each thread its own packs: no barrier)
-// from their first load on, so later passes read them from there rather than from memory.
-template <class T, int V, int P>
+// Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
+// (shared memory, each thread its own packs: no barrier) from their first load on, so later passes
+// read them from there rather than from memory. A compile-time choice, so that the kernels without
+// a keep compile as they did: with the shared loads and stores both in a kernel, every AMD target
+// put the registers' chunk in scratch (320 bytes a lane for f32 softmax).
+template <class T, int V, int P, bool Keep = false>
 struct RowChunks {
   const T* row;
   u32 npk;
@@ -389,7 +393,7 @@ struct RowChunks {
       const bool fresh = c != cur;
       if (fresh) {
         Vec<T, V>* k = keep + (u32)c * P * G + g;
-        if (c < nkept) {
+        if (Keep && c < nkept) {
 #pragma unroll
           for (int j = 0; j < P; ++j) x[j] = k[j * G];
         } else {
@@ -398,7 +402,7 @@ struct RowChunks {
           const T* q = row + at(c);
 #pragma unroll
           for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload<V>(q, 0) : Vec<T, V>::splat(fill);
-          if (c < nkeep) {
+          if (Keep && c < nkeep) {
 #pragma unroll
             for (int j = 0; j < P; ++j) k[j * G] = x[j];
           }
@@ -575,8 +579,9 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
   const usize row = blockIdx.x;
   const unsigned nt = block_threads();
   const C neg_inf = Limits<T>::lowest();
-  RowChunks<T, V, P> rc(src + row * ncols, ncols, reinterpret_cast<Vec<T, V>*>(keep.w),
-                        V > 1 ? kSoftmaxKeep<T> / sizeof(Vec<T, V>) : 0);
+  constexpr bool kKeep = V > 1 && kSoftmaxKeep<T> >= sizeof(Vec<T, V>);
+  RowChunks<T, V, P, kKeep> rc(src + row * ncols, ncols, reinterpret_cast<Vec<T, V>*>(keep.w),
+                               kKeep ? kSoftmaxKeep<T> / sizeof(Vec<T, V>) : 0);
   const T pad = Cv<T>::out(neg_inf);
   C mx[1] = {neg_inf}, sm[1] = {0};
   bool forward = true;  // direction of the next pass
