@@ -144,8 +144,6 @@ def summary(rows: list[CoverageRow]) -> dict[str, int]:
     return out
 
 
-
-
 def upstream_snapshot(suite: Suite, source: str) -> dict:
     """What an upstream CUDA suite defines, kernel by kernel (file relative to its folder, line,
     parameter list with each pointer's pointee and its const: `const size_t*`): the record `drift`
