@@ -273,26 +273,30 @@ PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh
 // 47 M in all, the working warps' about 5 M of them; issue slots 72% busy at 13% of DRAM bandwidth;
 // in log2s, 65.2 -> 53.9 us).
 struct RowPlan {
-  u32 lg_g, lg_p;
-  bool ok;  // false: the stream path
+  u32 lg_g, lg_p, lg_k;  // lg_k: rows per group, RowsPerGroup's
+  bool fits;             // G within the block
+  bool single;           // one row of PMAX packs a thread on the whole block: the stream path's chunk
 };
-PK_DEV u32 log2_ceil(u32 x) { return x <= 1 ? 0u : (u32)(32 - __clz((int)(x - 1))); }
+PK_DEV u32 log2_ceil(u32 x) { return (u32)(32 - __clz((int)(x - 1))); }  // 32 for x = 0
 PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
 template <int N> struct Log2 { static constexpr u32 v = 1 + Log2<N / 2>::v; };
 template <> struct Log2<1> { static constexpr u32 v = 0; };
 constexpr u32 kLgSeg = Log2<kSeg>::v;
 // The fewest threads per row (G a power of two >= kSeg, at most the block's 2^lg_nt) that hold a row
 // of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
-// pack on each of the first npk threads; rows of other lengths take the stream path. (Worked out
-// with selects and one test for every warp, idle or not, it cost the idle blocks more: H200, rmsnorm
-// f16 16384x1024 47 -> 41% of copy.)
-template <int PMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
-  constexpr u32 lg_pmax = Log2<PMAX>::v;
-  const u32 lg_n = log2_ceil(npk);
-  const u32 lg_g = lg_n > lg_pmax + kLgSeg ? lg_n - lg_pmax : kLgSeg;  // log2 ceil(ceil(npk / PMAX)), >= kSeg
-  if ((npk & (npk - 1)) == 0 && lg_n > lg_g && lg_g <= lg_nt) return RowPlan{lg_g, lg_n - lg_g, true};
-  if (lg_n <= lg_nt && kLgSeg <= lg_nt) return RowPlan{lg_n > kLgSeg ? lg_n : kLgSeg, 0, true};
-  return RowPlan{0, 0, false};
+// pack on each of the first npk threads; rows of other lengths, and rows of PMAX packs a thread on
+// all the block's threads (the stream path's single chunk), take the stream path. Straight-line
+// min/max on log2s: every warp of an idle block runs it before it returns (H200, rmsnorm f16
+// 4096x4096: 46 instructions such a warp with the cases as branches, 7 blocks in 8 idle; worked out
+// with selects and one test for every warp, idle or not, it cost the idle blocks more: rmsnorm f16
+// 16384x1024 47 -> 41% of copy.)
+template <int PMAX, int KMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
+  constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
+  const u32 lg_n = log2_ceil(npk), s = (npk & (npk - 1)) == 0 ? lg_pmax : 0u;
+  const u32 lg_g = lg_n > s + kLgSeg ? lg_n - s : kLgSeg;
+  const u32 lg_p = lg_n > lg_g ? lg_n - lg_g : 0u;
+  const u32 lg_k = lg_pmax - lg_p < lg_kmax ? lg_pmax - lg_p : lg_kmax;
+  return RowPlan{lg_g, lg_p, lg_k, lg_g <= lg_nt, lg_p == lg_pmax && lg_g == lg_nt};
 }
 // Rows per group: the register budget of PMAX packs, at most KMAX rows (the per-row partials).
 template <int PMAX, int KMAX, int P> struct RowsPerGroup {
@@ -427,7 +431,8 @@ struct RowChunks {
 // Rows of whole packs and every pointer on a 16-byte boundary (a null alpha or beta is 0: aligned).
 template <class T, int V> PK_DEV bool aligned_rows(u32 ncols, const T* a, const T* b, const T* c = nullptr,
                                                    const T* d = nullptr) {
-  return ncols % V == 0 && (((usize)a | (usize)b | (usize)c | (usize)d) & (sizeof(T) * V - 1)) == 0;
+  // one test, no branch: idle blocks run it (ncols % V == 0 is ncols * sizeof(T) on a 16-byte boundary)
+  return (((usize)a | (usize)b | (usize)c | (usize)d | (usize)ncols * sizeof(T)) & (sizeof(T) * V - 1)) == 0;
 }
 
 // Runs f(Int<P>()) for the power of two P == p (1 <= p <= PMAX).
@@ -438,25 +443,24 @@ template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
   f(Int<P>());
 }
 
-// Row dispatch: the batch path when plan_rows has a plan and it is not simply one row of PMAX packs
-// per thread (that is the stream path's single chunk), else the stream path in 16-byte packs
+// Row dispatch: the batch path when plan_rows has a plan, else the stream path in 16-byte packs
 // (aligned) or in elements: batch(V, P, K, lg_g) with V, P and K as Int<>s. Idle blocks of the batch
 // path return here, before the dispatch on P.
 template <class T, int PMAX, int KMAX, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
-  constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const unsigned nt = block_threads();
   if (aligned && (nt & (nt - 1)) == 0) {  // Candle's blocks: 32 or 1024 threads
     const u32 lg_nt = log2_pow2(nt);
-    const RowPlan p = plan_rows<PMAX>(ncols / V, lg_nt);
-    if (p.ok && !(p.lg_p == lg_pmax && p.lg_g == lg_nt)) {
-      const u32 lg_k = lg_pmax - p.lg_p < lg_kmax ? lg_pmax - p.lg_p : lg_kmax;  // RowsPerGroup
-      if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + lg_k)) - 1)) != 0) return;  // another block's rows
-      with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) {
-        batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), p.lg_g);
-      });
-      return;
+    const RowPlan p = plan_rows<PMAX, KMAX>(ncols / V, lg_nt);
+    if (p.fits) {
+      if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + p.lg_k)) - 1)) != 0) return;  // another block's rows
+      if (!p.single) {
+        with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) {
+          batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), p.lg_g);
+        });
+        return;
+      }
     }
     stream(Int<V>());
     return;
