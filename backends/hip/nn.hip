@@ -34,7 +34,8 @@
 // warps per SM, gave 48 us at 4096x4096 (70% of copy) and 61 us at 16384x1024 (55%); 16 packs, the
 // 4096-column row in two chunks, 45 us (75%) and 38 us (89%). f16/bf16 stream chunks of 16 packs
 // (102 registers): 4096x4096 +3 / -3 points, 8192 and 16384 columns +2 to +6, but 512 and 1024
-// columns -3 to -9, the whole kernel's warps a SM fewer.)
+// columns -3 to -9, the whole kernel's warps a SM fewer; 16 packs for the batch path alone, 115
+// registers: 512 and 1024 columns -13 to -24.)
 #ifndef PK_SOFTMAX_PACKS
 #define PK_SOFTMAX_PACKS 16
 #endif
@@ -246,7 +247,10 @@ template <class V, int NMAX, int NT> struct GroupScratch {
 // butterfly (seg_allreduce), then, for groups of several segments, one barrier and a butterfly over
 // the group's nseg segment partials, lane l of every segment reading partial l % nseg (the same
 // tree in every span of nseg lanes of every segment of the group). A fold of the partials in turn
-// was nseg dependent shared reads a value, 32 in a 1024-thread group.
+// was nseg dependent shared reads a value, 32 in a 1024-thread group. A named barrier per group
+// (NVIDIA's bar.sync id, count) in place of the block's gained nothing on 1024-thread blocks (H200,
+// rmsnorm f16 4096x4096: 74 -> 73% of copy), and in the same kernels the 32-thread-block rows ran
+// at a third to a half of their speed (rmsnorm f32 32768x512: 96 -> 25%).
 template <int N, class V, int NMAX, int NT, class F>
 PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
   static_assert(N <= NMAX, "room for every value");
@@ -286,8 +290,13 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
 // pack on each of the first npk threads; rows of other lengths, and rows of PMAX packs a thread on
 // all the block's threads (the stream path's single chunk), take the stream path. Straight-line
-// min/max on log2s: every warp of an idle block runs it before it returns (H200, rmsnorm f16
-// 4096x4096: 46 instructions such a warp with the cases as branches, 7 blocks in 8 idle; worked out
+// min/max on log2s, as every warp of an idle block runs it before it returns: with the cases as
+// branches, such a warp ran 46 instructions (rmsnorm f16), now 38-43 with no branch but the exit
+// (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
+// f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
+// (ULDC) rather than vector ones (LDC; rmsnorm f16 and f32 load 7), the kernel is faster still: a
+// build that happened to do so ran rmsnorm f16 4096x4096 at 79 rather than 73% of copy, 8192x2048
+// at 75 rather than 63 (twice measured); no source form here steers that choice yet. (Worked out
 // with selects and one test for every warp, idle or not, it cost the idle blocks more: rmsnorm f16
 // 16384x1024 47 -> 41% of copy.)
 template <int PMAX, int KMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
@@ -360,7 +369,9 @@ struct RowTile {
 // kept in members from its load (H200, softmax f32 4096x4096: 79% of copy in this form; 60% in a
 // build that kept them, among other differences). A second buffer that loaded the next chunk
 // while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
-// rows from 86-95% to 68-80% of copy.
+// rows from 86-95% to 68-80% of copy. sm_90's bulk prefetch into L2 of the next one to four chunks
+// was slower on every row of two chunks or more (H200, % of copy: softmax f32 1024x16384 67 ->
+// 58-63, f16 4096x4096 78 -> 69-71).
 // Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
 // (shared memory, each thread its own packs: no barrier) from their first load on, so later passes
 // read them from there rather than from memory. A compile-time choice, so that the kernels without
@@ -668,7 +679,10 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // stream path's chunk: kNormChunk packs. alpha and beta are loaded by each row's group after its
 // reduction (L1 hits after the first group). Staged as floats in shared memory, converted once by
 // each working block, they were slower (H200, % of copy: layernorm f16 4096x4096 64 -> 39, and
-// 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM). ncu,
+// 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM); loaded
+// one pack ahead of the pack they scale, no faster (rmsnorm f16 4096x4096 73 -> 72). 16-bit rows
+// at 2 packs a thread: 4096 columns -1 to -8 points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192
+// alone +2). ncu,
 // f16 4096x4096: the schedulers issue on 67% (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a
 // warp of the 7 blocks in 8 that return at once runs 46 instructions, about 5 M of rmsnorm's 12 M.
 template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
