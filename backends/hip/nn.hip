@@ -296,7 +296,9 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
 // (ULDC) rather than vector ones (LDC; rmsnorm f16 and f32 load 7), the kernel is faster still: a
 // build that happened to do so ran rmsnorm f16 4096x4096 at 79 rather than 73% of copy, 8192x2048
-// at 75 rather than 63 (twice measured); no source form here steers that choice yet. (Worked out
+// at 75 rather than 63 (twice measured); no source form here steers that choice yet (a division of
+// the row's sums without `/`'s slow-path call made it uniform, but spilled 68-112 bytes: 16-bit
+// rows -10 to -30 points). (Worked out
 // with selects and one test for every warp, idle or not, it cost the idle blocks more: rmsnorm f16
 // 16384x1024 47 -> 41% of copy.)
 template <int PMAX, int KMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
