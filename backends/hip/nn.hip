@@ -298,9 +298,8 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // build that happened to do so ran rmsnorm f16 4096x4096 at 79 rather than 73% of copy, 8192x2048
 // at 75 rather than 63 (twice measured); no source form here steers that choice yet (a division of
 // the row's sums without `/`'s slow-path call made it uniform, but spilled 68-112 bytes: 16-bit
-// rows -10 to -30 points). (Worked out
-// with selects and one test for every warp, idle or not, it cost the idle blocks more: rmsnorm f16
-// 16384x1024 47 -> 41% of copy.)
+// rows -10 to -30 points). (Worked out with selects and one test for every warp, idle or not, it
+// cost the idle blocks more: rmsnorm f16 16384x1024 47 -> 41% of copy.)
 template <int PMAX, int KMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
   constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const u32 lg_n = log2_ceil(npk), s = (npk & (npk - 1)) == 0 ? lg_pmax : 0u;
@@ -409,7 +408,7 @@ struct RowChunks {
       const int c = forward ? i : nch - 1 - i;
       const bool fresh = c != cur;
       if (fresh) {
-        Vec<T, V>* k = keep + (u32)c * P * G + g;
+        Vec<T, V>* k = Keep ? keep + (u32)c * P * G + g : nullptr;  // (no offset on a null keep)
         if (Keep && c < nkept) {
 #pragma unroll
           for (int j = 0; j < P; ++j) x[j] = k[j * G];
@@ -684,9 +683,9 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM); loaded
 // one pack ahead of the pack they scale, no faster (rmsnorm f16 4096x4096 73 -> 72). 16-bit rows
 // at 2 packs a thread: 4096 columns -1 to -8 points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192
-// alone +2). ncu,
-// f16 4096x4096: the schedulers issue on 67% (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a
-// warp of the 7 blocks in 8 that return at once runs 46 instructions, about 5 M of rmsnorm's 12 M.
+// alone +2). ncu, f16 4096x4096, before plan_rows was straight-line: the schedulers issued on 67%
+// (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a warp of the 7 blocks in 8 that return at
+// once ran 46 instructions (38 now), about 5 M of rmsnorm's 12 M.
 template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
 template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
 template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;
