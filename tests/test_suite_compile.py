@@ -46,6 +46,24 @@ def test_discover_without_cpp_finds_literal_declarations():
     assert "uneg_f32" in s.kernels and "ucopy_f32" not in s.kernels
 
 
+@pytest.mark.parametrize("use_cpp", [True, False])
+def test_discover_sees_past_attributes_and_unexpanded_macros(tmp_path, use_cpp):
+    """A kernel behind an attribute parity's headers do not define, or with nested parentheses in
+    its launch bounds, is still found (it was reported missing: 'unported')."""
+    (tmp_path / "k.hip").write_text(
+        '#include "not_here.h"\n'
+        'extern "C" __global__ __hip_cuda_launch_bounds__(256, sizeof(float) == 2 ? 3 : 0) '
+        'void k1(const float* x, int n) {}\n'
+        'extern "C" __global__ void __launch_bounds__(256, (4))\n  k2(float* x) {}\n'
+        'extern "C" __global__ KERNEL_BOUNDS(128) void k3(float* x) {}\n'
+        'extern "C" __global__ MY_ATTR static void k4(int n);\n'
+        'extern "C" __global__ void k5(float* x) __attribute__((noinline));\n'
+        'extern "C" __global__ int not_a_kernel(int n) { return n; }\n')
+    s = discover(tmp_path, use_cpp=use_cpp)
+    assert sorted(s.kernels) == ["k1", "k2", "k3", "k4", "k5"]
+    assert s.kernels["k1"].params == ["ptr", "i32"] and s.kernels["k4"].params == ["i32"]
+
+
 @pytest.mark.parametrize("ctype,want", [
     ("size_t numel", "size_t"), ("const size_t* info", "ptr"), ("const __half* inp", "ptr"),
     ("__half param", "f16"), ("__nv_bfloat16 v", "bf16"), ("uint8_t x", "u8"), ("float mul", "f32"),

@@ -242,10 +242,33 @@ def split_params(params: str) -> list[str]:
 
 # ------------------------------------------------------------------------------ parsing
 _GLOBAL = re.compile(r"__global__|__attribute__\s*\(\(\s*global\s*\)\)")
-_DECL_TAIL = re.compile(
-    r"\s*((?:__launch_bounds__\s*\([^)]*\)\s*|__attribute__\s*\(\(.*?\)\)\s*|static\s+|inline\s+|"
-    r"__forceinline__\s+|__noinline__\s+)*)void\s+((?:__launch_bounds__\s*\([^)]*\)\s*)?)(\w+)\s*\(",
-    re.S)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_SPACE = re.compile(r"\s*")
+# words that are attributes wherever they stand, never a kernel's name
+_ATTRIBUTE_WORDS = {"__attribute__", "__declspec", "__launch_bounds__", "__hip_cuda_launch_bounds__",
+                    "__cluster_dims__", "__maxnreg__", "__noinline__", "__forceinline__"}
+
+
+def _declared_name(text: str, i: int) -> tuple[str, int] | None:
+    """The kernel's name in the declaration whose `__global__` ends at `i`, and the offset just past
+    its parameter list's `(`; None when this is no `void` function. Words and their balanced (...)
+    groups are skipped on either side of `void`, so that an attribute or a macro left unexpanded
+    (`__launch_bounds__(256, (M))`, `__attribute__((...))`, a port's own `KERNEL_BOUNDS(T)`) costs no
+    kernel; the name is the last word with a group before the body, `;` or anything else."""
+    seen_void, name = False, None
+    while True:
+        i = _SPACE.match(text, i).end()
+        m = _WORD.match(text, i)
+        if not m:
+            return name
+        word, j = m.group(), _SPACE.match(text, m.end()).end()
+        group = j < len(text) and text[j] == "("
+        end = balanced_end(text, j + 1, "()") if group else j
+        if not seen_void:
+            seen_void = word == "void"
+        elif group and word not in _ATTRIBUTE_WORDS:
+            name = (word, j + 1)
+        i = end
 
 
 def strip_comments(text: str) -> str:
@@ -276,11 +299,10 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
     blocks = _extern_c_blocks(text)
     out = []
     for g in _GLOBAL.finditer(text):
-        m = _DECL_TAIL.match(text, g.end())
-        if not m:
+        found = _declared_name(text, g.end())
+        if not found:
             continue
-        name = m.group(3)
-        start = m.end()
+        name, start = found
         i = balanced_end(text, start, "()")
         params = split_params(text[start:i - 1])
         # the declaration prefix: back to the previous ; } or { (or 200 chars)
@@ -329,7 +351,7 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     whole = [r for r in refused if not r.line]
     if whole:                        # the source or a force-included header itself: nothing to read
         raise SuiteError(f"{whole[0]} (discovering {source})")
-    h = hashlib.sha256(b"scan/3")         # 3: KernelDecl.types, notes
+    h = hashlib.sha256(b"scan/4")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update("\0".join(refused).encode())
