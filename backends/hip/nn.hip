@@ -130,6 +130,40 @@ template <int V, class T> PK_DEV void vstore(T* p, u32 off, const Vec<T, V>& v) 
   *reinterpret_cast<Vec<T, V>*>(p + off) = v;
 }
 
+// L2 placement of the stream path's 16-byte loads and stores (NVIDIA sm_80+; elsewhere plain loads
+// and stores): a chunk's last read and the row's writes are evict-first (ld/st.global.cs), so that
+// they do not push out of L2 the chunks a later pass reads again. H200, % of copy, side by side:
+// softmax f32 8192x2048 86 -> 93, f16 2048x8192 67 -> 73, f16 1024x16384 57 -> 62, bf16 4096x4096
+// 76 -> 81; the chunks to be read again loaded evict-last as well (createpolicy ... evict_last) lost
+// most of that (f16 1024x16384 57, f32 1024x16384 65).
+enum class Ld { again, last };  // a later pass reads the chunk again; this is its last read
+#if defined(PK_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define PK_L2_HINTS 1
+#endif
+template <Ld L, int V, class T> PK_DEV Vec<T, V> vload_l2(const T* p) {
+#if defined(PK_L2_HINTS)
+  if constexpr (L == Ld::last && sizeof(Vec<T, V>) == 16) {
+    Vec<T, V> v;
+    asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                 : "l"(p));
+    return v;
+  }
+#endif
+  return vload<V>(p, 0);
+}
+template <int V, class T> PK_DEV void vstore_l2(T* p, const Vec<T, V>& v) {
+#if defined(PK_L2_HINTS)
+  if constexpr (sizeof(Vec<T, V>) == 16) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]),
+                 "r"(v.w[3])
+                 : "memory");
+    return;
+  }
+#endif
+  vstore<V>(p, 0, v);
+}
+
 // ------------------------------------------------------------------------ conversions
 // Between T and the compute type, one rounding, NaN staying NaN (its bits are free here: a NaN
 // input makes its whole row NaN; CUDA's canonical bits are not reproduced). Num<T>'s conversions
@@ -279,7 +313,8 @@ PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh
 struct RowPlan {
   u32 lg_g, lg_p, lg_k;  // lg_k: rows per group, RowsPerGroup's
   bool fits;             // G within the block
-  bool single;           // one row of PMAX packs a thread on the whole block: the stream path's chunk
+  bool single;           // one row of PMAX packs a thread on the whole block, and that is the stream
+                         // path's chunk (CHUNK == PMAX): the stream path reads it once
 };
 PK_DEV u32 log2_ceil(u32 x) { return (u32)(32 - __clz((int)(x - 1))); }  // 32 for x = 0
 PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
@@ -289,7 +324,9 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // The fewest threads per row (G a power of two >= kSeg, at most the block's 2^lg_nt) that hold a row
 // of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
 // pack on each of the first npk threads; rows of other lengths, and rows of PMAX packs a thread on
-// all the block's threads (the stream path's single chunk), take the stream path. Straight-line
+// all the block's threads when the stream path's chunk is PMAX packs too (softmax), take the stream
+// path. (The norms' stream chunk is smaller than their PMAX: such a row took two chunks, read twice,
+// where the batch path reads it once: H200, layernorm f32 1024x16384 72 -> 79% of copy.) Straight-line
 // min/max on log2s, as every warp of an idle block runs it before it returns: with the cases as
 // branches, such a warp ran 46 instructions (rmsnorm f16), now 38-43 with no branch but the exit
 // (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
@@ -300,13 +337,13 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // the row's sums without `/`'s slow-path call made it uniform, but spilled 68-112 bytes: 16-bit
 // rows -10 to -30 points). (Worked out with selects and one test for every warp, idle or not, it
 // cost the idle blocks more: rmsnorm f16 16384x1024 47 -> 41% of copy.)
-template <int PMAX, int KMAX> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
+template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
   constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const u32 lg_n = log2_ceil(npk), s = (npk & (npk - 1)) == 0 ? lg_pmax : 0u;
   const u32 lg_g = lg_n > s + kLgSeg ? lg_n - s : kLgSeg;
   const u32 lg_p = lg_n > lg_g ? lg_n - lg_g : 0u;
   const u32 lg_k = lg_pmax - lg_p < lg_kmax ? lg_pmax - lg_p : lg_kmax;
-  return RowPlan{lg_g, lg_p, lg_k, lg_g <= lg_nt, lg_p == lg_pmax && lg_g == lg_nt};
+  return RowPlan{lg_g, lg_p, lg_k, lg_g <= lg_nt, CHUNK == PMAX && lg_p == lg_pmax && lg_g == lg_nt};
 }
 // Rows per group: the register budget of PMAX packs, at most KMAX rows (the per-row partials).
 template <int PMAX, int KMAX, int P> struct RowsPerGroup {
@@ -403,7 +440,7 @@ struct RowChunks {
   // f(c, fresh): chunk c is in x; fresh when it was loaded for this visit. fill: the padding, an
   // argument rather than a member: `in ? *p : member` became a select of pointers into a private
   // copy of the object on the element path (scratch on every AMD target).
-  template <class F> PK_DEV void pass(bool forward, T fill, F&& f) {
+  template <Ld L, class F> PK_DEV void pass(bool forward, T fill, F&& f) {
     for (int i = 0; i < nch; ++i) {
       const int c = forward ? i : nch - 1 - i;
       const bool fresh = c != cur;
@@ -417,7 +454,7 @@ struct RowChunks {
           const int np = packs(c);
           const T* q = row + at(c);
 #pragma unroll
-          for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload<V>(q, 0) : Vec<T, V>::splat(fill);
+          for (int j = 0; j < P; ++j, q += G * V) x[j] = all || j < np ? vload_l2<L, V>(q) : Vec<T, V>::splat(fill);
           if (Keep && c < nkeep) {
 #pragma unroll
             for (int j = 0; j < P; ++j) k[j * G] = x[j];
@@ -436,7 +473,7 @@ struct RowChunks {
     T* q = dst + at(c);
 #pragma unroll
     for (int j = 0; j < P; ++j, q += G * V)
-      if (all || j < np) vstore<V>(q, 0, out(j));
+      if (all || j < np) vstore_l2<V>(q, out(j));
   }
 };
 
@@ -458,13 +495,13 @@ template <int P, int PMAX, class F> PK_DEV void with_packs(int p, F&& f) {
 // Row dispatch: the batch path when plan_rows has a plan, else the stream path in 16-byte packs
 // (aligned) or in elements: batch(V, P, K, lg_g) with V, P and K as Int<>s. Idle blocks of the batch
 // path return here, before the dispatch on P.
-template <class T, int PMAX, int KMAX, class B, class S>
+template <class T, int PMAX, int KMAX, int CHUNK, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
   const unsigned nt = block_threads();
   if (aligned && (nt & (nt - 1)) == 0) {  // Candle's blocks: 32 or 1024 threads
     const u32 lg_nt = log2_pow2(nt);
-    const RowPlan p = plan_rows<PMAX, KMAX>(ncols / V, lg_nt);
+    const RowPlan p = plan_rows<PMAX, KMAX, CHUNK>(ncols / V, lg_nt);
     if (p.fits) {
       if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + p.lg_k)) - 1)) != 0) return;  // another block's rows
       if (!p.single) {
@@ -607,7 +644,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
     // this thread's running max m and sum s of exp(x - ref), ref = m (0 while m is -inf: then s
     // holds zeros or a NaN, and exp(-inf - 0) adds 0); the sum is rescaled when m grows
     C m = neg_inf, s = 0;
-    rc.pass(forward, pad, [&](int, bool) {
+    rc.template pass<Ld::again>(forward, pad, [&](int, bool) {
       C cm = neg_inf;
 #pragma unroll
       for (int j = 0; j < P; ++j) cm = pack_max(rc.x[j], cm);
@@ -626,13 +663,13 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
     group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
     sm[0] = s == 0 ? s : s * expg<T>((m == neg_inf ? (C)0 : m) - mx[0]);
   } else {
-    rc.pass(forward, pad, [&](int, bool) {
+    rc.template pass<Ld::again>(forward, pad, [&](int, bool) {
 #pragma unroll
       for (int j = 0; j < P; ++j) mx[0] = pack_max(rc.x[j], mx[0]);
     });
     forward = !forward;
     group_allreduce(mx, nt, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
-    rc.pass(forward, pad, [&](int, bool) {  // e stays in x: the write pass starts on this chunk
+    rc.template pass<Ld::again>(forward, pad, [&](int, bool) {  // e stays in x: the write pass starts on this chunk
 #pragma unroll
       for (int j = 0; j < P; ++j) exp_pack(rc.x[j], mx[0], sm[0]);
     });
@@ -641,7 +678,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
   }
   group_allreduce(sm, nt, smem[1], [](C a, C b) { return a + b; });
   const C inv = sm_inv<T>(sm[0]);
-  rc.pass(forward, pad, [&](int c, bool fresh) {
+  rc.template pass<Ld::last>(forward, pad, [&](int c, bool fresh) {
     const bool e_in_x = x_holds_e && !fresh;
     rc.store(dst + row * ncols, c, [&](int j) {
       Vec<T, V> e = rc.x[j];
@@ -659,7 +696,7 @@ PK_DEV void softmax(const T* x, T* dst, int n_cols) {
   __shared__ SmScratch<T> smem[2];  // max, sum
   __shared__ SmKeep<T> keep;
   const u32 ncols = (u32)n_cols;
-  row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS>(
+  row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS, kSoftmaxPacks<T>>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
       [&](auto V, auto P, auto K, u32 lg_g) {
         softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, lg_g, smem);
@@ -780,7 +817,7 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
   float st[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) st[i] = 0.f;
-  rc.pass(true, pad, [&](int, bool) {
+  rc.template pass<Ld::again>(true, pad, [&](int, bool) {
 #pragma unroll
     for (int j = 0; j < P; ++j)
 #pragma unroll
@@ -789,7 +826,7 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
   group_allreduce(st, block_threads(), smem, [](float a, float b) { return a + b; });
   float scale, mean;
   norm_coef<LN>(st, ncols, eps, scale, mean);
-  rc.pass(false, pad, [&](int c, bool) {
+  rc.template pass<Ld::last>(false, pad, [&](int c, bool) {
     rc.store(dst + row * ncols, c, [&](int j) {
       const NormParams<LN, T, V> ab(alpha, beta, rc.at(c) + (u32)j * rc.G * V);
       return norm_pack<LN, T, V>(rc.x[j], scale, mean, ab);
@@ -802,7 +839,7 @@ template <bool LN, class T>
 PK_DEV void norm(const T* x, T* dst, const T* alpha, const T* beta, int n_cols, float eps) {
   __shared__ NormScratch smem;
   const u32 ncols = (u32)n_cols;
-  row_dispatch<T, kNormPacks<LN, T>, kNormRows<LN, T>>(
+  row_dispatch<T, kNormPacks<LN, T>, kNormRows<LN, T>, kNormChunk>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst, alpha, beta),
       [&](auto V, auto P, auto K, u32 lg_g) {
         norm_batch<LN, T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, alpha, beta, ncols, eps, lg_g, smem);
