@@ -331,12 +331,15 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // branches, such a warp ran 46 instructions (rmsnorm f16), now 38-43 with no branch but the exit
 // (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
 // f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
-// (ULDC) rather than vector ones (LDC; rmsnorm f16 and f32 load 7), the kernel is faster still: a
-// build that happened to do so ran rmsnorm f16 4096x4096 at 79 rather than 73% of copy, 8192x2048
-// at 75 rather than 63 (twice measured); no source form here steers that choice yet (a division of
-// the row's sums without `/`'s slow-path call made it uniform, but spilled 68-112 bytes: 16-bit
-// rows -10 to -30 points). (Worked out with selects and one test for every warp, idle or not, it
-// cost the idle blocks more: rmsnorm f16 16384x1024 47 -> 41% of copy.)
+// (ULDC) rather than vector ones (LDC: 7 of them), the kernel is faster still. ptxas makes that
+// choice for the whole kernel, from code far from here. With norm_stream's L2 prefetch of the row,
+// nvcc 13.0 loads every norm's prologue uniformly but rmsnorm_f32's (H200, % of copy, side by
+// side, without -> with: rmsnorm f16 4096x4096 77 -> 82, 8192x2048 67 -> 73, 16384x1024 47 -> 52).
+// RowChunks::pass's chunk count copied to a local made rmsnorm_f32's uniform too (16384x1024
+// 60 -> 68, 8192x2048 75 -> 80, 2048x8192 78 -> 81), but cost layernorm f16 8 to 10 points at 8192
+// and 16384 columns (more spills): not kept. Check a change to this file by the idle path's SASS:
+// python3 bench/idle_prologue.py (LDC vs ULDC before its EXIT). (Worked out with selects and one test for every warp, idle
+// or not, the plan cost the idle blocks more: rmsnorm f16 16384x1024 47 -> 41% of copy.)
 template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
   constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const u32 lg_n = log2_ceil(npk), s = (npk & (npk - 1)) == 0 ? lg_pmax : 0u;
@@ -812,6 +815,15 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
                         NormScratch& smem) {
   constexpr int N = NormStats<LN>::N;
   const usize row = blockIdx.x;
+#if defined(PK_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // the row asked of L2 at once (sm_90's bulk prefetch, one thread), as its two passes read it: no
+  // faster on the stream rows measured (rmsnorm f32 1024x16384 80 -> 79% of copy), but with it ptxas
+  // loads rmsnorm_f16's prologue into uniform registers (plan_rows)
+  if constexpr (V > 1)
+    if (thread_in_block() == 0)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + row * ncols), "r"(ncols * (u32)sizeof(T))
+                   : "memory");
+#endif
   RowChunks<T, V, P> rc(src + row * ncols, ncols);
   const T pad = Cv<T>::out(0);
   float st[N];

@@ -1,0 +1,78 @@
+"""What an idle block of the nn row kernels runs before it returns, from their sm_90 SASS.
+
+Candle launches one 1024-thread norm block per row, and the bundled kernels deal several rows to
+one working block: most blocks return at once, so their warps' first instructions are a large share
+of the kernel's. ptxas loads those instructions' kernel parameters into uniform registers (ULDC) or
+into vector ones (LDC) by choices it makes for the whole kernel, and the uniform form is measurably
+faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path's instructions
+(from the entry to the first branch, then from its target to the EXIT) and its LDC/ULDC count, so
+that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel but
+rmsnorm_f32 shows LDC=1 (the rest of the prologue's parameters in ULDC).
+
+    python3 bench/idle_prologue.py [NN_HIP] [--kernels rmsnorm_f16,...] [--require-uniform K,...]
+
+Needs nvcc and nvdisasm (CUDA toolkit) on PATH; exit 1 when a kernel of --require-uniform loads its
+prologue into vector registers.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NORMS = [f"{k}_{t}" for k in ("rmsnorm", "layernorm") for t in ("f32", "f16", "bf16")]
+
+
+def sass(source: Path) -> str:
+    """The sm_90 SASS of a HIP file compiled as parity's hip-on-nvidia level maps it (nvcc)."""
+    with tempfile.TemporaryDirectory() as d:
+        cubin = Path(d) / "k.cubin"
+        subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-O3", "-std=c++17", "--expt-relaxed-constexpr",
+                        "-D__HIPCC__", "-I", str(source.parent / "include"), "-x", "cu", str(source),
+                        "-o", str(cubin)], check=True, capture_output=True)
+        return subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
+def idle_path(text: str, kernel: str) -> list[str]:
+    """The kernel's instructions from its entry to its first branch, then from that branch's target
+    to the first EXIT after it: what an idle block's warps run."""
+    body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
+    ins = [(i, ln) for i, ln in enumerate(body) if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+    first = next(k for k, (_, ln) in enumerate(ins) if " BRA " in ln or "\tBRA " in ln or "BRA `" in ln)
+    label = re.search(r"`\(([^)]+)\)", ins[first][1]).group(1)
+    start = next(i for i, ln in enumerate(body) if ln.strip().startswith(label + ":"))
+    tail = []
+    for ln in body[start:]:
+        if re.search(r"/\*[0-9a-f]{4,}\*/", ln):
+            tail.append(ln)
+            if "EXIT" in ln:
+                break
+    return [ln for _, ln in ins[:first + 1]] + tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("source", nargs="?", default=str(ROOT / "backends" / "hip" / "nn.hip"))
+    ap.add_argument("--kernels", default=",".join(NORMS))
+    ap.add_argument("--require-uniform", default="", metavar="K,...",
+                    help="exit 1 when one of these kernels loads its prologue into vector registers")
+    a = ap.parse_args(argv)
+    text = sass(Path(a.source))
+    required = set(filter(None, a.require_uniform.split(",")))
+    vector = 0
+    for k in a.kernels.split(","):
+        path = idle_path(text, k)
+        ldc = sum(1 for ln in path if re.search(r"\bLDC(\.\d+)? ", ln))
+        uldc = sum(1 for ln in path if "ULDC" in ln)
+        vector += ldc > 1 and k in required
+        print(f"{k:16s} {len(path):3d} instructions  LDC={ldc} ULDC={uldc}"
+              + ("  (prologue in vector registers)" if ldc > 1 else ""))
+    return 1 if vector else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
