@@ -332,8 +332,8 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
 // f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
 // (ULDC) rather than vector ones (LDC: 7 of them), the kernel is faster still. ptxas makes that
-// choice for the whole kernel, from code far from here. With norm_stream's L2 prefetch of the row,
-// nvcc 13.0 loads every norm's prologue uniformly but rmsnorm_f32's (H200, % of copy, side by
+// choice for the whole kernel, from code far from here. With norm_stream's L2 prefetch of a 16-bit
+// row, nvcc 13.0 loads every norm's prologue uniformly but rmsnorm_f32's (H200, % of copy, side by
 // side, without -> with: rmsnorm f16 4096x4096 77 -> 82, 8192x2048 67 -> 73, 16384x1024 47 -> 52).
 // RowChunks::pass's chunk count copied to a local made rmsnorm_f32's uniform too (16384x1024
 // 60 -> 68, 8192x2048 75 -> 80, 2048x8192 78 -> 81), but cost layernorm f16 8 to 10 points at 8192
@@ -816,10 +816,11 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
   constexpr int N = NormStats<LN>::N;
   const usize row = blockIdx.x;
 #if defined(PK_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // the row asked of L2 at once (sm_90's bulk prefetch, one thread), as its two passes read it: no
-  // faster on the stream rows measured (rmsnorm f32 1024x16384 80 -> 79% of copy), but with it ptxas
-  // loads rmsnorm_f16's prologue into uniform registers (plan_rows)
-  if constexpr (V > 1)
+  // 16-bit rows: the row asked of L2 at once (sm_90's bulk prefetch, one thread), as its two passes
+  // read it; with it, ptxas loads rmsnorm_f16's prologue into uniform registers (plan_rows). Not for
+  // f32: no change to its prologue, and its stream rows were no faster (rmsnorm f32 1024x16384, two
+  // runs: 80 -> 79 and 84 -> 78% of copy).
+  if constexpr (V > 1 && sizeof(T) == 2)
     if (thread_in_block() == 0)
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + row * ncols), "r"(ncols * (u32)sizeof(T))
                    : "memory");
