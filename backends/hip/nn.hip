@@ -410,7 +410,9 @@ struct RowTile {
 // kept in members from its load (H200, softmax f32 4096x4096: 79% of copy in this form; 60% in a
 // build that kept them, among other differences). A second buffer that loaded the next chunk
 // while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
-// rows from 86-95% to 68-80% of copy. sm_90's bulk prefetch into L2 of the next one to four chunks
+// rows from 86-95% to 68-80% of copy; two buffers of half a chunk each, the next one's loads in
+// flight during f, cost softmax 8 to 22 points at 4096x4096 and 2048-16384 columns (45% more code,
+// bf16 at 102 registers). sm_90's bulk prefetch into L2 of the next one to four chunks
 // was slower on every row of two chunks or more (H200, % of copy: softmax f32 1024x16384 67 ->
 // 58-63, f16 4096x4096 78 -> 69-71).
 // Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
@@ -624,7 +626,9 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
 // rows: f32/f64 take max and sum in one pass (the sum rescaled when the running max grows: e is
 // not rounded to T, so that is float rounding only), then write: 2 reads of the row, less the
 // chunks kept in shared memory; f16/bf16 round each e to T under the final max, so max, sum and
-// write are 3 passes. Each pass after the first starts on the chunk still in registers.
+// write are 3 passes. Each pass after the first starts on the chunk still in registers. (f16/bf16
+// max and sum in one pass under the warp's running max, only the chunks before its last rise summed
+// again, was slower: 4096-16384 columns -2 to -8 points, H200.)
 template <class T> constexpr u32 kSoftmaxKeep = sizeof(T) >= 4 ? PK_SOFTMAX_KEEP : 0;
 template <class T> struct alignas(16) SmKeep {
   u32 w[kSoftmaxKeep<T> >= 16 ? kSoftmaxKeep<T> / 4 : 4];
