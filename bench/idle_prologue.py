@@ -41,9 +41,9 @@ def idle_path(text: str, kernel: str) -> list[str]:
     """The kernel's instructions from its entry to its first branch, then from that branch's target
     to the first EXIT after it: what an idle block's warps run."""
     body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
-    ins = [(i, ln) for i, ln in enumerate(body) if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
-    first = next(k for k, (_, ln) in enumerate(ins) if " BRA " in ln or "\tBRA " in ln or "BRA `" in ln)
-    label = re.search(r"`\(([^)]+)\)", ins[first][1]).group(1)
+    ins = [ln for ln in body if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+    first = next(k for k, ln in enumerate(ins) if re.search(r"\bBRA\b", ln))
+    label = re.search(r"`\(([^)]+)\)", ins[first]).group(1)
     start = next(i for i, ln in enumerate(body) if ln.strip().startswith(label + ":"))
     tail = []
     for ln in body[start:]:
@@ -51,7 +51,7 @@ def idle_path(text: str, kernel: str) -> list[str]:
             tail.append(ln)
             if "EXIT" in ln:
                 break
-    return [ln for _, ln in ins[:first + 1]] + tail
+    return ins[:first + 1] + tail
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -244,9 +244,10 @@ def split_params(params: str) -> list[str]:
 _GLOBAL = re.compile(r"__global__|__attribute__\s*\(\(\s*global\s*\)\)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _SPACE = re.compile(r"\s*")
-# words that are attributes wherever they stand, never a kernel's name
+# words with a (...) group that are never a kernel's name: attributes, and what may follow a
+# parameter list
 _ATTRIBUTE_WORDS = {"__attribute__", "__declspec", "__launch_bounds__", "__hip_cuda_launch_bounds__",
-                    "__cluster_dims__", "__maxnreg__", "__noinline__", "__forceinline__"}
+                    "__cluster_dims__", "__maxnreg__", "__align__", "alignas", "throw", "noexcept"}
 
 
 def _declared_name(text: str, i: int) -> tuple[str, int] | None:
