@@ -328,7 +328,7 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // path. (The norms' stream chunk is smaller than their PMAX: such a row took two chunks, read twice,
 // where the batch path reads it once: H200, layernorm f32 1024x16384 72 -> 79% of copy.) Straight-line
 // min/max on log2s, as every warp of an idle block runs it before it returns: with the cases as
-// branches, such a warp ran 46 instructions (rmsnorm f16), now 38-43 with no branch but the exit
+// branches, such a warp ran 46 instructions (rmsnorm f16), now 40-43 with no branch but the exit
 // (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
 // f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
 // (ULDC) rather than vector ones (LDC: 7 of them), the kernel is faster still. ptxas makes that
@@ -338,8 +338,9 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // RowChunks::pass's chunk count copied to a local made rmsnorm_f32's uniform too (16384x1024
 // 60 -> 68, 8192x2048 75 -> 80, 2048x8192 78 -> 81), but cost layernorm f16 8 to 10 points at 8192
 // and 16384 columns (more spills): not kept. Check a change to this file by the idle path's SASS:
-// python3 bench/idle_prologue.py (LDC vs ULDC before its EXIT). (Worked out with selects and one test for every warp, idle
-// or not, the plan cost the idle blocks more: rmsnorm f16 16384x1024 47 -> 41% of copy.)
+// python3 bench/idle_prologue.py (LDC vs ULDC before its EXIT). (Worked out with selects and one
+// test for every warp, idle or not, the plan cost the idle blocks more: rmsnorm f16 16384x1024
+// 47 -> 41% of copy.)
 template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 lg_nt) {
   constexpr u32 lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const u32 lg_n = log2_ceil(npk), s = (npk & (npk - 1)) == 0 ? lg_pmax : 0u;
