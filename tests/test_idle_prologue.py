@@ -1,0 +1,56 @@
+"""bench/idle_prologue.py: the idle path it cuts out of a kernel's SASS, and its LDC/ULDC count — the
+check nn.hip's comments name for the norms' uniform-register prologue (issue #34)."""
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location("idle_prologue",
+                                               Path(__file__).parents[1] / "bench" / "idle_prologue.py")
+ip = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(ip)
+
+# two kernels as nvdisasm -c prints them: k's idle path is its entry up to the first branch, then the
+# branch target up to the first EXIT (the working path between them is not run by an idle block)
+SASS = """
+.text.k:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   ULDC UR4, c[0x0][0x210] ;
+        /*0020*/                   LDC.64 R2, c[0x0][0x218] ;
+        /*0030*/              @!P0 BRA `(.L_x_7) ;
+        /*0040*/                   LDG.E.128 R4, desc[UR6][R2.64] ;
+        /*0050*/                   EXIT ;
+.L_x_7:
+        /*0060*/                   S2UR UR5, SR_CTAID.X ;
+        /*0070*/                   LDC R6, c[0x0][0x220] ;
+        /*0080*/               @P0 EXIT ;
+        /*0090*/                   STG.E.128 desc[UR6][R2.64], R4 ;
+.text.other:
+        /*0000*/                   EXIT ;
+"""
+
+
+def test_idle_path_is_entry_to_first_branch_then_target_to_exit():
+    path = ip.idle_path(SASS, "k")
+    ops = [ln.split(";")[0].split("*/")[1].strip() for ln in path]
+    assert ops == ["LDC R1, c[0x0][0x28]", "ULDC UR4, c[0x0][0x210]", "LDC.64 R2, c[0x0][0x218]",
+                   "@!P0 BRA `(.L_x_7)", "S2UR UR5, SR_CTAID.X", "LDC R6, c[0x0][0x220]", "@P0 EXIT"]
+
+
+def test_main_counts_vector_and_uniform_loads_and_fails_only_on_required(monkeypatch, capsys):
+    monkeypatch.setattr(ip, "sass", lambda source: SASS)
+    assert ip.main(["x.hip", "--kernels", "k"]) == 0           # reported, not required
+    assert "k                  7 instructions  LDC=3 ULDC=1  (prologue in vector registers)" in capsys.readouterr().out
+    assert ip.main(["x.hip", "--kernels", "k", "--require-uniform", "k"]) == 1
+
+
+@pytest.mark.slow                                               # nvcc on nn.hip: ~10 s
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("nvdisasm")), reason="needs nvcc and nvdisasm")
+def test_bundled_norm_kernels_have_an_idle_path_with_their_parameters(capsys):
+    assert ip.main([]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines] == ip.NORMS
+    for ln in lines:                                            # the plan: ~40 instructions, no loop
+        n = int(ln.split()[1])
+        assert 20 <= n <= 80, ln
