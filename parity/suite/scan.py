@@ -243,6 +243,7 @@ def split_params(params: str) -> list[str]:
 # ------------------------------------------------------------------------------ parsing
 _GLOBAL = re.compile(r"__global__|__attribute__\s*\(\(\s*global\s*\)\)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+(?:\(([^)]*)\))?")
 _SPACE = re.compile(r"\s*")
 # words with a (...) group that are never a kernel's name: attributes, and what may follow a
 # parameter list
@@ -255,12 +256,14 @@ def _declared_name(text: str, i: int) -> tuple[str, int] | None:
     its parameter list's `(`; None when this is no `void` function. Words and their balanced (...)
     groups are skipped on either side of `void`, so that an attribute or a macro left unexpanded
     (`__launch_bounds__(256, (M))`, `__attribute__((...))`, a port's own `KERNEL_BOUNDS(T)`) costs no
-    kernel; the name is the last word with a group before the body, `;` or anything else."""
+    kernel; the name is the last word with a group before the body, `;`, anything else or a new line
+    (a macro's definition, read without cpp, ends at its line)."""
     seen_void, name = False, None
     while True:
-        i = _SPACE.match(text, i).end()
+        gap = _SPACE.match(text, i)
+        i = gap.end()
         m = _WORD.match(text, i)
-        if not m:
+        if not m or (name and "\n" in gap.group()):
             return name
         word, j = m.group(), _SPACE.match(text, m.end()).end()
         group = j < len(text) and text[j] == "("
@@ -304,6 +307,9 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
         if not found:
             continue
         name, start = found
+        macro = _DEFINE.match(text, text.rfind("\n", 0, g.start()) + 1)
+        if macro and name in re.split(r"\W+", macro.group(1) or ""):
+            continue                 # read without cpp, a macro's definition names its kernel by a parameter
         i = balanced_end(text, start, "()")
         params = split_params(text[start:i - 1])
         # the declaration prefix: back to the previous ; } or { (or 200 chars)
