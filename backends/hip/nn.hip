@@ -731,7 +731,7 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // at 2 packs a thread: 4096 columns -1 to -8 points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192
 // alone +2). ncu, f16 4096x4096, before plan_rows was straight-line: the schedulers issued on 67%
 // (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a warp of the 7 blocks in 8 that return at
-// once ran 46 instructions (38 now), about 5 M of rmsnorm's 12 M.
+// once ran 46 instructions (40-43 now), about 5 M of rmsnorm's 12 M.
 template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
 template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
 template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;

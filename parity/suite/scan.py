@@ -275,6 +275,13 @@ def _declared_name(text: str, i: int) -> tuple[str, int] | None:
         i = end
 
 
+def _named_by_macro_parameter(text: str, off: int, name: str) -> bool:
+    """The declaration at `off` is in a `#define` whose parameter is its name (`#define K(n) ...
+    void n(...)`): read without cpp, it declares no kernel."""
+    macro = _DEFINE.match(text, text.rfind("\n", 0, off) + 1)
+    return bool(macro) and name in re.split(r"\W+", macro.group(1) or "")
+
+
 def strip_comments(text: str) -> str:
     """C comments blanked out (newlines kept, so offsets and line numbers stay); string and
     character literals are left alone, so `"http://x"` is not a comment."""
@@ -307,9 +314,6 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
         if not found:
             continue
         name, start = found
-        macro = _DEFINE.match(text, text.rfind("\n", 0, g.start()) + 1)
-        if macro and name in re.split(r"\W+", macro.group(1) or ""):
-            continue                 # read without cpp, a macro's definition names its kernel by a parameter
         i = balanced_end(text, start, "()")
         params = split_params(text[start:i - 1])
         # the declaration prefix: back to the previous ; } or { (or 200 chars)
@@ -406,8 +410,8 @@ def _scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str,
     for name, off, params, extern_c in parse_declarations(text):
         if not extern_c:
             continue
-        if literal and "##" in "".join(params) + name:
-            continue
+        if literal and ("##" in "".join(params) + name or _named_by_macro_parameter(text, off, name)):
+            continue                 # a macro's definition, read without cpp: its uses are not seen
         row = bisect.bisect_right(starts, off) - 1
         if lines is None:
             file, line = source, row + 1
