@@ -6,8 +6,8 @@ of the kernel's. ptxas loads those instructions' kernel parameters into uniform 
 into vector ones (LDC) by choices it makes for the whole kernel, and the uniform form is measurably
 faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path's instructions
 (from the entry to the first branch, then from its target to the EXIT) and its LDC/ULDC count, so
-that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel but
-rmsnorm_f32 shows LDC=1 (the rest of the prologue's parameters in ULDC).
+that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel shows
+LDC=1 (the rest of the prologue's parameters in ULDC).
 
     python3 bench/idle_prologue.py [NN_HIP] [--kernels rmsnorm_f16,...] [--require-uniform K,...]
 

@@ -335,9 +335,8 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // choice for the whole kernel, from code far from here. With norm_stream's L2 prefetch of a 16-bit
 // row, nvcc 13.0 loads every norm's prologue uniformly but rmsnorm_f32's (H200, % of copy, side by
 // side, without -> with: rmsnorm f16 4096x4096 77 -> 82, 8192x2048 67 -> 73, 16384x1024 47 -> 52).
-// RowChunks::pass's chunk count copied to a local made rmsnorm_f32's uniform too (16384x1024
-// 60 -> 68, 8192x2048 75 -> 80, 2048x8192 78 -> 81), but cost layernorm f16 8 to 10 points at 8192
-// and 16384 columns (more spills): not kept. Check a change to this file by the idle path's SASS:
+// rmsnorm_f32's is uniform since its stream passes read their chunk count once (kNormCountOnce).
+// Check a change to this file by the idle path's SASS:
 // python3 bench/idle_prologue.py (LDC vs ULDC before its EXIT). (Worked out with selects and one
 // test for every warp, idle or not, the plan cost the idle blocks more: rmsnorm f16 16384x1024
 // 47 -> 41% of copy.)
@@ -413,7 +412,9 @@ struct RowTile {
 // while f worked on this one took the kernel from 165 registers to 196 and its 512-2048-column
 // rows from 86-95% to 68-80% of copy; two buffers of half a chunk each, the next one's loads in
 // flight during f, cost softmax 8 to 22 points at 4096x4096 and 2048-16384 columns (45% more code,
-// bf16 at 102 registers). sm_90's bulk prefetch into L2 of the next one to four chunks
+// bf16 at 102 registers); the next chunk copied into 4 KB of shared memory (cp.async, no register
+// held) while f worked on this one, f16/bf16 at 64 registers: -4 to -17 (f16 1024x16384 60 -> 43,
+// 4096x4096 80 -> 72). sm_90's bulk prefetch into L2 of the next one to four chunks
 // was slower on every row of two chunks or more (H200, % of copy: softmax f32 1024x16384 67 ->
 // 58-63, f16 4096x4096 78 -> 69-71).
 // Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
@@ -445,10 +446,13 @@ struct RowChunks {
   }
   // f(c, fresh): chunk c is in x; fresh when it was loaded for this visit. fill: the padding, an
   // argument rather than a member: `in ? *p : member` became a select of pointers into a private
-  // copy of the object on the element path (scratch on every AMD target).
-  template <Ld L, class F> PK_DEV void pass(bool forward, T fill, F&& f) {
-    for (int i = 0; i < nch; ++i) {
-      const int c = forward ? i : nch - 1 - i;
+  // copy of the object on the element path (scratch on every AMD target). CountOnce: the chunk
+  // count read into a local before the loop (f holds a reference to *this, so the member is read
+  // again each time round): a choice for ptxas's uniform prologue, see kNormCountOnce.
+  template <Ld L, bool CountOnce = false, class F> PK_DEV void pass(bool forward, T fill, F&& f) {
+    const int n = nch;
+    for (int i = 0; i < (CountOnce ? n : nch); ++i) {
+      const int c = forward ? i : (CountOnce ? n : nch) - 1 - i;
       const bool fresh = c != cur;
       if (fresh) {
         Vec<T, V>* k = Keep ? keep + (u32)c * P * G + g : nullptr;  // (no offset on a null keep)
@@ -736,6 +740,11 @@ template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && 
 template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
 template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;
 constexpr int kNormChunk = 2;
+// rmsnorm_f32's stream passes read their chunk count once: ptxas then loads its idle prologue into
+// uniform registers as it does the other norms' (plan_rows; H200, % of copy, side by side: 16384x1024
+// 59 -> 68, 8192x2048 75 -> 81, 4096x4096 87 -> 91). The other norms are slower so (layernorm f16
+// 8192 and 16384 columns -8 to -10) and their SASS is left as it was.
+template <bool LN, class T> constexpr bool kNormCountOnce = !LN && sizeof(T) == 4;
 typedef GroupScratch<float, 4, kMaxBlock> NormScratch;  // N * K <= 4
 template <> struct NormStats<false> { static constexpr int N = 1; };
 template <> struct NormStats<true> { static constexpr int N = 2; };
@@ -762,28 +771,36 @@ template <bool LN> PK_DEV void norm_coef(const float* st, u32 ncols, float eps, 
   }
 }
 
-// alpha's and beta's pack at element c0 (16-byte loads on the aligned path), when given.
+// alpha's and beta's pack at element c0 (16-byte loads on the aligned path), when given. Layernorm
+// takes 1 and -0 for a missing alpha or beta, which leave its fma exact: fma(x, 1, b) = x + b,
+// fma(x, a, -0) = x * a.
 template <bool LN, class T, int V> struct NormParams {
   Vec<T, V> a = {}, b = {};
-  bool has_a, has_b;
-  PK_DEV NormParams(const T* alpha, const T* beta, u32 c0) : has_a(alpha != nullptr), has_b(LN && beta != nullptr) {
-    if (has_a) a = vload<V>(alpha, c0);
-    if (has_b) b = vload<V>(beta, c0);
+  bool has_a;
+  PK_DEV NormParams(const T* alpha, const T* beta, u32 c0) : has_a(alpha != nullptr) {
+    if constexpr (LN) {
+      a = has_a ? vload<V>(alpha, c0) : Vec<T, V>::splat(Cv<T>::out(1.f));
+      b = beta != nullptr ? vload<V>(beta, c0) : Vec<T, V>::splat(Cv<T>::out(-0.f));
+    } else if (has_a) {
+      a = vload<V>(alpha, c0);
+    }
   }
 };
 
-// One pack of the output; p: the pack's alpha and beta.
+// One pack of the output; p: the pack's alpha and beta. Candle's CUDA builds with -fmad=true, so its
+// layernorm's lhs * a + b is one fma, as here (one instruction an element fewer than a product and
+// a sum).
 template <bool LN, class T, int V>
 PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const NormParams<LN, T, V>& p) {
   return make_pack<T, V>([&](int e) {
     float v;
     if constexpr (LN) {
-      v = ((float)Cv<T>::in(x.get(e)) - mean) * scale;
+      v = fmaf(((float)Cv<T>::in(x.get(e)) - mean) * scale, (float)Cv<T>::in(p.a.get(e)),
+               (float)Cv<T>::in(p.b.get(e)));
     } else {
       v = scale * (float)Cv<T>::in(x.get(e));
+      if (p.has_a) v = v * (float)Cv<T>::in(p.a.get(e));
     }
-    if (p.has_a) v = v * (float)Cv<T>::in(p.a.get(e));
-    if (LN && p.has_b) v = v + (float)Cv<T>::in(p.b.get(e));
     return (typename Num<T>::C)v;
   });
 }
@@ -836,7 +853,7 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
   float st[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) st[i] = 0.f;
-  rc.template pass<Ld::again>(true, pad, [&](int, bool) {
+  rc.template pass<Ld::again, kNormCountOnce<LN, T>>(true, pad, [&](int, bool) {
 #pragma unroll
     for (int j = 0; j < P; ++j)
 #pragma unroll
@@ -845,7 +862,7 @@ PK_DEV void norm_stream(const T* src, T* dst, const T* alpha, const T* beta, u32
   group_allreduce(st, block_threads(), smem, [](float a, float b) { return a + b; });
   float scale, mean;
   norm_coef<LN>(st, ncols, eps, scale, mean);
-  rc.template pass<Ld::last>(false, pad, [&](int c, bool) {
+  rc.template pass<Ld::last, kNormCountOnce<LN, T>>(false, pad, [&](int c, bool) {
     rc.store(dst + row * ncols, c, [&](int j) {
       const NormParams<LN, T, V> ab(alpha, beta, rc.at(c) + (u32)j * rc.G * V);
       return norm_pack<LN, T, V>(rc.x[j], scale, mean, ab);
