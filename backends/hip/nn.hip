@@ -731,7 +731,9 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // reduction (L1 hits after the first group). Staged as floats in shared memory, converted once by
 // each working block, they were slower (H200, % of copy: layernorm f16 4096x4096 64 -> 39, and
 // 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM); loaded
-// one pack ahead of the pack they scale, no faster (rmsnorm f16 4096x4096 73 -> 72). 16-bit rows
+// one pack ahead of the pack they scale, no faster (rmsnorm f16 4096x4096 73 -> 72); asked of L1
+// (prefetch.global.L1) right after the row's load, slower on every row (layernorm f32 65536x256
+// 80 -> 27, f16 4096x4096 68 -> 60). 16-bit rows
 // at 2 packs a thread: 4096 columns -1 to -8 points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192
 // alone +2). ncu, f16 4096x4096, before plan_rows was straight-line: the schedulers issued on 67%
 // (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a warp of the 7 blocks in 8 that return at
@@ -1007,7 +1009,8 @@ PK_DEV void rope_thd(const T* src, const T* cos, const T* sin, T* dst, u32 b, u3
 // f16 softmax at 64 registers (CUDA's meaning of the bounds' 2nd argument: 4 blocks of 256 threads),
 // so that Candle's 4096 one-warp blocks of a 4096x4096 softmax are resident at once, 32 an SM: at
 // the 80 registers ptxas chose, 25 an SM left a second wave (H200, % of copy: 77 -> 81; the other
-// f16 rows within +-2). bf16 takes 64 as it is; f32 and f64 keep their registers for the row.
+// f16 rows within +-2). bf16 takes 64 as it is; f32 and f64 keep their registers for the row (f32
+// held to 128, 16 warps an SM rather than 14: +0.1 to +1.2 points on its rows, within the noise).
 #if defined(PK_NVIDIA)
 #define PK_NORM_BOUNDS __hip_cuda_launch_bounds__(1024, PK_NORM_MIN_BLOCKS)
 #define PK_SOFTMAX_BOUNDS(T) __hip_cuda_launch_bounds__(pk::kSoftmaxThreads, pk::kSoftmaxMinBlocks<T>)
