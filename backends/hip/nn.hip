@@ -328,7 +328,7 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // path. (The norms' stream chunk is smaller than their PMAX: such a row took two chunks, read twice,
 // where the batch path reads it once: H200, layernorm f32 1024x16384 72 -> 79% of copy.) Straight-line
 // min/max on log2s, as every warp of an idle block runs it before it returns: with the cases as
-// branches, such a warp ran 46 instructions (rmsnorm f16), now 40-43 with no branch but the exit
+// branches, such a warp ran 46 instructions (rmsnorm f16), now 40-46 with no branch but the exit
 // (H200, % of copy: layernorm f16 4096x4096 62 -> 68, rmsnorm bf16 8192x2048 65 -> 72, layernorm
 // f32 16384x1024 54 -> 62). Where ptxas loads this prologue's parameters into uniform registers
 // (ULDC) rather than vector ones (LDC: 7 of them), the kernel is faster still. ptxas makes that
@@ -733,11 +733,11 @@ template <bool LN> struct NormStats;                       // per-row partial su
 // 32768x512 79 -> 25, where 33 KB of static shared memory leaves six 32-thread blocks an SM); loaded
 // one pack ahead of the pack they scale, no faster (rmsnorm f16 4096x4096 73 -> 72); asked of L1
 // (prefetch.global.L1) right after the row's load, slower on every row (layernorm f32 65536x256
-// 80 -> 27, f16 4096x4096 68 -> 60). 16-bit rows
-// at 2 packs a thread: 4096 columns -1 to -8 points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192
-// alone +2). ncu, f16 4096x4096, before plan_rows was straight-line: the schedulers issued on 67%
-// (rmsnorm) and 78% (layernorm) of cycles; by the SASS, a warp of the 7 blocks in 8 that return at
-// once ran 46 instructions (40-43 now), about 5 M of rmsnorm's 12 M.
+// 80 -> 27, f16 4096x4096 68 -> 60). 16-bit rows at 2 packs a thread: 4096 columns -1 to -8
+// points, 16384 columns -9 to -16 (rmsnorm f16 2048x8192 alone +2). ncu, f16 4096x4096, before
+// plan_rows was straight-line: the schedulers issued on 67% (rmsnorm) and 78% (layernorm) of
+// cycles; by the SASS, a warp of the 7 blocks in 8 that return at once ran 46 instructions (40-42
+// now), about 5 M of rmsnorm's 12 M.
 template <bool LN, class T> constexpr bool kNormWide = sizeof(T) == 2 || (LN && sizeof(T) == 4);
 template <bool LN, class T> constexpr int kNormPacks = kNormWide<LN, T> ? 4 : 2;
 template <bool LN, class T> constexpr int kNormRows = kNormWide<LN, T> ? 1 : 2;
