@@ -414,9 +414,9 @@ struct RowTile {
 // flight during f, cost softmax 8 to 22 points at 4096x4096 and 2048-16384 columns (45% more code,
 // bf16 at 102 registers); the next chunk copied into 4 KB of shared memory (cp.async, no register
 // held) while f worked on this one, f16/bf16 at 64 registers: -2 to -17 from 1024 columns up (f16
-// 1024x16384 60 -> 43, 4096x4096 80 -> 72). sm_90's bulk prefetch into L2 of the next one to four
-// chunks was slower on every row of two chunks or more (H200, % of copy: softmax f32 1024x16384 67 ->
-// 58-63, f16 4096x4096 78 -> 69-71).
+// 1024x16384 60 -> 43, 4096x4096 80 -> 72; through L1, cp.async.ca, the same). sm_90's bulk
+// prefetch into L2 of the next one to four chunks was slower on every row of two chunks or more
+// (H200, % of copy: softmax f32 1024x16384 67 -> 58-63, f16 4096x4096 78 -> 69-71).
 // Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
 // (shared memory, each thread its own packs: no barrier) from their first load on, so later passes
 // read them from there rather than from memory. A compile-time choice, so that the kernels without
