@@ -1,0 +1,96 @@
+"""What the bundled softmax's passes over a long row cost as memory traffic alone, under Candle's launch.
+
+One 32-thread block (1,32,1) per row, as Candle launches softmax; a row in chunks of P 16-byte packs
+a thread (8 under 64 registers for f16/bf16 rows, 16 for f32, as backends/hip/nn.hip); R-1
+read-only passes in alternating directions (the chunk left in registers is not read again), then a
+pass that reads and writes evict-first. R = 1 is a copy on that launch; R = 3 is the f16/bf16
+stream path's traffic (max, sum, write), R = 2 the f32 one's without its shared-memory keep. % of
+copy as bench/suite_speed.py counts it. H200, two runs: f16 3 reads 92-93 / 92-93 / 83% at 4096 /
+8192 / 16384 columns, where the kernel stands at 79 / 70 / 59; f32 2 reads 90 / 76 / 73, the kernel
+90 / 80 / 69.
+
+    python3 bench/row_passes.py        # NVIDIA, CuPy (ld/st.global.cs as nn.hip uses there)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cupy as cp  # noqa: E402
+
+from harness import copy_ms, timed  # noqa: E402
+
+SRC = r'''
+typedef unsigned u32;
+__device__ __forceinline__ uint4 ld_cs(const uint4* p) {
+  uint4 v; asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void st_cs(uint4* p, uint4 v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+template <int P, int R>
+__device__ void rows(const uint4* src, uint4* dst, u32 npk) {
+  const u32 G = blockDim.x * blockDim.y, g = threadIdx.y * blockDim.x + threadIdx.x;
+  const uint4* s = src + (size_t)blockIdx.x * npk;
+  uint4* d = dst + (size_t)blockIdx.x * npk;
+  const int nch = (int)(npk / (P * G));
+  uint4 x[P];
+  u32 acc = 0;
+  int cur = -1;
+  bool fwd = true;
+  for (int r = 0; r < R - 1; ++r, fwd = !fwd)
+    for (int i = 0; i < nch; ++i) {
+      const int c = fwd ? i : nch - 1 - i;
+      if (c != cur) {
+#pragma unroll
+        for (int j = 0; j < P; ++j) x[j] = s[(c * P + j) * G + g];
+        cur = c;
+      }
+#pragma unroll
+      for (int j = 0; j < P; ++j) acc ^= x[j].x ^ x[j].y ^ x[j].z ^ x[j].w;
+    }
+  const u32 k = acc == 0x9e3779b9u;  // 0 but for one value in 4 billion: keeps the read passes
+  for (int i = 0; i < nch; ++i) {
+    const int c = fwd ? i : nch - 1 - i;
+    if (c != cur) {
+#pragma unroll
+      for (int j = 0; j < P; ++j) x[j] = ld_cs(s + (c * P + j) * G + g);
+      cur = c;
+    }
+#pragma unroll
+    for (int j = 0; j < P; ++j) { uint4 v = x[j]; v.x ^= k; st_cs(d + (c * P + j) * G + g, v); }
+  }
+}
+extern "C" __global__ __launch_bounds__(256, 4) void reads1_p8(const uint4* s, uint4* d, u32 n) { rows<8, 1>(s, d, n); }
+extern "C" __global__ __launch_bounds__(256, 4) void reads3_p8(const uint4* s, uint4* d, u32 n) { rows<8, 3>(s, d, n); }
+extern "C" __global__ __launch_bounds__(256) void reads1_p16(const uint4* s, uint4* d, u32 n) { rows<16, 1>(s, d, n); }
+extern "C" __global__ __launch_bounds__(256) void reads2_p16(const uint4* s, uint4* d, u32 n) { rows<16, 2>(s, d, n); }
+'''
+
+
+def main() -> None:
+    """Prints each kernel's % of copy at 4096, 8192 and 16384 columns (32 MB of f16, 64 MB of f32)."""
+    mod = cp.RawModule(code=SRC, options=("-std=c++17",))
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    print("kernel      rows x cols  dtype  % of copy")
+    for esize, kernels in ((2, ("reads1_p8", "reads3_p8")), (4, ("reads1_p16", "reads2_p16"))):
+        for nrows, ncols in ((4096, 4096), (2048, 8192), (1024, 16384)):
+            nbytes = nrows * ncols * esize
+            a = cp.random.randint(0, 2**31, size=nbytes // 4, dtype=cp.uint32)
+            b = cp.empty_like(a)
+            npk = ncols * esize // 16
+            cp_ms = copy_ms(2 * nbytes)
+            for name in kernels:
+                f = mod.get_function(name)
+                launch = lambda: f((nrows,), (1, 32, 1), (a, b, cp.uint32(npk)))
+                launch()
+                cp.cuda.runtime.deviceSynchronize()
+                assert bool((a == b).all()), name
+                ms = timed(launch)
+                print(f"{name:10s}  {nrows}x{ncols:<6d} {'f16' if esize == 2 else 'f32'}  {100 * cp_ms / ms:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
