@@ -560,8 +560,23 @@ template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
 // of a kernel that issue slots bound (ncu, H200, softmax f16 4096x4096: 61% of issue slots busy at
 // 3.7 warps a scheduler). f32 keeps expf: its 16-ulp tolerance is narrower than that product error.
 constexpr float kLog2e = 1.44269504088896341f;
+// 2^x for an e rounded to T. f16 rounds every result under 2^-25 to 0, so flushing results and
+// inputs under 2^-126 cannot change an f16 e: on NVIDIA, ex2.approx.ftz alone, where exp2f adds a
+// range test and two multiplies for subnormal results (the same MUFU.EX2 above 2^-126; H200, % of
+// copy: f16 4096x4096 79 -> 84, 512-16384 columns -2 to +3). bf16 keeps exp2f: Candle's bf16 exp
+// returns subnormals (its uexp_bf16(-88.5) is 0x0028).
+template <class T> PK_DEV float exp2_e(float x) {
+#if defined(PK_NVIDIA) && defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<T, f16>::value) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+  }
+#endif
+  return exp2f(x);
+}
 template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
-  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2f(Cv<T>::rd(x - m) * kLog2e));
+  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2_e<T>(Cv<T>::rd(x - m) * kLog2e));
   else return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
 }
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
@@ -575,7 +590,7 @@ template <class T, int V> PK_DEV void exp_pack(Vec<T, V>& x, SmC<T> m, SmC<T>& s
 #pragma unroll
     for (int i = 0; i < V / 2; ++i) {
       const u32 d = Pair<T>::sub(x.w[i], m2);
-      x.w[i] = Pair<T>::pack(exp2f(Pair<T>::lo(d) * kLog2e), exp2f(Pair<T>::hi(d) * kLog2e));
+      x.w[i] = Pair<T>::pack(exp2_e<T>(Pair<T>::lo(d) * kLog2e), exp2_e<T>(Pair<T>::hi(d) * kLog2e));
       s += Pair<T>::lo(x.w[i]) + Pair<T>::hi(x.w[i]);
     }
   } else {
