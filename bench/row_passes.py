@@ -6,8 +6,8 @@ read-only passes in alternating directions (the chunk left in registers is not r
 pass that reads and writes evict-first. R = 1 is a copy on that launch; R = 3 is the f16/bf16
 stream path's traffic (max, sum, write), R = 2 the f32 one's without its shared-memory keep. % of
 copy as bench/suite_speed.py counts it. H200, two runs: f16 3 reads 92-93 / 92-93 / 83% at 4096 /
-8192 / 16384 columns, where the kernel stands at 79 / 70 / 59; f32 2 reads 90 / 76 / 73, the kernel
-90 / 80 / 69.
+8192 / 16384 columns, where the kernel stood at 79 / 70 / 59 (84 / 73 / 61 with its exp as
+ex2.approx.ftz, a later run); f32 2 reads 90 / 76 / 73, the kernel 90 / 80 / 69.
 
     python3 bench/row_passes.py        # NVIDIA, CuPy (ld/st.global.cs as nn.hip uses there)
 """

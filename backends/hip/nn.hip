@@ -650,8 +650,8 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
 // max and sum in one pass under the warp's running max, only the chunks before its last rise summed
 // again, was slower: 4096-16384 columns -2 to -8 points, H200. The three passes' memory traffic
 // alone, bench/row_passes.py, runs at 92-93 / 92-93 / 83% of copy at 4096 / 8192 / 16384 columns,
-// the kernel at 79 / 70 / 59; e written to dst by the sum pass and read back by the write pass, so
-// that its exp is worked out once, was slower still: 81 -> 72, 73 -> 66, 61 -> 58.)
+// the f16 kernel at 84 / 73 / 61 (exp2_e); e written to dst by the sum pass and read back by the
+// write pass, so that its exp is worked out once, was slower still: 81 -> 72, 73 -> 66, 61 -> 58.)
 template <class T> constexpr u32 kSoftmaxKeep = sizeof(T) >= 4 ? PK_SOFTMAX_KEEP : 0;
 template <class T> struct alignas(16) SmKeep {
   u32 w[kSoftmaxKeep<T> >= 16 ? kSoftmaxKeep<T> / 4 : 4];
