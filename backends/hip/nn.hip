@@ -1037,8 +1037,7 @@ PK_DEV void rope_thd(const T* src, const T* cos, const T* sin, T* dst, u32 b, u3
 #define PK_SOFTMAX_BOUNDS(T) __launch_bounds__(pk::kSoftmaxThreads)
 #endif
 #define PK_NN_ALL(T, SFX)                                                                                   \
-  extern "C" __global__ PK_SOFTMAX_BOUNDS(T) void softmax_##SFX(const T* src, T* dst,       \
-                                                                                int n_cols) {                 \
+  extern "C" __global__ PK_SOFTMAX_BOUNDS(T) void softmax_##SFX(const T* src, T* dst, int n_cols) {        \
     pk::softmax<T>(src, dst, n_cols);                                                                      \
   }                                                                                                         \
   extern "C" __global__ PK_NORM_BOUNDS void rmsnorm_##SFX(const T* src, T* dst, const T* alpha, int n_cols, \
