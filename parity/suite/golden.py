@@ -68,8 +68,10 @@ def check(path: Path = DEFAULT) -> list[GoldenResult]:
             tol = op.tolerance
             with np.errstate(invalid="ignore"):
                 diff = np.abs(expected.astype(np.float64) - got.astype(np.float64))
-            within = same | (~tol.exact & ((ulps <= tol.ulp_for(out_dt.name)) |
-                                           (np.nan_to_num(diff, nan=np.inf) <= tol.atol_for(out_dt.name))))
+            within = same.copy()
+            if not tol.exact:      # (~ on a Python bool is -1 or -2, not its negation)
+                within |= ((ulps <= tol.ulp_for(out_dt.name)) |
+                           (np.nan_to_num(diff, nan=np.inf) <= tol.atol_for(out_dt.name)))
             if tol.signed_zero:
                 within &= ~((expected.astype(np.float64) == 0) & (np.signbit(expected) != np.signbit(got)))
             worst = float(ulps.max()) if ulps.size else 0.0
