@@ -54,3 +54,38 @@ def test_bundled_norm_kernels_have_an_idle_path_with_their_parameters(capsys):
     for ln in lines:                                            # the plan: ~40 instructions, no loop
         n = int(ln.split()[1])
         assert 20 <= n <= 80, ln
+
+
+# a working path after its barrier: an `@P0 EXIT` for the threads past the rows, then the output pass
+SECTIONS = """
+.text.w:
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/              @!P2 BRA `(.L_x_9) ;
+        /*0020*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0030*/               @P0 EXIT ;
+        /*0040*/                   LDG.E.128 R4, desc[UR6][R2.64] ;
+        /*0050*/              @!P1 MOV R8, 0x3c003c00 ;
+        /*0060*/                   STL [R1], R4 ;
+        /*0070*/                   LDL.LU R4, [R1] ;
+        /*0080*/                   STG.E.128 desc[UR6][R2.64], R4 ;
+        /*0090*/                   EXIT ;
+.L_x_9:
+        /*00a0*/               @P3 EXIT ;
+"""
+
+
+def test_barrier_sections_run_to_the_unpredicated_exit_and_count_memory_and_moves():
+    (sec,) = ip.barrier_sections(SECTIONS, "w")
+    assert len(sec) == 8 and "BAR.SYNC" in sec[0] and sec[-1].split("*/")[1].strip() == "EXIT ;"
+    assert ip.section_counts(sec) == "   8 instructions  LDG=1 STG=1 LDL=1 STL=1 MOV=1"
+    assert ip.barrier_sections(SASS, "k") == []                 # no barrier: no output pass listed
+
+
+def test_main_prints_sections_when_asked(monkeypatch, capsys):
+    monkeypatch.setattr(ip, "sass", lambda source: SASS + SECTIONS)
+    assert ip.main(["x.hip", "--kernels", "k,w"]) == 0
+    assert "barrier" not in capsys.readouterr().out
+    assert ip.main(["x.hip", "--kernels", "k,w", "--sections"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "w                  3 instructions  LDC=0 ULDC=0",
+        "  barrier at 0020:    8 instructions  LDG=1 STG=1 LDL=1 STL=1 MOV=1"]
