@@ -43,6 +43,12 @@ def sass(source: Path) -> str:
         return subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
 
 
+def _instructions(text: str, kernel: str) -> list[str]:
+    """The kernel's instruction lines (those with an address), in the listing's order."""
+    body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
+    return [ln for ln in body if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+
+
 def idle_path(text: str, kernel: str) -> list[str]:
     """The kernel's instructions from its entry to its first branch, then from that branch's target
     to the first EXIT after it: what an idle block's warps run."""
@@ -60,11 +66,6 @@ def idle_path(text: str, kernel: str) -> list[str]:
     return ins[:first + 1] + tail
 
 
-def _instructions(text: str, kernel: str) -> list[str]:
-    body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
-    return [ln for ln in body if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
-
-
 def barrier_sections(text: str, kernel: str) -> list[list[str]]:
     """Each stretch of the kernel's instructions from a BAR.SYNC to the first unpredicated EXIT after
     it (in the listing's order; an `@P EXIT` on the way returns the threads past the launch's rows):
@@ -80,7 +81,8 @@ def barrier_sections(text: str, kernel: str) -> list[list[str]]:
 
 def section_counts(section: list[str]) -> str:
     """A stretch's length and its global loads/stores, local (spill) loads/stores and moves."""
-    counts = {op: sum(1 for ln in section if re.search(rf"\b{op}\b", ln)) for op in ("LDG", "STG", "LDL", "STL", "MOV")}
+    counts = {op: sum(1 for ln in section if re.search(rf"\b{op}\b", ln))
+              for op in ("LDG", "STG", "LDL", "STL", "MOV")}
     return f"{len(section):4d} instructions  " + " ".join(f"{op}={c}" for op, c in counts.items())
 
 
