@@ -1,5 +1,6 @@
 """bench/idle_prologue.py: the idle path it cuts out of a kernel's SASS, and its LDC/ULDC count — the
-check nn.hip's comments name for the norms' uniform-register prologue (issue #34)."""
+check nn.hip's comments name for the norms' uniform-register prologue (issue #34) — and the output
+passes (barrier to EXIT) that --sections counts."""
 import importlib.util
 import shutil
 from pathlib import Path
