@@ -43,26 +43,32 @@ def sass(source: Path) -> str:
         return subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
 
 
-def _instructions(text: str, kernel: str) -> list[str]:
-    """The kernel's instruction lines (those with an address), in the listing's order."""
-    body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
-    return [ln for ln in body if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")   # an instruction line's address, as nvdisasm -c prints it
+
+
+def _body(text: str, kernel: str) -> list[str]:
+    """The kernel's lines of the listing: its instructions and labels, in order."""
+    return text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
+
+
+def _instructions(lines: list[str]) -> list[str]:
+    """The instruction lines (those with an address) among `lines`, in order."""
+    return [ln for ln in lines if _ADDRESS.search(ln)]
 
 
 def idle_path(text: str, kernel: str) -> list[str]:
     """The kernel's instructions from its entry to its first branch, then from that branch's target
     to the first EXIT after it: what an idle block's warps run."""
-    body = text.split(f".text.{kernel}:", 1)[1].split("\n.text.", 1)[0].splitlines()
-    ins = _instructions(text, kernel)
+    body = _body(text, kernel)
+    ins = _instructions(body)
     first = next(k for k, ln in enumerate(ins) if re.search(r"\bBRA\b", ln))
     label = re.search(r"`\(([^)]+)\)", ins[first]).group(1)
     start = next(i for i, ln in enumerate(body) if ln.strip().startswith(label + ":"))
     tail = []
-    for ln in body[start:]:
-        if re.search(r"/\*[0-9a-f]{4,}\*/", ln):
-            tail.append(ln)
-            if "EXIT" in ln:
-                break
+    for ln in _instructions(body[start:]):
+        tail.append(ln)
+        if "EXIT" in ln:
+            break
     return ins[:first + 1] + tail
 
 
@@ -70,7 +76,7 @@ def barrier_sections(text: str, kernel: str) -> list[list[str]]:
     """Each stretch of the kernel's instructions from a BAR.SYNC to the first unpredicated EXIT after
     it (in the listing's order; an `@P EXIT` on the way returns the threads past the launch's rows):
     a working block's output pass, one per compiled path."""
-    ins, out = _instructions(text, kernel), []
+    ins, out = _instructions(_body(text, kernel)), []
     for i, ln in enumerate(ins):
         if "BAR.SYNC" in ln:
             end = next((j for j in range(i + 1, len(ins)) if re.search(r"\*/\s+EXIT\b", ins[j])), None)
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
               + ("  (prologue in vector registers)" if ldc > 1 else ""))
         if a.sections:
             for sec in barrier_sections(text, k):
-                at = re.search(r"/\*([0-9a-f]{4,})\*/", sec[0]).group(1)
+                at = _ADDRESS.search(sec[0]).group(1)
                 print(f"  barrier at {at}: {section_counts(sec)}")
     return 1 if vector else 0
 
