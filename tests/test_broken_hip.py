@@ -1,4 +1,4 @@
-"""Twelve deliberately broken HIP kernels (tests/fixtures/broken_hip/): each is caught with the
+"""Thirteen deliberately broken HIP kernels (tests/fixtures/broken_hip/): each is caught with the
 expected verdict. Where a NumPy model of the same bug exists (tests/fakes.py), the GPU result
 must match the model's verdict, bad-element count and worst element exactly.
 
@@ -32,6 +32,7 @@ FIXTURES = {
     "bf16_truncation": ("cast/f32-bf16/contiguous/normal/s0", "fail", fakes.Bf16Truncation, ""),
     "unwritten_tail": ("unary.sqrt/f32/len1025/normal/s0", "fail", fakes.UnwrittenTail, ""),
     "int32_index": ("copy.ucopy/u8/huge/normal/s0", "crash", None, ""),
+    "assumed_alignment": ("nn.rmsnorm/f32/offset-packs/normal/s0@alpha=1", "crash", None, "misaligned"),
 }
 
 
@@ -91,3 +92,16 @@ def test_int32_index_overflows_past_2_31():
         assert run_case(Case.parse(case_id), good.executor)["verdict"] == "pass"
     finally:
         good.executor.close()
+
+
+@pytest.mark.gpu
+def test_assumed_alignment_is_caught_only_by_the_rows_of_whole_packs():
+    """The layout class a bug needs: the same misaligned source, 77 columns (the element path), passes."""
+    from parity.run.levels import make
+    level = make("hip-on-nvidia", BROKEN / "assumed_alignment", None, case_timeout=60)
+    try:
+        verdicts = {lay: run_case(Case.parse(f"nn.rmsnorm/f32/{lay}/normal/s0@alpha=1"), level.executor)["verdict"]
+                    for lay in ("offset", "c100", "offset-1024")}
+    finally:
+        level.executor.close()
+    assert verdicts == {"offset": "pass", "c100": "pass", "offset-1024": "crash"}

@@ -36,6 +36,10 @@ ROW_SHAPES = {s.name: s for s in [
     ShapeClass("c1024", "(4,1024): block 1024 for the norms", {"shape": (4, 1024)}),
     ShapeClass("c3000", "(3,3000): rows longer than any block", {"shape": (3, 3000)}),
     ShapeClass("offset", "(13,77) source at pointer offset 5", {"shape": (13, 77), "offset": 5}),
+    ShapeClass("offset-packs", "(37,256) source at pointer offset 1: whole 16-byte packs, none aligned",
+               {"shape": (37, 256), "offset": 1}),
+    ShapeClass("offset-1024", "(5,2048) source at pointer offset 3: block 1024, packs not aligned",
+               {"shape": (5, 2048), "offset": 3}),
 ]}
 ROPE_SHAPES = {s.name: s for s in [
     ShapeClass("rope2d", "(2,3,5,8), cos/sin (t,d/2): stride_b 0", {"shape": (2, 3, 5, 8), "batched": False}),
