@@ -5,7 +5,7 @@ one working block: most blocks return at once, so their warps' first instruction
 of the kernel's. ptxas loads those instructions' kernel parameters into uniform registers (ULDC) or
 into vector ones (LDC) by choices it makes for the whole kernel, and the uniform form is measurably
 faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path's instructions
-(from the entry to the first branch, then from its target to the EXIT) and its LDC/ULDC count, so
+(the shortest path from the entry to an EXIT with no global load, store or barrier on it) and its LDC/ULDC count, so
 that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel shows
 LDC=1 (the rest of the prologue's parameters in ULDC).
 
@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections import deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,19 +58,39 @@ def _instructions(lines: list[str]) -> list[str]:
 
 
 def idle_path(text: str, kernel: str) -> list[str]:
-    """The kernel's instructions from its entry to its first branch, then from that branch's target
-    to the first EXIT after it: what an idle block's warps run."""
+    """The shortest run of the kernel's instructions from its entry to an EXIT that reads no global
+    memory and meets no barrier (branches followed either way): what an idle block's warps run, the
+    kernel's working paths all loading their row first."""
     body = _body(text, kernel)
     ins = _instructions(body)
-    first = next(k for k, ln in enumerate(ins) if re.search(r"\bBRA\b", ln))
-    label = re.search(r"`\(([^)]+)\)", ins[first]).group(1)
-    start = next(i for i, ln in enumerate(body) if ln.strip().startswith(label + ":"))
-    tail = []
-    for ln in _instructions(body[start:]):
-        tail.append(ln)
-        if "EXIT" in ln:
-            break
-    return ins[:first + 1] + tail
+    at, n = {}, 0                                  # label -> index of the instruction after it
+    for ln in body:
+        if _ADDRESS.search(ln):
+            n += 1
+        elif ln.strip().endswith(":"):
+            at[ln.strip()[:-1]] = n
+    parent = {0: None}
+    queue = deque([0])
+    while queue:
+        i = queue.popleft()
+        op = ins[i].split("*/", 1)[1]
+        if re.search(r"\b(LDG|STG|BAR)\b", op):
+            continue
+        if re.search(r"\bEXIT\b", op):
+            path = []
+            while i is not None:
+                path.append(ins[i])
+                i = parent[i]
+            return path[::-1]
+        jump = re.search(r"\bBRA\b.*`\(([^)]+)\)", op)
+        nxt = [at[jump.group(1)]] if jump else []
+        if not (jump and not op.strip().startswith("@")):   # falls through unless an unpredicated BRA
+            nxt.append(i + 1)
+        for j in nxt:
+            if j < len(ins) and j not in parent:
+                parent[j] = i
+                queue.append(j)
+    raise ValueError(f"{kernel}: no path from the entry to an EXIT without a load, store or barrier")
 
 
 def barrier_sections(text: str, kernel: str) -> list[list[str]]:

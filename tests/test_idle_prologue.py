@@ -13,7 +13,7 @@ ip = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(ip)
 
 # two kernels as nvdisasm -c prints them: k's idle path is its entry up to the first branch, then the
-# branch target up to the first EXIT (the working path between them is not run by an idle block)
+# branch target up to its EXIT (the path between them loads: a working block's)
 SASS = """
 .text.k:
         /*0000*/                   LDC R1, c[0x0][0x28] ;
@@ -37,6 +37,31 @@ def test_idle_path_is_entry_to_first_branch_then_target_to_exit():
     ops = [ln.split(";")[0].split("*/")[1].strip() for ln in path]
     assert ops == ["LDC R1, c[0x0][0x28]", "ULDC UR4, c[0x0][0x210]", "LDC.64 R2, c[0x0][0x218]",
                    "@!P0 BRA `(.L_x_7)", "S2UR UR5, SR_CTAID.X", "LDC R6, c[0x0][0x220]", "@P0 EXIT"]
+
+
+# the other layout: the idle test falls through to its EXIT, past a branch to the working blocks'
+# path, whose EXIT comes first in the listing but after a barrier; an unpredicated BRA is followed
+LAYOUT = """
+.text.j:
+        /*0000*/                   ULDC UR4, c[0x0][0x210] ;
+        /*0010*/              @P1 BRA `(.L_x_2) ;
+        /*0020*/                   BRA `(.L_x_3) ;
+.L_x_2:
+        /*0030*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0040*/                   EXIT ;
+.L_x_3:
+        /*0050*/                   S2UR UR5, SR_CTAID.X ;
+        /*0060*/               @P0 EXIT ;
+        /*0070*/                   LDG.E.128 R4, desc[UR6][R2.64] ;
+        /*0080*/                   EXIT ;
+"""
+
+
+def test_idle_path_is_the_shortest_way_to_an_exit_without_memory_or_barrier():
+    path = ip.idle_path(LAYOUT, "j")
+    assert [ln.split("*/")[0].strip() for ln in path] == ["/*0000", "/*0010", "/*0020", "/*0050", "/*0060"]
+    with pytest.raises(ValueError, match="no path"):
+        ip.idle_path(LAYOUT.replace("@P0 EXIT", "NOP").replace("@P1 BRA", "BRA"), "j")
 
 
 def test_main_counts_vector_and_uniform_loads_and_fails_only_on_required(monkeypatch, capsys):
