@@ -488,11 +488,14 @@ struct RowChunks {
 };
 
 // Rows of whole packs and every pointer on a 16-byte boundary (a null alpha or beta is 0: aligned).
-// Its pointer loads are a fifth of the idle path. An idle test without them (measured only: wrong for
-// unaligned rows, whose blocks would then have to take the same rows as the aligned path's) cut the
-// norms' idle path from 40-42 to 32 instructions (H200, % of copy, side by side: rmsnorm f16
-// 8192x2048 72 -> 77, 16384x1024 51 -> 56, its ceiling, 4096x4096 79 -> 82; layernorm f16 4096x4096
-// 68 -> 70, 8192x2048 55 -> 58; rmsnorm_f32's prologue went to vector registers).
+// Idle blocks run this test. Without the pointers in it (idle test on ncols and the block's shape,
+// the pointers tested by working blocks, which then take unaligned rows on a second batch path of
+// element loads and stores: the norms' idle path 40-42 -> 36 instructions) the 16-bit rows gained
+// 0 to 3 points and the f32 ones lost up to 9 (H200, % of copy, side by side: layernorm f16
+// 4096x4096 68 -> 71, 8192x2048 55 -> 58; layernorm f32 4096x4096 90 -> 83, 2048x8192 89 -> 82,
+// softmax f32 2048x8192 80 -> 71, 156 registers where 139; layernorm bf16 2048x8192 77 -> 74). The
+// block's unaligned rows as a loop on the stream path in elements in place of the second batch path
+// was slower still (layernorm f32 4096x4096 90 -> 75: 68 bytes of spills where 16).
 template <class T, int V> PK_DEV bool aligned_rows(u32 ncols, const T* a, const T* b, const T* c = nullptr,
                                                    const T* d = nullptr) {
   // one test, no branch: idle blocks run it (ncols % V == 0 is ncols * sizeof(T) on a 16-byte boundary)
