@@ -7,7 +7,7 @@ import numpy as np
 
 from parity.executors.cpu import CpuExecutor
 from parity.core.layouts import row_major
-from parity.core.numerics import cast
+from parity.core.numerics import cast, round_float, to_f64
 from parity.core.dtypes import dtype
 from parity.ops.reduce import cuda_block_reduce
 from parity.ops.sort import bitonic_argsort
@@ -83,3 +83,17 @@ class ArgmaxWritesF32(CpuExecutor):
 
 __all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "SentinelIgnored", "SumAccumulatesInFloat",
            "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32"]
+
+
+class OnlineSoftmax(CpuExecutor):
+    """f16/bf16 softmax with its max and sum from one online pass (as a flash-style kernel takes
+    them): the sum is of exp(x - max) unrounded, where Candle sums each e rounded to T; the write
+    rounds e and 1/sum to T as Candle does."""
+    def row_op(self, root, x, alpha, beta, dt, eps):
+        if root != "softmax" or dt.name not in ("f16", "bf16"):
+            return super().row_op(root, x, alpha, beta, dt, eps)
+        xf = to_f64(x)
+        m = np.max(xf, axis=-1, keepdims=True)
+        r = lambda v: to_f64(round_float(v, dt))
+        s = np.sum(np.exp(xf - m), axis=-1, keepdims=True)
+        return round_float(r(np.exp(r(xf - m))) * r(1.0 / s), dt)

@@ -15,6 +15,7 @@ from parity.host.blas import EmulatedBlas
 from parity.host.routines import run_library
 from parity.ops.base import ChainLaunch, ExecResult, Launch, Op
 from parity.ops.matmul import GemmConfig, gemm_strided_batched
+from parity.ops.nn import row_math
 from parity.ops.quantized import scale_min_k4
 from parity.ops.quantized.matvec import mmv_reduce
 from parity.ops.reduce import cuda_block_reduce
@@ -97,6 +98,10 @@ class CpuExecutor(Executor):
     def is_sentinel(self, ids: np.ndarray, itype) -> np.ndarray:
         """Which ids equal max_value<I>() (index_select/gather write 0, ia/s/sa skip)."""
         return ids == np.iinfo(itype.np).max
+
+    def row_op(self, root: str, x: np.ndarray, alpha, beta, dt, eps: float) -> np.ndarray:
+        """softmax / rmsnorm / layernorm over the rows of x (alpha, beta: None when not given)."""
+        return row_math(root, x, alpha, beta, dt, eps)
 
     def rope_stride_b(self, stride_b: int) -> int:
         return stride_b

@@ -301,6 +301,8 @@ class Op:
     fp8_spelling: str = "f8_e4m3"
     info_always: bool = False                # kernel dereferences info unconditionally
     value_classes: tuple[str, ...] = ("normal", "special")
+    value_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()   # (class, dtypes): a value class
+                                             # that applies to these dtype parts only
     abi: tuple[str, ...] = ()                # parameter list: "numel", "num_dims", "info", operand
                                              # names, "out", or "name:type" scalars (T = the dtype)
     out_rule: str = "last"                   # output dtype: "last" dtype part, or a dtype name
@@ -312,6 +314,12 @@ class Op:
 
     def dtype_parts(self, key: str) -> list[DType]:
         return [dtype(p) for p in key.split("-")]
+
+    def values_for(self, key: str) -> tuple[str, ...]:
+        """The value classes of the dtype key's cases."""
+        only = dict(self.value_dtypes)
+        return tuple(v for v in self.value_classes
+                     if v not in only or any(p in only[v] for p in key.split("-")))
 
     def kernel_name(self, key: str) -> str:
         if self.kernel:

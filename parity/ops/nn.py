@@ -225,7 +225,8 @@ def _row_pack(b: StructuredBuilt) -> Launch:
                   dtypes={k: v.name for k, v in b.dtypes.items()} | {"dst": b.out_dtype.name})
 
 
-def _row_math(root, x, alpha, beta, dt, eps=EPS):
+def row_math(root: str, x, alpha, beta, dt, eps: float = EPS) -> np.ndarray:
+    """A row op's CUDA result (softmax_rows, rmsnorm_rows, layernorm_rows)."""
     if root == "softmax":
         return softmax_rows(x, dt)
     if root == "rmsnorm":
@@ -235,7 +236,7 @@ def _row_math(root, x, alpha, beta, dt, eps=EPS):
 
 def _row_expected(b: StructuredBuilt) -> np.ndarray:
     i = b.inputs
-    return _row_math(b.op.root, i["src"], i.get("alpha"), i.get("beta"), b.out_dtype)
+    return row_math(b.op.root, i["src"], i.get("alpha"), i.get("beta"), b.out_dtype)
 
 
 def _row_exact(b: StructuredBuilt) -> np.ndarray:
@@ -256,7 +257,7 @@ def _row_emulate(ex, launch: Launch, bufs, op: Op, key: str) -> None:
     x = read("src", rows * n).reshape(rows, n)
     eps = float(a["eps"].value) if "eps" in a else EPS
     with np.errstate(all="ignore"):
-        y = _row_math(op.root, x, read("alpha", n), read("beta", n), dt, eps)
+        y = ex.row_op(op.root, x, read("alpha", n), read("beta", n), dt, eps)
     bn, off = a["dst"].value
     bufs[bn][ex.pointer_offset(off): ex.pointer_offset(off) + rows * n] = y.reshape(-1)
 
@@ -396,7 +397,7 @@ def _spec(shapes, build, pack, expected, emulate, tol, exact=None, chain=None, *
 
 OPS = [
     Op(name="nn.softmax", family="nn", root="softmax", dtypes=DTYPES, inputs=("src",),
-       value_classes=("normal", "special"),
+       value_classes=("normal", "special", "peaked"), value_dtypes=(("peaked", ("f16", "bf16")),),
        abi=("src", "dst", "n_cols:i32"),
        semantics="softmax over the last dim: max in T (maxg), e=exp(x-max) in T, sum in ACC (f32 for f16/bf16), "
                  "dst=e*(1/sum); f16/bf16 round 1/sum to T and multiply in T",

@@ -69,8 +69,19 @@ class StructuredBuilt:
 def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
                domain: str | None = None) -> np.ndarray:
     """Values for structured cases. `ties` draws from five values so ties are everywhere;
+    `peaked` is one value with a sparse peak (softmax's rounding of x - max);
     `special` sprinkles NaN/±Inf/±0/subnormals over ~6% of normal values (sums and maxima stay
     meaningful, unlike the half-special tensors of elementwise cases)."""
+    if value_class == "peaked":
+        # one value almost everywhere, a peak every 4099th element (one in each row of the long
+        # shapes): x - max rounds in T the same way all along such a row, so a softmax that sums
+        # exp(x - max) unrounded (an online max and sum) lands 3-4 ulps from Candle's sum of e
+        # rounded to T; values found by search for f16 and bf16. (For f32 the float sum of so many
+        # equal terms is what shows: Candle's own softmax_f32 is 17 ulps off at (3, 3000).)
+        peak, rest = (1.95, -2.5) if dt.name == "bf16" else (1.15, -4.1)
+        v = np.full(n, rest)
+        v[::4099] = peak
+        return round_float(v, dt) if dt.is_float else v.astype(dt.np)
     if value_class == "ties":
         pool = np.array([-2, -1, 0, 1, 2], dtype=np.float64)
         if not dt.is_float:

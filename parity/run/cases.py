@@ -114,9 +114,9 @@ def expand(op: Op, dtypes: list[str] | None, layouts: list[str] | None, values: 
     keys = [k for k in op.dtypes if not dtypes or any(p in dtypes for p in k.split("-")) or k in dtypes]
     lays = [l for l in op.spec.layouts() if (layouts is None and not _opt_in(l))
             or (layouts is not None and l in layouts)]
-    vals = [v for v in op.value_classes if values is None or v in values]
     out = []
     for key in keys:
+        vals = [v for v in op.values_for(key) if values is None or v in values]
         for lay in lays:
             for v in vals:
                 for params in op.param_sets:

@@ -125,8 +125,8 @@ def parse_case(case_id: str) -> Case:
         raise _unknown_in(case_id, "dtype", case.dtype, op.dtypes)
     if case.layout not in op.spec.layouts():
         raise _unknown_in(case_id, "layout", case.layout, op.spec.layouts())
-    if case.values not in op.value_classes:
-        raise _unknown_in(case_id, "value class", case.values, op.value_classes)
+    if case.values not in op.values_for(case.dtype):
+        raise _unknown_in(case_id, "value class", case.values, op.values_for(case.dtype))
     names = {k for ps in op.param_sets for k in ps}
     given = {k for k, _ in case.params}
     for k, _ in case.params:
