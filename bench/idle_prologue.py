@@ -17,8 +17,9 @@ instructions with 41 moves, 32 of them, 8 a pack, the fallbacks for a missing al
 
     python3 bench/idle_prologue.py [NN_HIP] [--kernels rmsnorm_f16,...] [--require-uniform K,...] [--sections]
 
-Needs nvcc and nvdisasm (CUDA toolkit) on PATH; exit 1 when a kernel of --require-uniform loads its
-prologue into vector registers.
+Needs nvcc and nvdisasm (CUDA toolkit) on PATH, no GPU (on a machine without the toolkit's nvdisasm,
+`pip download --no-deps nvidia-cuda-nvdisasm` holds one, nvidia/cu13/bin/nvdisasm); exit 1 when a
+kernel of --require-uniform loads its prologue into vector registers.
 """
 from __future__ import annotations
 
