@@ -5,9 +5,9 @@ one working block: most blocks return at once, so their warps' first instruction
 of the kernel's. ptxas loads those instructions' kernel parameters into uniform registers (ULDC) or
 into vector ones (LDC) by choices it makes for the whole kernel, and the uniform form is measurably
 faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path's instructions
-(the shortest path from the entry to an EXIT with no global load, store or barrier on it) and its LDC/ULDC count, so
-that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel shows
-LDC=1 (the rest of the prologue's parameters in ULDC).
+(the shortest path from the entry to an EXIT with no global load, store or barrier on it) and its
+LDC/ULDC count, so that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm
+kernel shows LDC=1 (the rest of the prologue's parameters in ULDC).
 
 --sections adds, per kernel, each stretch from a block barrier to the EXIT that ends it: what a
 working block's warps run after their row's reduction (the output pass), one stretch per path the
@@ -85,7 +85,7 @@ def idle_path(text: str, kernel: str) -> list[str]:
             return path[::-1]
         jump = re.search(r"\bBRA\b.*`\(([^)]+)\)", op)
         nxt = [at[jump.group(1)]] if jump else []
-        if not (jump and not op.strip().startswith("@")):   # falls through unless an unpredicated BRA
+        if not jump or op.strip().startswith("@"):          # an unpredicated BRA does not fall through
             nxt.append(i + 1)
         for j in nxt:
             if j < len(ins) and j not in parent:

@@ -73,8 +73,8 @@ def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
     `special` sprinkles NaN/±Inf/±0/subnormals over ~6% of normal values (sums and maxima stay
     meaningful, unlike the half-special tensors of elementwise cases)."""
     if value_class == "peaked":
-        # one value almost everywhere, a peak every 4099th element (one in each row of the long
-        # shapes): x - max rounds in T the same way all along such a row, so a softmax that sums
+        # one value almost everywhere, a peak every 4099th element (at most one in a row of the
+        # sweeps' shapes): x - max rounds in T the same way all along such a row, so a softmax that sums
         # exp(x - max) unrounded (an online max and sum) lands 3-4 ulps from Candle's sum of e
         # rounded to T; values found by search for f16 and bf16. (For f32 the float sum of so many
         # equal terms is what shows: Candle's own softmax_f32 is 17 ulps off at (3, 3000).)
