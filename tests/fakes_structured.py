@@ -81,10 +81,6 @@ class ArgmaxWritesF32(CpuExecutor):
         dst[i] = np.float32(idx).view(np.uint32)
 
 
-__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "SentinelIgnored", "SumAccumulatesInFloat",
-           "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32"]
-
-
 class OnlineSoftmax(CpuExecutor):
     """f16/bf16 softmax with its max and sum from one online pass (as a flash-style kernel takes
     them): the sum is of exp(x - max) unrounded, where Candle sums each e rounded to T; the write
@@ -97,3 +93,7 @@ class OnlineSoftmax(CpuExecutor):
         r = lambda v: to_f64(round_float(v, dt))
         s = np.sum(np.exp(xf - m), axis=-1, keepdims=True)
         return round_float(r(np.exp(r(xf - m))) * r(1.0 / s), dt)
+
+
+__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "SentinelIgnored", "SumAccumulatesInFloat",
+           "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax"]
