@@ -81,7 +81,7 @@ def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
         peak, rest = (1.95, -2.5) if dt.name == "bf16" else (1.15, -4.1)
         v = np.full(n, rest)
         v[::4099] = peak
-        return round_float(v, dt) if dt.is_float else v.astype(dt.np)
+        return round_float(v, dt)                # a float class (Op.value_dtypes: f16, bf16)
     if value_class == "ties":
         pool = np.array([-2, -1, 0, 1, 2], dtype=np.float64)
         if not dt.is_float:
