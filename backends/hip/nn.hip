@@ -841,14 +841,20 @@ PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const No
   });
 }
 
+// A group's statistics and write, on its tile loaded by norm_batch. A function of its own only for
+// ptxas: the same arithmetic, another register allocation (rmsnorm_f16's spills 8 -> 0 bytes,
+// bf16's 20 -> 16). % of copy, side by side: H200, two runs, 16-bit rows +0 to +4 (rmsnorm f16
+// 4096x4096 81 -> 85, 8192x2048 72 -> 75, 1024x16384 89 -> 91; layernorm bf16 4096x4096 69 -> 71),
+// f32 -3 to +1 (layernorm 4096x4096 91 -> 89); H100, 16-bit +0 to +6 (rmsnorm f16 2048x8192
+// 88 -> 94), layernorm f32 -1 to -4 (1024x16384 90 -> 86). A working block that took 2 or 4 times
+// its rows a step at a time, the next step's rows loaded before this step's reduction so that they
+// were in flight while it worked, was slower on every 1024-thread row (H200: rmsnorm f16 4096x4096
+// 79 -> 61-66, layernorm f16 70 -> 47-51): under the 32-register cap its two tiles spilled 68-224
+// bytes.
 template <bool LN, class T, int V, int P, int K, bool Given>
-PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, u32 lg_g,
-                       NormScratch& smem) {
+PK_DEV void norm_rows(const RowTile<T, V, P, K>& t, const RowSlot& s, T* dst, const T* alpha, const T* beta,
+                      u32 ncols, float eps, u32 lg_g, NormScratch& smem) {
   constexpr int N = NormStats<LN>::N;
-  const unsigned G = 1u << lg_g;
-  const RowSlot s = row_slot(lg_g, K);
-  RowTile<T, V, P, K> t;
-  t.load(src, ncols, s, G, Cv<T>::out(0));
   float st[N * K];
 #pragma unroll
   for (int i = 0; i < N * K; ++i) st[i] = 0.f;
@@ -858,7 +864,7 @@ PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 
     for (int j = 0; j < P; ++j)
 #pragma unroll
       for (int e = 0; e < V; ++e) stats_add<LN>(st + N * k, (float)Cv<T>::in(t.x[k][j].get(e)));
-  group_allreduce(st, G, smem, [](float a, float b) { return a + b; });
+  group_allreduce(st, 1u << lg_g, smem, [](float a, float b) { return a + b; });
   float scale[K], mean[K];
 #pragma unroll
   for (int k = 0; k < K; ++k) norm_coef<LN>(st + N * k, ncols, eps, scale[k], mean[k]);
@@ -866,6 +872,15 @@ PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 
     const NormParams<LN, T, V, Given> ab(alpha, beta, t.at0 + (u32)j * t.step);  // again per row: L1 hits
     return norm_pack<LN, T, V, Given>(t.x[k][j], scale[k], mean[k], ab);
   });
+}
+
+template <bool LN, class T, int V, int P, int K, bool Given>
+PK_DEV void norm_batch(const T* src, T* dst, const T* alpha, const T* beta, u32 ncols, float eps, u32 lg_g,
+                       NormScratch& smem) {
+  const RowSlot s = row_slot(lg_g, K);
+  RowTile<T, V, P, K> t;
+  t.load(src, ncols, s, 1u << lg_g, Cv<T>::out(0));
+  norm_rows<LN, T, V, P, K, Given>(t, s, dst, alpha, beta, ncols, eps, lg_g, smem);
 }
 
 // One row per block: the statistics pass, then the write pass backwards from the chunk in registers.
