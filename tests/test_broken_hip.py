@@ -1,4 +1,4 @@
-"""Thirteen deliberately broken HIP kernels (tests/fixtures/broken_hip/): each is caught with the
+"""Fourteen deliberately broken HIP kernels (tests/fixtures/broken_hip/): each is caught with the
 expected verdict. Where a NumPy model of the same bug exists (tests/fakes.py), the GPU result
 must match the model's verdict, bad-element count and worst element exactly.
 
@@ -33,6 +33,7 @@ FIXTURES = {
     "unwritten_tail": ("unary.sqrt/f32/len1025/normal/s0", "fail", fakes.UnwrittenTail, ""),
     "int32_index": ("copy.ucopy/u8/huge/normal/s0", "crash", None, ""),
     "assumed_alignment": ("nn.rmsnorm/f32/offset-packs/normal/s0@alpha=1", "crash", None, "misaligned"),
+    "dropped_odd_row": ("nn.rmsnorm/f32/c512/normal/s0@alpha=1", "fail", None, "unwritten"),
 }
 
 
@@ -105,3 +106,22 @@ def test_assumed_alignment_is_caught_only_by_the_rows_of_whole_packs():
     finally:
         level.executor.close()
     assert verdicts == {"offset": "pass", "c100": "pass", "offset-1024": "crash"}
+
+
+@pytest.mark.gpu
+def test_dropped_odd_row_is_caught_only_by_the_aligned_rows_of_an_odd_count():
+    """Its two-rows-a-block path takes rows of whole aligned packs on every thread: c512 (37 rows) and
+    c16384 (3) lose their last row; c1024 has 4 rows, c2048's row is half a pack a thread on 1024
+    threads, offset-packs is not aligned."""
+    from parity.run.levels import make
+    level = make("hip-on-nvidia", BROKEN / "dropped_odd_row", None, case_timeout=60)
+    try:
+        rows = {lay: run_case(Case.parse(f"nn.rmsnorm/f32/{lay}/normal/s0@alpha=1"), level.executor)
+                for lay in ("c100", "c512", "c1024", "c2048", "c3000", "c16384", "offset-packs")}
+    finally:
+        level.executor.close()
+    assert {lay: r["verdict"] for lay, r in rows.items()} == {
+        "c100": "pass", "c512": "fail", "c1024": "pass", "c2048": "pass", "c3000": "pass", "c16384": "fail",
+        "offset-packs": "pass"}
+    assert (rows["c512"]["n_bad"], rows["c16384"]["n_bad"]) == (512, 16384)   # the last row, whole
+    assert rows["c512"]["worst"]["coords"][0] == 36

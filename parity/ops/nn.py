@@ -35,6 +35,13 @@ ROW_SHAPES = {s.name: s for s in [
     ShapeClass("c100", "(37,100): block 32, ~3 columns per thread", {"shape": (37, 100)}),
     ShapeClass("c1024", "(4,1024): block 1024 for the norms", {"shape": (4, 1024)}),
     ShapeClass("c3000", "(3,3000): rows longer than any block", {"shape": (3, 3000)}),
+    # Aligned power-of-two rows, where kernels switch paths (a row in a warp's or a block's registers,
+    # several rows a block, a row in chunks), an odd number of them: a block that takes two rows
+    # and lets the next one return leaves or overruns the last row only when the count is odd.
+    ShapeClass("c512", "(37,512): block 32, whole aligned 16-byte packs, an odd row count", {"shape": (37, 512)}),
+    ShapeClass("c2048", "(19,2048): block 1024, whole aligned 16-byte packs, an odd row count",
+               {"shape": (19, 2048)}),
+    ShapeClass("c16384", "(3,16384): aligned rows longer than a block's registers", {"shape": (3, 16384)}),
     ShapeClass("offset", "(13,77) source at pointer offset 5", {"shape": (13, 77), "offset": 5}),
     ShapeClass("offset-packs", "(37,256) source at pointer offset 1: whole 16-byte packs, none aligned",
                {"shape": (37, 256), "offset": 1}),
