@@ -41,6 +41,16 @@ class UnrolledArgIndexBug(CpuExecutor):
         return v, i
 
 
+class WarpOnlyFastPath(CpuExecutor):
+    """A fast path for rows of exactly one element a thread (the row as long as the block): each
+    warp's shuffle reduction with the block's step across warps left out, so a 1024-thread block
+    returns its first warp's 32 elements' result; rows of any other length fold the whole block."""
+    def reduce_row(self, kind, vals, block, dt):
+        if vals.size == block > 32:
+            return super().reduce_row(kind, vals[:32], 32, dt)
+        return super().reduce_row(kind, vals, block, dt)
+
+
 class SentinelIgnored(CpuExecutor):
     """Treats max_value<I> (255 for u8 ids) as an ordinary id."""
     def is_sentinel(self, ids, itype):
@@ -95,5 +105,6 @@ class OnlineSoftmax(CpuExecutor):
         return round_float(r(np.exp(r(xf - m))) * r(1.0 / s), dt)
 
 
-__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "SentinelIgnored", "SumAccumulatesInFloat",
-           "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax"]
+__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "WarpOnlyFastPath", "SentinelIgnored",
+           "SumAccumulatesInFloat", "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32",
+           "OnlineSoftmax"]

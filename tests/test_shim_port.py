@@ -259,7 +259,7 @@ def test_host_model_dp4a_sign_and_atomic_halfword_show_at_any_wave():
 # - asort_asc_f32, 32-bit ballot: wrong at wave 64 once a wavefront holds more than 32 columns
 #   (c100 and up, offset's 37); c1 and c8 fit in 32 lanes.
 # - mmvq q8_0, unsigned dp4a bytes: every case, any wave (the quants are signed).
-ODD_DST = {"row100", "row1900", "dim0", "transposed", "narrowed", "empty"}
+ODD_DST = {"row100", "row1024", "row1900", "row4096", "dim0", "transposed", "narrowed", "empty"}
 SWAPPED = {"multi", "multi-perm"}
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from fakes_structured import (ArgmaxWritesF32, OnlineSoftmax, ReduceIgnoresPermutation, RopeIgnoresStrideB,
                               ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SumAccumulatesInFloat,
-                              TieBlockSizeBug, UnrolledArgIndexBug)
+                              TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
 from parity.executors.cpu import CpuExecutor
 from parity.run.cases import Case, expand, load_sweep
 from parity.core.dtypes import dtype
@@ -19,6 +19,7 @@ CAUGHT = [
      "20.126422882080078", "-52.93903732299805"),
     (TieBlockSizeBug, "reduce.argmax/f32/row100/ties/s0", "fail", 1, [25], "64", "32"),
     (UnrolledArgIndexBug, "reduce.argmax/f32/row9000/normal/s0", "fail", 2, [0], "3869", "6725"),
+    (WarpOnlyFastPath, "reduce.sum/f32/row1024/normal/s0", "fail", 5, [2], "-169.98146057128906", "48.776100158691406"),
     (SumAccumulatesInFloat, "reduce.sum/u32/row1900/normal/s0", "fail", 3, [1], "544441891", "4294967295"),
     (ArgmaxWritesF32, "reduce.argmax/f32/row100/normal/s0", "fail", 37, [34], "96", "1119879168"),
     (RopeIgnoresStrideB, "nn.rope/f32/rope3d/normal/s0", "fail", 120, [1, 2, 4, 1],
@@ -55,6 +56,19 @@ def test_online_softmax_passes_every_softmax_case_but_the_peaked_rows():
     assert failing == {f"nn.softmax/{t}/{lay}/peaked/s0" for t in ("f16", "bf16")
                        for lay in ("c512", "c1024", "c2048", "c3000", "c16384", "offset-1024")} | {
                            "nn.softmax/bf16/offset-packs/peaked/s0"}
+
+
+def test_warp_only_fast_path_fails_the_rows_of_one_element_a_thread_only():
+    """The shape class its bug needs: a row exactly as long as its 1024-thread block (row1024).
+    Its min/max on `ties` rows (the extreme among the first 32) and its 16-bit sums (inside the
+    sum tolerance) pass: blind spots of the values, not of the launch."""
+    cases = [c for c in load_sweep("pr") if c.op.startswith("reduce.")]
+    failing = {c.id for c in cases if run_case(c, WarpOnlyFastPath())["verdict"] != "pass"}
+    row1024 = {c.id for c in cases if c.layout == "row1024"}
+    assert failing <= row1024
+    arg_or_wide_sum = ("reduce.argmin", "reduce.argmax", "reduce.sum/f32", "reduce.sum/u32")
+    assert {c for c in row1024 if c.startswith(arg_or_wide_sum)} <= failing
+    assert len(failing) == 87
 
 
 def test_peaked_rows_are_cases_of_16_bit_softmax_only():

@@ -35,6 +35,10 @@ SHAPES = {s.name: s for s in [
     reduce_shape("row100", "(37,100) over dim 1: rows shorter than one block (block 128)", (37, 100), (1,)),
     reduce_shape("row1900", "(3,1900) over dim 1: rows longer than one block (block 1024)", (3, 1900), (1,)),
     reduce_shape("row4000", "(2,4000) over dim 1: ~4 elements per thread", (2, 4000), (1,)),
+    # power-of-two rows in an odd count, where ports take their fast paths (one element, or one
+    # 16-byte pack, a thread) and group rows by blocks
+    reduce_shape("row1024", "(5,1024) over dim 1: one element per thread of a 1024-thread block", (5, 1024), (1,)),
+    reduce_shape("row4096", "(3,4096) over dim 1: 4 elements per thread, 16-byte aligned", (3, 4096), (1,)),
     reduce_shape("row9000", "(2,9000) over dim 1: > 8 elements per thread, so the contiguous path's 8-load groups run "
         "(values and indices folded from all 8 loads)", (2, 9000), (1,)),
     reduce_shape("dim0", "(65,37) over dim 0: strided rows (the permutation moves dim 0 last)", (65, 37), (0,)),
