@@ -75,6 +75,11 @@ SHAPES = {s.name: s for s in [
                {"shape": (4, 7, 5), "dim": 1, "ids": "sentinel"}),
     ShapeClass("offset", "dim 1 with pointer offsets: ids +2, source +3, destination +5",
                {"shape": (4, 7, 5), "dim": 1, "offsets": (2, 3, 5)}),
+    # rows of whole 16-byte packs (64 elements: 4 to 32 packs in every dtype), where ports copy a
+    # pack at a time (an embedding lookup); aligned, and at offsets that leave no pointer aligned
+    ShapeClass("rows", "src (37,64) along dim 0: rows of whole 16-byte packs, aligned", {"shape": (37, 64), "dim": 0}),
+    ShapeClass("rows-offset", "src (37,64) along dim 0, offsets ids +2, source +3, destination +5",
+               {"shape": (37, 64), "dim": 0, "offsets": (2, 3, 5)}),
 ]}
 N_IDS = 9        # index_select / index_add id count
 GATHER_DIM = 6   # gather: ids' size along dim
