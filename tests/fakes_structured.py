@@ -51,6 +51,32 @@ class WarpOnlyFastPath(CpuExecutor):
         return super().reduce_row(kind, vals, block, dt)
 
 
+class PackRowInElements(CpuExecutor):
+    """index_select's 16-byte path (rows of whole packs, source and destination aligned, as the
+    bundled suite's) finding a pack's output row as p / right, the row length in elements, where it
+    is p / (right / V) in packs: every pack past the first row's copies another id's row."""
+    def run(self, launch):
+        res = super().run(launch)
+        a = {x.name: x for x in launch.args}
+        if res.status != "ok" or not launch.kernel.startswith("is_"):
+            return res
+        itype, t = dtype(launch.dtypes["ids"]), dtype(launch.dtypes["dst"])
+        v, size = 16 // t.np.itemsize, lambda n: int(a[n].value)
+        (ids_buf, o_ids), (src_buf, o_src), (dst_buf, o_dst) = (a[n].value for n in ("ids", "inp", "out"))
+        right, nd, numel = size("right"), size("ids_dim"), size("numel")
+        if right % v or (o_src * t.np.itemsize) % 16 or (o_dst * t.np.itemsize) % 16:
+            return res
+        ids, src, out = launch.buffers[ids_buf][o_ids:], launch.buffers[src_buf][o_src:], res.outputs[dst_buf]
+        p = np.arange(numel // v)
+        r = p // right                                   # the bug: p // (right // v)
+        idv = ids[r % nd]
+        start = (r // nd) * size("src_dim") * right + idv.astype(np.int64) * right + p % (right // v) * v
+        rows = np.where((idv == np.iinfo(itype.np).max)[:, None], np.zeros(1, t.np),   # sentinel ids write 0
+                        src[np.minimum(start[:, None] + np.arange(v), src.size - 1)])
+        out[o_dst: o_dst + numel] = rows.reshape(-1)
+        return res
+
+
 class SentinelIgnored(CpuExecutor):
     """Treats max_value<I> (255 for u8 ids) as an ordinary id."""
     def is_sentinel(self, ids, itype):
@@ -105,6 +131,6 @@ class OnlineSoftmax(CpuExecutor):
         return round_float(r(np.exp(r(xf - m))) * r(1.0 / s), dt)
 
 
-__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "WarpOnlyFastPath", "SentinelIgnored",
-           "SumAccumulatesInFloat", "RopeIgnoresStrideB", "SortPaddingLeaks", "ScatterFirstWriterWins", "ArgmaxWritesF32",
-           "OnlineSoftmax"]
+__all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "WarpOnlyFastPath",
+           "PackRowInElements", "SentinelIgnored", "SumAccumulatesInFloat", "RopeIgnoresStrideB", "SortPaddingLeaks",
+           "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax"]

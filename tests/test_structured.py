@@ -3,9 +3,9 @@ broken subjects (tests/fakes_structured.py) each caught with an exact verdict. N
 import numpy as np
 import pytest
 
-from fakes_structured import (ArgmaxWritesF32, OnlineSoftmax, ReduceIgnoresPermutation, RopeIgnoresStrideB,
-                              ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SumAccumulatesInFloat,
-                              TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
+from fakes_structured import (ArgmaxWritesF32, OnlineSoftmax, PackRowInElements, ReduceIgnoresPermutation,
+                              RopeIgnoresStrideB, ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks,
+                              SumAccumulatesInFloat, TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
 from parity.executors.cpu import CpuExecutor
 from parity.run.cases import Case, expand, load_sweep
 from parity.core.dtypes import dtype
@@ -29,6 +29,8 @@ CAUGHT = [
     (ScatterFirstWriterWins, "index.scatter/u32-f32/dups/normal/s0", "fail", 39, [3, 2, 2],
      "4.319894790649414", "-4.7507004737854"),
     (SentinelIgnored, "index.index_select/u8-f32/sentinel/normal/s0", "crash", 0, None, None, None),
+    (PackRowInElements, "index.index_select/u32-f32/rows/normal/s0", "fail", 512, [4, 35],
+     "4.91038703918457", "-4.6865129470825195"),
     (OnlineSoftmax, "nn.softmax/f16/c1024/peaked/s0", "fail", 1024, [0, 1],
      "0.000823974609375", "0.0008258819580078125"),
 ]
@@ -69,6 +71,15 @@ def test_warp_only_fast_path_fails_the_rows_of_one_element_a_thread_only():
     arg_or_wide_sum = ("reduce.argmin", "reduce.argmax", "reduce.sum/f32", "reduce.sum/u32")
     assert {c for c in row1024 if c.startswith(arg_or_wide_sum)} <= failing
     assert len(failing) == 87
+
+
+def test_pack_row_in_elements_fails_the_aligned_rows_of_whole_packs_only():
+    """The shape class its bug needs: index_select rows of whole 16-byte packs, aligned (`rows`); at
+    offsets (`rows-offset`) the pointers send it to the element path, as the bundled suite's."""
+    cases = [c for c in load_sweep("pr") if c.op.startswith("index.")]
+    failing = {c.id for c in cases if run_case(c, PackRowInElements())["verdict"] != "pass"}
+    assert failing == {c.id for c in cases if c.op == "index.index_select" and c.layout == "rows"}
+    assert len(failing) == 52
 
 
 def test_peaked_rows_are_cases_of_16_bit_softmax_only():
