@@ -57,9 +57,9 @@ class PackRowInElements(CpuExecutor):
     is p / (right / V) in packs: every pack past the first row's copies another id's row."""
     def run(self, launch):
         res = super().run(launch)
-        a = {x.name: x for x in launch.args}
         if res.status != "ok" or not launch.kernel.startswith("is_"):
             return res
+        a = {x.name: x for x in launch.args}
         itype, t = dtype(launch.dtypes["ids"]), dtype(launch.dtypes["dst"])
         v, size = 16 // t.np.itemsize, lambda n: int(a[n].value)
         (ids_buf, o_ids), (src_buf, o_src), (dst_buf, o_dst) = (a[n].value for n in ("ids", "inp", "out"))
@@ -71,7 +71,7 @@ class PackRowInElements(CpuExecutor):
         r = p // right                                   # the bug: p // (right // v)
         idv = ids[r % nd]
         start = (r // nd) * size("src_dim") * right + idv.astype(np.int64) * right + p % (right // v) * v
-        rows = np.where((idv == np.iinfo(itype.np).max)[:, None], np.zeros(1, t.np),   # sentinel ids write 0
+        rows = np.where(self.is_sentinel(idv, itype)[:, None], np.zeros(1, t.np),   # sentinel ids write 0
                         src[np.minimum(start[:, None] + np.arange(v), src.size - 1)])
         out[o_dst: o_dst + numel] = rows.reshape(-1)
         return res

@@ -50,11 +50,16 @@ def test_broken_structured_subject_is_caught(subject, case_id, verdict, n_bad, c
         assert "out of bounds" in row["message"]
 
 
+def _failing(subject, cases) -> set[str]:
+    """The ids of the cases the subject does not pass."""
+    return {c.id for c in cases if run_case(c, subject)["verdict"] != "pass"}
+
+
 def test_online_softmax_passes_every_softmax_case_but_the_peaked_rows():
     """The value class its bug needs: 16-bit rows of normal or special values cannot tell an online
     sum from Candle's (the errors of e's rounding cancel), a row of one value and a peak can."""
     cases = [c for c in load_sweep("pr") if c.op == "nn.softmax" and c.dtype in ("f16", "bf16")]
-    failing = {c.id for c in cases if run_case(c, OnlineSoftmax())["verdict"] != "pass"}
+    failing = _failing(OnlineSoftmax(), cases)
     assert failing == {f"nn.softmax/{t}/{lay}/peaked/s0" for t in ("f16", "bf16")
                        for lay in ("c512", "c1024", "c2048", "c3000", "c16384", "offset-1024")} | {
                            "nn.softmax/bf16/offset-packs/peaked/s0"}
@@ -65,7 +70,7 @@ def test_warp_only_fast_path_fails_the_rows_of_one_element_a_thread_only():
     Its min/max on `ties` rows (the extreme among the first 32) and its 16-bit sums (inside the
     sum tolerance) pass: blind spots of the values, not of the launch."""
     cases = [c for c in load_sweep("pr") if c.op.startswith("reduce.")]
-    failing = {c.id for c in cases if run_case(c, WarpOnlyFastPath())["verdict"] != "pass"}
+    failing = _failing(WarpOnlyFastPath(), cases)
     row1024 = {c.id for c in cases if c.layout == "row1024"}
     assert failing <= row1024
     arg_or_wide_sum = ("reduce.argmin", "reduce.argmax", "reduce.sum/f32", "reduce.sum/u32")
@@ -77,7 +82,7 @@ def test_pack_row_in_elements_fails_the_aligned_rows_of_whole_packs_only():
     """The shape class its bug needs: index_select rows of whole 16-byte packs, aligned (`rows`); at
     offsets (`rows-offset`) the pointers send it to the element path, as the bundled suite's."""
     cases = [c for c in load_sweep("pr") if c.op.startswith("index.")]
-    failing = {c.id for c in cases if run_case(c, PackRowInElements())["verdict"] != "pass"}
+    failing = _failing(PackRowInElements(), cases)
     assert failing == {c.id for c in cases if c.op == "index.index_select" and c.layout == "rows"}
     assert len(failing) == 52
 
