@@ -660,6 +660,15 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
 // alone, bench/row_passes.py, runs at 92-93 / 92-93 / 83% of copy at 4096 / 8192 / 16384 columns,
 // the f16 kernel at 84 / 73 / 61 (exp2_e); e written to dst by the sum pass and read back by the
 // write pass, so that its exp is worked out once, was slower still: 81 -> 72, 73 -> 66, 61 -> 58.)
+// Also slower (H200, % of copy, side by side, f16 / bf16 1024x16384 first): the whole 16-bit row
+// asked of L2 at once by one thread (sm_90 bulk prefetch, as norm_stream does) 62 -> 58 / 59 -> 56,
+// 2048x8192 and 4096x4096 -3 to -5; e summed by tensor-core mma (m16n8k16 against a column of
+// ones, a pack an mma: 8 per chunk where 64 conversions and adds) 62 -> 61 / 59 -> 57, its mma a
+// serial chain; pack j of the pass's next chunk loaded into x[j] as soon as f is done with pack j
+// (the next chunk in flight in the registers this one frees) f16 -1 to +1, bf16 -1 to -9 (80
+// registers: 4096x4096 79 -> 70). ncu, f16 1024x16384: 1.9 warps a scheduler, one instruction
+// issued every 5.7 cycles; stalls: fixed-latency dependencies 27%, memory 22%, issuing 18%,
+// instruction fetch 13% (at 4096x4096 the fetch is 29%: the passes' unrolled code).
 template <class T> constexpr u32 kSoftmaxKeep = sizeof(T) >= 4 ? PK_SOFTMAX_KEEP : 0;
 template <class T> struct alignas(16) SmKeep {
   u32 w[kSoftmaxKeep<T> >= 16 ? kSoftmaxKeep<T> / 4 : 4];
@@ -850,7 +859,10 @@ PK_DEV Vec<T, V> norm_pack(const Vec<T, V>& x, float scale, float mean, const No
 // its rows a step at a time, the next step's rows loaded before this step's reduction so that they
 // were in flight while it worked, was slower on every 1024-thread row (H200: rmsnorm f16 4096x4096
 // 79 -> 61-66, layernorm f16 70 -> 47-51): under the 32-register cap its two tiles spilled 68-224
-// bytes.
+// bytes. The row's place worked out again after the reduction from an opaque copy of the thread's
+// index, so that it is not kept across it (spills: layernorm f16 16 -> 12 bytes, bf16 40 -> 28,
+// rmsnorm bf16 16 -> 8), was slower (H200, two runs: rmsnorm 8192x2048 -1 to -3 points, 16384x1024
+// -2, layernorm 4096x4096 -1 to -2; rmsnorm bf16 2048x8192 +3 to +4).
 template <bool LN, class T, int V, int P, int K, bool Given>
 PK_DEV void norm_rows(const RowTile<T, V, P, K>& t, const RowSlot& s, T* dst, const T* alpha, const T* beta,
                       u32 ncols, float eps, u32 lg_g, NormScratch& smem) {
@@ -995,6 +1007,9 @@ PK_DEV void rope_halves(const T* src, const T* cos, const T* sin, T* dst, u32 n,
   rotate(src, cos, sin, dst, i1, i1 + half, cs);
 }
 
+// (Units of V pairs, two packs of x and a 16-byte pack of cos and of sin, in place of V/2: bf16
+// (1,32,4096,128) 61.4 -> 62.1 and 62.4% of copy, H200, two runs, where its launch copy reaches 70-72;
+// not worth a second pack path.)
 template <class T>
 PK_DEV void rope_i(const T* src, const T* cos, const T* sin, T* dst, u32 bh, u32 td, u32 stride_b) {
   // pairs (x[2i], x[2i+1]): a pack is V elements, V/2 pairs, their cos/sin V/2 consecutive values
