@@ -144,39 +144,35 @@ PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, cons
   return true;
 }
 
-template <class T>
-PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
-  typedef typename Num<T>::C C;
+// One output element per block (Candle's launch) of a fold that takes its elements in any order:
+// op(a, b) combines two values of the compute type, init is its identity. Rows in groups where the
+// block allows (reduce_rows), else each thread's fold and the block's tree.
+template <class T, class C, class Op>
+PK_DEV void fast_fold(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst, C init, Op&& op) {
   __shared__ C shr[kMaxBlock];
   const unsigned tid = threadIdx.x;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
-  const auto add = [](C a, C b) { return add_in_t<T>(a, b); };
-  if (reduce_rows(numel, el, nd, info, src, dst, (C)0, add, [&](C a, T v) { return add(a, Num<T>::to_c(v)); }))
+  if (reduce_rows(numel, el, nd, info, src, dst, init, op, [&](C a, T v) { return op(a, Num<T>::to_c(v)); }))
     return;
-  C acc = (C)0;
-  fold_thread(start, stop, nd, info, numel, src, [&](usize, T v) { acc = add_in_t<T>(acc, Num<T>::to_c(v)); });
+  C acc = init;
+  fold_thread(start, stop, nd, info, numel, src, [&](usize, T v) { acc = op(acc, Num<T>::to_c(v)); });
   shr[tid] = acc;
-  block_tree(shr, tid, blockDim.x, [](C a, C b) { return add_in_t<T>(a, b); });
+  block_tree(shr, tid, blockDim.x, op);
   if (tid == 0) dst[blockIdx.x] = Num<T>::from_c(shr[0]);
+}
+
+template <class T>
+PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
+  typedef typename Num<T>::C C;
+  fast_fold(numel, el, nd, info, src, dst, (C)0, [](C a, C b) { return add_in_t<T>(a, b); });
 }
 
 template <class T, bool IS_MAX>
 PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
   typedef typename Num<T>::C C;
-  __shared__ C shr[kMaxBlock];
-  const unsigned tid = threadIdx.x;
-  const usize start = (usize)blockIdx.x * el;
-  const usize stop = start + el < numel ? start + el : numel;
-  const C init = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
-  const auto op = [](C a, C b) { return maxg<T, IS_MAX>(a, b); };
-  if (reduce_rows(numel, el, nd, info, src, dst, init, op, [&](C a, T v) { return op(a, Num<T>::to_c(v)); }))
-    return;
-  C acc = init;
-  fold_thread(start, stop, nd, info, numel, src, [&](usize, T v) { acc = maxg<T, IS_MAX>(acc, Num<T>::to_c(v)); });
-  shr[tid] = acc;
-  block_tree(shr, tid, blockDim.x, [](C a, C b) { return maxg<T, IS_MAX>(a, b); });
-  if (tid == 0) dst[blockIdx.x] = Num<T>::from_c(shr[0]);
+  fast_fold(numel, el, nd, info, src, dst, IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(),
+            [](C a, C b) { return maxg<T, IS_MAX>(a, b); });
 }
 
 template <class T, bool IS_MAX>
