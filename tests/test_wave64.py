@@ -155,11 +155,11 @@ def test_bundled_suite_compiles_wave64(source):
     assert res.ok, res.error.message if res.error else ""
 
 
-def test_bundled_suite_has_one_wave_op_and_it_is_width_bound():
-    """The bundled suite's one wave intrinsic is structured.h's seg_allreduce: __shfl_xor with the width
-    kSeg = 32, which cuts a 64-lane wavefront into the same 32-lane segments a 32-lane one is; no
-    ballot, vote, lane id, warpSize or shuffle without a width anywhere, so wave 32 and wave 64
-    compute the same (the pr sweep at --wave 64 runs it as AMD's wavefronts do)."""
+def test_bundled_suite_wave_ops_are_width_bound():
+    """The bundled suite's wave intrinsics are structured.h's seg_allreduce and seg_down: __shfl_xor
+    and __shfl_down with the width kSeg = 32, which cuts a 64-lane wavefront into the same 32-lane
+    segments a 32-lane one is; no ballot, vote, lane id, warpSize or shuffle without a width anywhere,
+    so wave 32 and wave 64 compute the same (the pr sweep at --wave 64 runs it as AMD's wavefronts do)."""
     import re
     wave_op = re.compile(r"__shfl\w*\s*\((?:[^()]|\([^()]*\))*\)|__ballot|__any\(|__all\(|__activemask|__lane_id"
                          r"|warpSize|__syncwarp")
@@ -167,7 +167,7 @@ def test_bundled_suite_has_one_wave_op_and_it_is_width_bound():
     for p in sorted(BUNDLED.glob("*.hip")) + sorted(BUNDLED.glob("*.h")):
         code = "\n".join(ln.split("//")[0] for ln in p.read_text().splitlines())
         found += [(p.name, m.group(0)) for m in wave_op.finditer(code)]
-    assert found == [("structured.h", "__shfl_xor(v, m, (int)kSeg)")]
+    assert found == [("structured.h", "__shfl_xor(v, m, (int)kSeg)"), ("structured.h", "__shfl_down(v, s, (int)kSeg)")]
     assert "constexpr unsigned kSeg = 32;" in (BUNDLED / "structured.h").read_text()
 
 

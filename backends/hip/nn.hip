@@ -264,44 +264,6 @@ template <class T, int V, class F> PK_DEV Vec<T, V> make_pack(F&& f) {
   return y;
 }
 
-// ------------------------------------------------------------------ cross-thread reduction
-PK_DEV unsigned thread_in_block() { return threadIdx.x + blockDim.x * threadIdx.y; }
-PK_DEV unsigned block_threads() { return blockDim.x * blockDim.y; }
-
-// Shared memory of one group_allreduce call: the segment partials of up to NMAX values a thread in
-// blocks of up to NT threads. A kernel holds one per call, so no call waits for the readers of the
-// last (static shared memory is held by every block of the kernel: 512 bytes for the norms, where a
-// buffer of one value per thread took 4 KB and left 12 of Candle's 32-thread blocks an SM).
-template <class V, int NMAX, int NT> struct GroupScratch {
-  V part[NMAX][NT / kSeg];
-};
-
-// v[i] combined (f) over the G threads of this thread's group (groups of G consecutive threads,
-// G a multiple of kSeg dividing the block); every thread gets the same bits: each segment's
-// butterfly (seg_allreduce), then, for groups of several segments, one barrier and a butterfly over
-// the group's nseg segment partials, lane l of every segment reading partial l % nseg (the same
-// tree in every span of nseg lanes of every segment of the group). A fold of the partials in turn
-// was nseg dependent shared reads a value, 32 in a 1024-thread group. A named barrier per group
-// (NVIDIA's bar.sync id, count) in place of the block's gained nothing on 1024-thread blocks (H200,
-// rmsnorm f16 4096x4096: 74 -> 73% of copy), and in the same kernels the 32-thread-block rows ran
-// at a third to a half of their speed (rmsnorm f32 32768x512: 96 -> 25%).
-template <int N, class V, int NMAX, int NT, class F>
-PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
-  static_assert(N <= NMAX, "room for every value");
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(v[i], f);
-  if (G == kSeg) return;  // uniform over the block
-  const unsigned t = thread_in_block(), seg = t / kSeg;
-  if (t % kSeg == 0) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) sh.part[i][seg] = v[i];
-  }
-  __syncthreads();
-  const unsigned nseg = G / kSeg, s0 = seg & ~(nseg - 1);  // nseg: a power of two <= kSeg
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(sh.part[i][s0 + t % nseg], f, nseg);
-}
-
 // ------------------------------------------------------------------ how a block covers rows
 // Batch path: G = 2^lg_g threads per row, P = 2^lg_p packs per thread and row, K = 2^lg_k rows per
 // group; a working block takes nt/G*K consecutive rows and the blocks in between return at once.
@@ -316,11 +278,6 @@ struct RowPlan {
   bool single;           // one row of PMAX packs a thread on the whole block, and that is the stream
                          // path's chunk (CHUNK == PMAX): the stream path reads it once
 };
-PK_DEV u32 log2_ceil(u32 x) { return (u32)(32 - __clz((int)(x - 1))); }  // 32 for x = 0
-PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
-template <int N> struct Log2 { static constexpr u32 v = 1 + Log2<N / 2>::v; };
-template <> struct Log2<1> { static constexpr u32 v = 0; };
-constexpr u32 kLgSeg = Log2<kSeg>::v;
 // The fewest threads per row (G a power of two >= kSeg, at most the block's 2^lg_nt) that hold a row
 // of npk packs as exactly P packs each (P a power of two <= PMAX: npk a power of two), or else as one
 // pack on each of the first npk threads; rows of other lengths, and rows of PMAX packs a thread on

@@ -1,6 +1,6 @@
 // Helpers for the structured kernel families (reduce.hip, nn.hip, indexing.hip,
 // sort.hip) on top of common.h. Wavefront-size correct: block_tree goes through
-// shared memory and __syncthreads over blockDim; seg_allreduce shuffles inside
+// shared memory and __syncthreads over blockDim; seg_allreduce and seg_down shuffle inside
 // segments of kSeg = 32 consecutive threads with HIP's width argument, which cuts a
 // 64-lane AMD wavefront into two such segments as it leaves a 32-lane one whole. No
 // lane masks, no ballots, nothing that depends on warpSize.
@@ -65,10 +65,17 @@ template <class T, bool IS_MAX> PK_DEV typename Num<T>::C maxg(typename Num<T>::
   return IS_MAX ? (b > a ? b : a) : (b < a ? b : a);
 }
 
+// log2s of powers of two, and of the next power of two up (straight-line: no loop)
+PK_DEV u32 log2_ceil(u32 x) { return (u32)(32 - __clz((int)(x - 1))); }  // 32 for x = 0
+PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
+template <int N> struct Log2 { static constexpr u32 v = 1 + Log2<N / 2>::v; };
+template <> struct Log2<1> { static constexpr u32 v = 0; };
+
 // ------------------------------------------------------------- segment reductions
 // A segment: kSeg consecutive threads of the block (linear id), the unit that is a whole
 // warp on NVIDIA and half or all of a wavefront on AMD.
 constexpr unsigned kSeg = 32;
+constexpr u32 kLgSeg = Log2<kSeg>::v;
 
 // v combined (f) over this thread's segment, every thread of it getting the same bits: an
 // xor butterfly (lane i meets i^16, i^8, ... i^1) gives each lane the same tree with the
@@ -87,6 +94,49 @@ template <class V, class F> PK_DEV V seg_allreduce(V v, F&& f, unsigned span = k
 #pragma unroll
   for (int m = (int)span / 2; m > 0; m /= 2) v = f(v, __shfl_xor(v, m, (int)kSeg));
   return v;
+}
+
+// v of the thread s lanes further on in this thread's segment (s < kSeg; a thread whose lane + s
+// leaves the segment gets its own v): the step of a tree that, level by level, combines lane t with
+// lane t + s, as Candle's block trees do. Every thread of the segment must call it.
+template <class V> PK_DEV V seg_down(V v, unsigned s) { return (V)__shfl_down(v, s, (int)kSeg); }
+
+// ------------------------------------------------------------- groups of segments
+PK_DEV unsigned thread_in_block() { return threadIdx.x + blockDim.x * threadIdx.y; }
+PK_DEV unsigned block_threads() { return blockDim.x * blockDim.y; }
+
+// Shared memory of one group_allreduce call: the segment partials of up to NMAX values a thread in
+// blocks of up to NT threads. A kernel holds one per call, so no call waits for the readers of the
+// last (static shared memory is held by every block of the kernel: 512 bytes for the norms, where a
+// buffer of one value per thread took 4 KB and left 12 of Candle's 32-thread blocks an SM).
+template <class V, int NMAX, int NT> struct GroupScratch {
+  V part[NMAX][NT / kSeg];
+};
+
+// v[i] combined (f) over the G threads of this thread's group (groups of G consecutive threads,
+// G a multiple of kSeg dividing the block); every thread gets the same bits: each segment's
+// butterfly (seg_allreduce), then, for groups of several segments, one barrier and a butterfly over
+// the group's nseg segment partials, lane l of every segment reading partial l % nseg (the same
+// tree in every span of nseg lanes of every segment of the group). A fold of the partials in turn
+// was nseg dependent shared reads a value, 32 in a 1024-thread group. A named barrier per group
+// (NVIDIA's bar.sync id, count) in place of the block's gained nothing on 1024-thread blocks (H200,
+// rmsnorm f16 4096x4096: 74 -> 73% of copy), and in the same kernels the 32-thread-block rows ran
+// at a third to a half of their speed (rmsnorm f32 32768x512: 96 -> 25%).
+template <int N, class V, int NMAX, int NT, class F>
+PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
+  static_assert(N <= NMAX, "room for every value");
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(v[i], f);
+  if (G == kSeg) return;  // uniform over the block
+  const unsigned t = thread_in_block(), seg = t / kSeg;
+  if (t % kSeg == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) sh.part[i][seg] = v[i];
+  }
+  __syncthreads();
+  const unsigned nseg = G / kSeg, s0 = seg & ~(nseg - 1);  // nseg: a power of two <= kSeg
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(sh.part[i][s0 + t % nseg], f, nseg);
 }
 
 // In-place shared-memory tree over the first `n` (a power of two) entries of
