@@ -4,14 +4,14 @@
 //    const size_t* info /*[permuted dims, permuted strides], never null*/,
 //    const T* src, T* dst /* uint32_t* for arg* */)
 // One block per output element (grid dst_el); block = a power of two <= 1024.
-// arg*: the same algorithm as candle's reduce.cu, so their results (ties
-// included) match for any block size: thread t folds t, t+B, ...; a
-// shared-memory tree halves B; they keep the first element then strict
-// improvements, the tree takes the partner only when it is strictly better.
-// Sums (accumulated in T) and min/max (maxg/ming) take rows in groups where the
-// block allows (reduce_rows), else the same tree. Wave-size correct: the trees
-// go through shared memory, the groups' butterflies shuffle inside 32-thread
-// segments (structured.h).
+// arg*: candle's reduce.cu's picks, so their results (ties and NaN included)
+// match for any block size: thread t folds t, t+B, ...; a shared-memory tree
+// halves B; they keep the first element then strict improvements, the tree
+// takes the partner only when it is strictly better (arg_rows runs the same
+// picks in groups where the block allows). Sums (accumulated in T) and min/max
+// take rows in groups where the block allows (reduce_rows), else the same tree.
+// Wave-size correct: the trees go through shared memory, the groups' shuffles
+// stay inside 32-thread segments (structured.h).
 #include "structured.h"
 
 namespace pk {
@@ -66,23 +66,24 @@ PK_DEV void fold_thread(usize start, usize stop, usize nd, const usize* info, us
 // order, +-0 equal), deal rows to groups instead: G threads a row, the fewest (a power of two, at
 // least a segment, at most the block) that hold it at kRedBytes bytes a thread; a working block
 // takes R = B/G consecutive rows, and the blocks in between return at once, before any memory read
-// (as common.h's idle blocks do; under the 32-register cap their warps still store two spilled
-// values first). A group folds its row (16-byte packs, two in flight, when the rows are contiguous
-// and aligned; elements otherwise), then combines: a butterfly in each segment, then its segments'
-// partials through shared memory. H200, side by side, % of copy at 4096x4096 f32 (R = 4): fast_sum
-// 39 -> 63, fast_min/max 34 -> 50 (Candle 18). Rows of 64 KB and more keep one block a row
-// (G = B). argmin/argmax keep Candle's tree: their judge is exact on rows up to a block.
+// (as common.h's idle blocks do; under the 32-register cap their warps still store a spilled value
+// first). A group folds its row (16-byte packs, four in flight, when the rows are contiguous and
+// aligned; elements otherwise), then combines: a butterfly in each segment, then one over its
+// segments' partials (structured.h's group_allreduce). % of copy at 4096x4096 f32 (R = 4), side by
+// side: H200, against one block a row: fast_sum 39 -> 63, fast_min/max 34 -> 50 (Candle 18), with
+// two packs in flight, the partials folded in turn by one thread, min/max through maxg; H100, from
+// there: fast_sum 70 -> 77 (group_allreduce, red_groups' log2s) -> 80 (four packs), fast_min/max
+// 60 -> 77 (and fmax in fast_minmax) -> 80, under a ceiling of 97 (the launch copy; Candle 21).
+// Rows of 64 KB and more keep one block a row (G = B). argmin/argmax: arg_rows.
 constexpr u32 kRedBytes = 64;
 struct RedGroups {
   u32 lg_g, lg_r;  // G = 2^lg_g threads a row, R = 2^lg_r rows a working block (0: one block a row)
 };
 template <class T> PK_DEV RedGroups red_groups(usize numel, usize el) {
-  const u32 b = blockDim.x, lg_b = (u32)(__ffs((int)b) - 1);
+  const u32 b = blockDim.x, lg_b = log2_pow2(b);
   if ((b & (b - 1)) != 0 || b < 2 * kSeg || numel > 0xffffffffull) return RedGroups{lg_b, 0};
-  const usize need = (el + kRedBytes / sizeof(T) - 1) / (kRedBytes / sizeof(T));  // threads at kRedBytes
-  const u32 lg_need = need <= 1 ? 0u : (u32)(64 - __clzll((long long)(need - 1)));
-  constexpr u32 kLgSeg = 5;
-  static_assert(1u << kLgSeg == kSeg, "kLgSeg is log2(kSeg)");
+  const u32 need = (u32)((el + kRedBytes / sizeof(T) - 1) / (kRedBytes / sizeof(T)));  // threads at kRedBytes
+  const u32 lg_need = need <= 1 ? 0u : log2_ceil(need);
   const u32 lg_g = lg_need < kLgSeg ? kLgSeg : (lg_need > lg_b ? lg_b : lg_need);
   return RedGroups{lg_g, lg_b - lg_g};
 }
@@ -96,17 +97,21 @@ PK_DEV C group_fold(u32 row, u32 el, unsigned g, unsigned G, usize nd, const usi
   const u32 start = row * el, stop = start + el < numel ? start + el : numel;
   const bool contig = is_contiguous(nd, info, info + nd);
   if (contig && pack_aligned<V>(src) && (el * sizeof(T)) % 16 == 0 && stop - start == el) {
+    // N packs in flight (u8 at 2: its 4 spill on gfx900/906)
+    constexpr int N = sizeof(T) == 1 ? 2 : 4;
     const Pack<T, V>* p = reinterpret_cast<const Pack<T, V>*>(src + start);
     const u32 npk = el / V;
     u32 k = g;
-    for (; k + G < npk; k += 2 * G) {
-      const Pack<T, V> x0 = p[k], x1 = p[k + G];
+    for (; k + (N - 1) * G < npk; k += N * G) {
+      Pack<T, V> x[N];
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc = f(acc, x0.v[e]);
+      for (int j = 0; j < N; ++j) x[j] = p[k + j * G];
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc = f(acc, x1.v[e]);
+      for (int j = 0; j < N; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc = f(acc, x[j].v[e]);
     }
-    if (k < npk) {
+    for (; k < npk; k += G) {
       const Pack<T, V> x = p[k];
 #pragma unroll
       for (int e = 0; e < V; ++e) acc = f(acc, x.v[e]);
@@ -122,25 +127,16 @@ PK_DEV C group_fold(u32 row, u32 el, unsigned g, unsigned G, usize nd, const usi
 template <class T, class C, class Op, class Fold>
 PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst, C init, Op&& op,
                         Fold&& fold) {
-  __shared__ C part[kMaxBlock / kSeg];
+  __shared__ GroupScratch<C, 1, kMaxBlock> part;
   const RedGroups rg = red_groups<T>(numel, el);
   if (rg.lg_r == 0) return false;
   if ((blockIdx.x & ((1u << rg.lg_r) - 1)) != 0) return true;  // idle: its rows are a working block's
   const unsigned tid = threadIdx.x, G = 1u << rg.lg_g, g = tid & (G - 1);
   const u32 row = blockIdx.x + (tid >> rg.lg_g);
   const bool live = row < gridDim.x;
-  C acc = live ? group_fold(row, (u32)el, g, G, nd, info, (u32)numel, src, init, fold) : init;
-  acc = seg_allreduce(acc, op, G < kSeg ? G : kSeg);
-  if (G > kSeg) {  // the group's segment partials, through shared memory (G uniform: every thread syncs)
-    if (tid % kSeg == 0) part[tid / kSeg] = acc;
-    __syncthreads();
-    if (g == 0) {
-      const unsigned s0 = tid / kSeg;
-      acc = part[s0];
-      for (unsigned s = 1; s < G / kSeg; ++s) acc = op(acc, part[s0 + s]);
-    }
-  }
-  if (live && g == 0) dst[row] = Num<T>::from_c(acc);
+  C acc[1] = {live ? group_fold(row, (u32)el, g, G, nd, info, (u32)numel, src, init, fold) : init};
+  group_allreduce(acc, G, part, op);
+  if (live && g == 0) dst[row] = Num<T>::from_c(acc[0]);
   return true;
 }
 
@@ -171,8 +167,100 @@ PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T
 template <class T, bool IS_MAX>
 PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
   typedef typename Num<T>::C C;
-  fast_fold(numel, el, nd, info, src, dst, IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(),
-            [](C a, C b) { return maxg<T, IS_MAX>(a, b); });
+  fast_fold(numel, el, nd, info, src, dst, IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(), [](C a, C b) {
+    // f32/f64: maxg's NaN rule is fmax's, one instruction where maxg's tests and branches take five
+    if constexpr (Num<T>::is_float && !Num<T>::nan_max) return IS_MAX ? fmax(a, b) : fmin(a, b);
+    else return maxg<T, IS_MAX>(a, b);
+  });
+}
+
+// ------------------------------------------------------------ argmin / argmax
+// Candle's algorithm, whose result (ties, NaN) this keeps for every row: B "virtual" threads, v
+// folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
+// and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
+// it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
+// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block), arg_rows
+// runs it in groups of G = B/J real threads a row, J rows a working block: thread g holds v = g,
+// g+G, ..., g+(J-1)G (the elements g + mG of the row, m = 0, 1, ... going to v = g + (m%J)G), so the
+// levels s >= G are in its registers, the levels G/2 ... 32 pair lane l of segment a with lane l of
+// segment a + s/32 (one barrier: the group's first segment reads them back), and the last 5 levels
+// are shuffles down inside that segment (seg_down). The same picks as Candle's, ties and NaN
+// included, for every row. H100, side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all
+// 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55).
+template <class C> struct ArgPick {
+  C v;
+  u32 i;  // row index, 0xffffffff where v took no element
+};
+template <class C, bool IS_MAX> PK_DEV ArgPick<C> arg_better(ArgPick<C> a, ArgPick<C> b) {
+  return (IS_MAX ? b.v > a.v : b.v < a.v) ? b : a;
+}
+
+template <class T, bool IS_MAX>
+PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  typedef typename Num<T>::C C;
+  typedef ArgPick<C> P;
+  constexpr int J = 4;  // virtual threads a thread, rows a working block (a power of two)
+  __shared__ P part[kMaxBlock];
+  const RedGroups rg = red_groups<T>(numel, el);
+  if (rg.lg_r < Log2<J>::v || !is_contiguous(nd, info, info + nd)) return false;
+  if ((blockIdx.x & (J - 1)) != 0) return true;  // idle: its rows are a working block's
+  const unsigned tid = threadIdx.x, B = blockDim.x, G = B / J, g = tid & (G - 1);
+  const u32 row = blockIdx.x + tid / G;
+  const bool live = row < gridDim.x;
+  const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
+  const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
+  auto load = [&](u32 i) -> C { return i < n ? Num<T>::to_c(src[start + i]) : none; };
+  P st[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j) {  // each v's first element, taken whatever it is
+    const u32 i = g + j * G;
+    st[j] = P{load(i), i < n ? i : 0xffffffffu};
+  }
+  // then v's next elements, 2J loads in flight, in v's order (past the row, load's `none` is never
+  // strictly better: no test needed)
+  u32 i0 = g + B;
+  for (; i0 + B < n; i0 += 2 * B) {
+    C x[2 * J];
+#pragma unroll
+    for (int j = 0; j < 2 * J; ++j) x[j] = load(i0 + (j / J) * B + (j % J) * G);
+#pragma unroll
+    for (int j = 0; j < 2 * J; ++j) st[j % J] = arg_better<C, IS_MAX>(st[j % J], P{x[j], i0 + (j / J) * B + (j % J) * G});
+  }
+  if (i0 < n) {
+    C x[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) x[j] = load(i0 + j * G);
+#pragma unroll
+    for (int j = 0; j < J; ++j) st[j] = arg_better<C, IS_MAX>(st[j], P{x[j], i0 + j * G});
+  }
+#pragma unroll
+  for (int h = J / 2; h > 0; h /= 2)  // levels B/2 ... G: v with v + hG
+#pragma unroll
+    for (int j = 0; j < h; ++j) st[j] = arg_better<C, IS_MAX>(st[j], st[j + h]);
+  P p = st[0];
+  const unsigned nseg = G / kSeg;
+  if (nseg > 1) {  // levels G/2 ... 32: lane l's tree over the group's segments
+    part[tid] = p;
+    __syncthreads();
+    if (g < kSeg) {  // the top level from shared memory, the others in registers
+      P q[kMaxBlock / J / kSeg / 2];
+      const unsigned h = nseg / 2;
+#pragma unroll
+      for (unsigned a = 0; a < kMaxBlock / J / kSeg / 2; ++a)
+        if (a < h) q[a] = arg_better<C, IS_MAX>(part[tid + a * kSeg], part[tid + (a + h) * kSeg]);
+#pragma unroll
+      for (unsigned s = kMaxBlock / J / kSeg / 4; s > 0; s /= 2)
+#pragma unroll
+        for (unsigned a = 0; a < s; ++a)
+          if (a + s < h) q[a] = arg_better<C, IS_MAX>(q[a], q[a + s]);
+      p = q[0];
+    }
+  }
+  for (unsigned s = kSeg / 2; s > 0; s /= 2) {  // levels 16 ... 1
+    p = arg_better<C, IS_MAX>(p, P{seg_down(p.v, s), seg_down(p.i, s)});
+  }
+  if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
+  return true;
 }
 
 template <class T, bool IS_MAX>
@@ -180,6 +268,7 @@ PK_DEV void fast_arg(usize numel, usize el, usize nd, const usize* info, const T
   typedef typename Num<T>::C C;
   __shared__ C shr[kMaxBlock];
   __shared__ u32 shr_idx[kMaxBlock];
+  if (arg_rows<T, IS_MAX>(numel, el, nd, info, src, dst)) return;
   const unsigned tid = threadIdx.x;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
