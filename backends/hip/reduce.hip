@@ -224,7 +224,8 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
 #pragma unroll
     for (int j = 0; j < 2 * J; ++j) x[j] = load(i0 + (j / J) * B + (j % J) * G);
 #pragma unroll
-    for (int j = 0; j < 2 * J; ++j) st[j % J] = arg_better<C, IS_MAX>(st[j % J], P{x[j], i0 + (j / J) * B + (j % J) * G});
+    for (int j = 0; j < 2 * J; ++j)
+      st[j % J] = arg_better<C, IS_MAX>(st[j % J], P{x[j], i0 + (j / J) * B + (j % J) * G});
   }
   if (i0 < n) {
     C x[J];
