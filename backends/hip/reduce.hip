@@ -199,10 +199,10 @@ template <class T, bool IS_MAX>
 PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
-  constexpr int J = 4;  // virtual threads a thread, rows a working block (a power of two)
+  constexpr int J = 4;  // virtual threads a thread, rows a working block
   __shared__ P part[kMaxBlock];
   const RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r < Log2<J>::v || !is_contiguous(nd, info, info + nd)) return false;
+  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
   if ((blockIdx.x & (J - 1)) != 0) return true;  // idle: its rows are a working block's
   const unsigned tid = threadIdx.x, B = blockDim.x, G = B / J, g = tid & (G - 1);
   const u32 row = blockIdx.x + tid / G;
@@ -234,11 +234,9 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
 #pragma unroll
     for (int j = 0; j < J; ++j) st[j] = arg_better<C, IS_MAX>(st[j], P{x[j], i0 + j * G});
   }
-#pragma unroll
-  for (int h = J / 2; h > 0; h /= 2)  // levels B/2 ... G: v with v + hG
-#pragma unroll
-    for (int j = 0; j < h; ++j) st[j] = arg_better<C, IS_MAX>(st[j], st[j + h]);
-  P p = st[0];
+  // levels B/2 and B/4 = G: v with v + 2G, then with v + G (written out: a loop over the levels
+  // left st in scratch memory on AMD)
+  P p = arg_better<C, IS_MAX>(arg_better<C, IS_MAX>(st[0], st[2]), arg_better<C, IS_MAX>(st[1], st[3]));
   const unsigned nseg = G / kSeg;
   if (nseg > 1) {  // levels G/2 ... 32: lane l's tree over the group's segments
     part[tid] = p;
