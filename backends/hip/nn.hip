@@ -22,7 +22,8 @@
 //    starts on the chunk the last one left in registers; a row of one chunk is read once, and
 //    f32/f64 softmax keeps its first chunks in shared memory too (PK_SOFTMAX_KEEP).
 // Cross-thread sums and maxima: group_allreduce, shuffles inside 32-thread segments (HIP's width
-// argument: the same segments on 32- and 64-lane wavefronts), then shared memory across them.
+// argument: the same segments on 32- and 64-lane wavefronts), then shared memory across them
+// (structured.h).
 #include "structured.h"
 #if defined(PK_NVIDIA)
 #include <hip/hip_bf16.h>  // cvt.rn.bf16.f32 (Cv<bf16>)
