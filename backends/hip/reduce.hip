@@ -200,6 +200,7 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
   constexpr int J = 4;  // virtual threads a thread, rows a working block
+  static_assert(J == 4, "the register levels below are written out for 4 (and rg.lg_r >= 2)");
   __shared__ P part[kMaxBlock];
   const RedGroups rg = red_groups<T>(numel, el);
   if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
