@@ -166,6 +166,12 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
     ]
     if lengths:                               # Candle's other row lengths, last
         out += norm_rows(tuple(n for n in NN_LENGTHS if n != 4096))
+        for op in ("sum", "max", "argmax"):   # the reductions' other dtypes and row lengths
+            for dt, (r, n) in (("f16", (4096, 4096)), ("bf16", (4096, 4096)), ("f32", (16384, 1024)),
+                               ("f32", (1024, 16384))):
+                geo = {"shape": (r, n), "dims": (1,), "view": "contig"}
+                out.append(Row("reduce", f"fast_{op} {dt} {r}x{n} last dim", f"reduce.{op}", dt,
+                               _shape(f"reduce.{op}", f"suite-rows-{r}x{n}", geo)))
     return [r for r in out if families is None or r.family in families]
 
 

@@ -41,6 +41,19 @@ class UnrolledArgIndexBug(CpuExecutor):
         return v, i
 
 
+class ArgLateNaNWins(CpuExecutor):
+    """argmin/argmax with an order-free fast path (the extreme of the row, then its first index) whose
+    extreme lets NaN through (a NaN-propagating max): where no NaN is among a row's first B elements
+    (Candle's threads' first ones) a NaN further on wins, which Candle's threads never take."""
+    def reduce_row(self, kind, vals, block, dt):
+        v, i = super().reduce_row(kind, vals, block, dt)
+        nan = np.isnan(to_f64(vals)) if dt.is_float else np.zeros(vals.size, bool)
+        if kind.startswith("arg") and not nan[:block].any() and nan.any():
+            i = int(np.argmax(nan))
+            v = vals[i]
+        return v, i
+
+
 class WarpOnlyFastPath(CpuExecutor):
     """A fast path for rows of exactly one element a thread (the row as long as the block): each
     warp's shuffle reduction with the block's step across warps left out, so a 1024-thread block

@@ -38,7 +38,8 @@ SHAPES = {s.name: s for s in [
     # power-of-two rows in an odd count, where ports take their fast paths (one element, or one
     # 16-byte pack, a thread) and group rows by blocks
     reduce_shape("row1024", "(5,1024) over dim 1: one element per thread of a 1024-thread block", (5, 1024), (1,)),
-    reduce_shape("row4096", "(3,4096) over dim 1: 4 elements per thread, 16-byte aligned", (3, 4096), (1,)),
+    reduce_shape("row4096", "(5,4096) over dim 1: 4 elements per thread, 16-byte aligned; a port that deals rows "
+        "to groups puts row 4 in a second working block, away from rows 0 and 1's NaN", (5, 4096), (1,)),
     reduce_shape("row9000", "(2,9000) over dim 1: > 8 elements per thread, so the contiguous path's 8-load groups run "
         "(values and indices folded from all 8 loads)", (2, 9000), (1,)),
     reduce_shape("dim0", "(65,37) over dim 0: strided rows (the permutation moves dim 0 last)", (65, 37), (0,)),
@@ -178,6 +179,10 @@ def _build(case, rng) -> StructuredBuilt:
         rows = _flat_rows(b)                    # NaN at row index 0 (it wins arg*) and at index 3
         base[rows[0, 0]] = np.nan
         base[rows[min(1, dst_el - 1), 3]] = np.nan
+        if el > geo["block"] + 1:               # the last row: NaN past its first block only (never taken)
+            first = rows[dst_el - 1, :geo["block"]]
+            base[first[np.isnan(to_f64(base[first]))]] = 0.0
+            base[rows[dst_el - 1, geo["block"] + 1]] = np.nan
         b.inputs["src"] = base[lay.flat_indices()]
     return b
 
