@@ -214,8 +214,9 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
 // and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
 // it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
-// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block), arg_rows
-// runs it in groups of G = B/J real threads a row, J rows a working block: thread g holds v = g,
+// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block) and the
+// order-free form below does not apply, arg_exact runs it in groups of G = B/J real threads a row, J
+// rows at a time: thread g holds v = g,
 // g+G, ..., g+(J-1)G (the elements g + mG of the row, m = 0, 1, ... going to v = g + (m%J)G), so the
 // levels s >= G are in its registers, the levels G/2 ... 32 pair lane l of segment a with lane l of
 // segment a + s/32 (one barrier: the group's first segment reads them back), and the last 5 levels
@@ -238,8 +239,8 @@ template <class C, bool IS_MAX> PK_DEV ArgPick<C> arg_better(ArgPick<C> a, ArgPi
 // rows.) Under that rule a group reads its row in 16-byte packs, four in flight, folds them as
 // fast_max does (fmax: NaN left out) and takes M by one butterfly; then the threads holding M (one,
 // mostly) read their packs again for M's smallest key, and a second butterfly takes the group's.
-// A working block any of whose rows has a NaN among its first B elements takes the exact path (the
-// first butterfly's barrier votes).
+// A working block any of whose rows has a NaN among its first B elements takes the exact path (one
+// barrier's vote).
 // (bit-reversed i mod B, i div B) in one u32, B = 2^lg_b (rows of fewer than 2^32 elements), and back
 PK_DEV u32 arg_key(u32 i, u32 lg_b) { return (__brev(i) & ~(0xffffffffu >> lg_b)) | (i >> lg_b); }
 PK_DEV u32 arg_index(u32 key, u32 lg_b) {
@@ -250,52 +251,19 @@ template <class T, bool IS_MAX> PK_DEV typename Num<T>::C arg_ext(typename Num<T
   else return IS_MAX ? (b > a ? b : a) : (b < a ? b : a);
 }
 
+// Candle's picks for rows row0 ... row0 + J - 1 (J = 4), in groups of G = B/J threads (above).
 template <class T, bool IS_MAX>
-PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+PK_DEV void arg_exact(u32 row0, usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
-  constexpr int J = 4;  // virtual threads a thread, rows a working block
-  static_assert(J == 4, "the register levels below are written out for 4 (and rg.lg_r >= 2)");
+  constexpr int J = 4;  // virtual threads a thread, rows a call
+  static_assert(J == 4, "the register levels below are written out for 4");
   __shared__ P part[kMaxBlock];
-  const RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
-  if ((blockIdx.x & (J - 1)) != 0) return true;  // idle: its rows are a working block's
   const unsigned tid = threadIdx.x, B = blockDim.x, G = B / J, g = tid & (G - 1);
-  const u32 row = blockIdx.x + tid / G;
+  const u32 row = row0 + tid / G;
   const bool live = row < gridDim.x;
   const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
   const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
-  constexpr int V = 16 / sizeof(T);
-  if (pack_aligned<V>(src) && (el * sizeof(T)) % 16 == 0 && numel == (usize)gridDim.x * el) {
-    __shared__ GroupScratch<C, 1, kMaxBlock> mpart;
-    __shared__ GroupScratch<u32, 1, kMaxBlock> kpart;
-    const Pack<T, V>* p = reinterpret_cast<const Pack<T, V>*>(src + start);
-    const u32 npk = n / V;
-    bool nan_first = false;  // among the row's first B elements: packs k < B / V
-    if constexpr (Num<T>::is_float)
-      for (u32 k = g; k < B / V && k < npk; k += G)
-#pragma unroll
-        for (int e = 0; e < V; ++e) nan_first |= is_nan(Num<T>::to_c(p[k].v[e]));
-    C m[1] = {live ? group_fold<IS_MAX ? PairOp::kMax : PairOp::kMin>(row, (u32)el, g, G, nd, info, (u32)numel, src,
-                                                                       none, arg_ext<T, IS_MAX>)
-                   : none};
-    const C mine = m[0];
-    if (!__syncthreads_or(nan_first)) {
-      group_allreduce(m, G, mpart, arg_ext<T, IS_MAX>);
-      const u32 lg_b = log2_pow2(B);
-      u32 key[1] = {0xffffffffu};
-      if (mine == m[0])
-        each_pack<T, V, 1>(p, npk, g, G, [&](u32 k, const Pack<T, V>& x) {
-          const u32 kb = arg_key(k * V, lg_b);  // k*V + e's key: kb | brev(e), e < V <= B
-#pragma unroll
-          for (int e = 0; e < V; ++e)
-            if (Num<T>::to_c(x.v[e]) == m[0] && (kb | __brev((u32)e)) < key[0]) key[0] = kb | __brev((u32)e);
-        });
-      group_allreduce(key, G, kpart, [](u32 a, u32 b) { return b < a ? b : a; });
-      if (live && g == 0) dst[row] = (u32)((usize)(start + arg_index(key[0], lg_b)) % info[nd - 1]);
-      return true;
-    }
-  }
   auto load = [&](u32 i) -> C { return i < n ? Num<T>::to_c(src[start + i]) : none; };
   P st[J];
 #pragma unroll
@@ -346,6 +314,69 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
     p = arg_better<C, IS_MAX>(p, P{seg_down(p.v, s), seg_down(p.i, s)});
   }
   if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
+}
+
+// The order-free form for a working block of R = 2^rg.lg_r rows, G = 2^rg.lg_g threads a row
+// (red_groups' grouping, as the sums'). Returns false, having written nothing, where the rows are
+// not whole 16-byte packs or where a NaN is among the first B elements of one of them.
+template <class T, bool IS_MAX>
+PK_DEV bool arg_free(RedGroups rg, usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  typedef typename Num<T>::C C;
+  constexpr int V = 16 / sizeof(T);
+  constexpr int N = sizeof(T) == 2 || sizeof(T) == 4 ? 4 : 2;  // packs in flight (4 spill on gfx900/906)
+  if (!pack_aligned<V>(src) || (el * sizeof(T)) % 16 != 0 || numel != (usize)gridDim.x * el) return false;
+  __shared__ GroupScratch<C, 1, kMaxBlock> mpart;
+  __shared__ GroupScratch<u32, 1, kMaxBlock> kpart;
+  const unsigned tid = threadIdx.x, B = blockDim.x, G = 1u << rg.lg_g, g = tid & (G - 1);
+  const u32 row = blockIdx.x + (tid >> rg.lg_g);
+  const bool live = row < gridDim.x;
+  const u32 start = row * (u32)el, npk = live ? (u32)el / V : 0;
+  const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
+  const Pack<T, V>* p = reinterpret_cast<const Pack<T, V>*>(src + start);
+  bool nan_first = false;  // among the row's first B elements: packs k < B / V
+  if constexpr (Num<T>::is_float)
+    for (u32 k = g; k < B / V && k < npk; k += G)
+#pragma unroll
+      for (int e = 0; e < V; ++e) nan_first |= is_nan(Num<T>::to_c(p[k].v[e]));
+  C m[1] = {live ? group_fold<IS_MAX ? PairOp::kMax : PairOp::kMin>(row, (u32)el, g, G, nd, info, (u32)numel, src,
+                                                                     none, arg_ext<T, IS_MAX>)
+                 : none};
+  const C mine = m[0];
+  if (__syncthreads_or(nan_first)) return false;
+  group_allreduce(m, G, mpart, arg_ext<T, IS_MAX>);
+  const u32 lg_b = log2_pow2(B);
+  u32 key[1] = {0xffffffffu};
+  if (mine == m[0])  // this thread holds M: its smallest key of M
+    each_pack<T, V, N>(p, npk, g, G, [&](u32 k, const Pack<T, V>& x) {
+      const u32 kb = arg_key(k * V, lg_b);  // k*V + e's key: kb | brev(e), e < V <= B
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        if (Num<T>::to_c(x.v[e]) == m[0] && (kb | __brev((u32)e)) < key[0]) key[0] = kb | __brev((u32)e);
+    });
+  group_allreduce(key, G, kpart, [](u32 a, u32 b) { return b < a ? b : a; });
+  if (live && g == 0) dst[row] = (u32)((usize)(start + arg_index(key[0], lg_b)) % info[nd - 1]);
+  return true;
+}
+
+// The working blocks' rows, where red_groups deals at least 4 to a block of a contiguous source:
+// order-free where it can (arg_free), else Candle's picks four rows at a time (arg_exact). Returns
+// false where the launch keeps one block a row.
+template <class T, bool IS_MAX>
+PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  RedGroups rg = red_groups<T>(numel, el);
+  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
+  if constexpr (sizeof(T) == 8) rg = RedGroups{rg.lg_g + rg.lg_r - 2, 2};  // 4 rows: a loop spills on gfx900/906
+  const u32 r0 = blockIdx.x, R = 1u << rg.lg_r;
+  if ((r0 & (R - 1)) != 0) return true;  // idle: its rows are a working block's
+  if (arg_free<T, IS_MAX>(rg, numel, el, nd, info, src, dst)) return true;
+  if constexpr (sizeof(T) == 8) {
+    arg_exact<T, IS_MAX>(r0, numel, el, nd, info, src, dst);
+  } else {
+    for (u32 r = r0; r < r0 + R && r < gridDim.x; r += 4) {
+      if (r != r0) __syncthreads();  // the last call's readers of its shared memory are done
+      arg_exact<T, IS_MAX>(r, numel, el, nd, info, src, dst);
+    }
+  }
   return true;
 }
 
