@@ -386,7 +386,11 @@ PK_DEV void fast_arg(usize numel, usize el, usize nd, const usize* info, const T
   __shared__ C shr[kMaxBlock];
   __shared__ u32 shr_idx[kMaxBlock];
   if (arg_rows<T, IS_MAX>(numel, el, nd, info, src, dst)) return;
-  const unsigned tid = threadIdx.x;
+  const unsigned tid = threadIdx.x, b = blockDim.x;
+  // one block a row (rows of 64 KB and more): the order-free form too, its group the block
+  if ((b & (b - 1)) == 0 && b >= kSeg && numel <= 0xffffffffull && is_contiguous(nd, info, info + nd) &&
+      arg_free<T, IS_MAX>(RedGroups{log2_pow2(b), 0}, numel, el, nd, info, src, dst))
+    return;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
   const usize last = info[nd - 1];
