@@ -13,7 +13,6 @@
 // Wave-size correct: the trees go through shared memory, the groups' shuffles
 // stay inside 32-thread segments (structured.h).
 #include "structured.h"
-#include "pairs.h"
 
 namespace pk {
 
@@ -89,79 +88,45 @@ template <class T> PK_DEV RedGroups red_groups(usize numel, usize el) {
   return RedGroups{lg_g, lg_b - lg_g};
 }
 
-// fn(k, pack k) for the packs k = g, g+G, ... < npk, in that order, N loads in flight
-template <class T, int V, int N, class F>
-PK_DEV void each_pack(const Pack<T, V>* p, u32 npk, unsigned g, unsigned G, F&& fn) {
-  u32 k = g;
-  for (; k + (N - 1) * G < npk; k += N * G) {
-    Pack<T, V> x[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) x[j] = p[k + j * G];
-#pragma unroll
-    for (int j = 0; j < N; ++j) fn(k + j * G, x[j]);
-  }
-  for (; k < npk; k += G) {
-    const Pack<T, V> x = p[k];
-    fn(k, x);
-  }
-}
-
-// 16-bit rows a word at a time: on NVIDIA, a contiguous 16-bit row folds its packs two elements a
-// word, one f16x2/bf16x2 instruction (an add rounded to T, a max or min with or without NaN) where
-// element by element each takes a conversion, the operation and, for a sum, a rounding; the word's
-// two halves then join the fold in the compute type (a sum's halves are two chains: its judge takes
-// any order). Elsewhere, and for other types, element by element.
-enum class PairOp { kNone, kAdd, kMax, kMin, kMaxNan, kMinNan };
-#if defined(PK_NVIDIA)
-template <class T, PairOp OP> constexpr bool kPairFold = sizeof(T) == 2 && OP != PairOp::kNone;
-#else
-template <class T, PairOp OP> constexpr bool kPairFold = false;
-#endif
-template <class T, PairOp OP> PK_DEV u32 pair_op(u32 a, u32 b) {
-  if constexpr (OP == PairOp::kAdd) return Pair<T>::add(a, b);
-  else if constexpr (OP == PairOp::kMax) return Pair<T>::max(a, b);
-  else if constexpr (OP == PairOp::kMin) return Pair<T>::min(a, b);
-  else if constexpr (OP == PairOp::kMaxNan) return Pair<T>::max_nan(a, b);
-  else return Pair<T>::min_nan(a, b);
-}
-
-// acc folded (op(acc, value), in the compute type) over row `row` by thread g of its group of G (the
-// source's elements fewer than 2^32: red_groups); PO: the same fold on 16-bit words (kPairFold).
-template <PairOp PO, class T, class C, class Op>
+// acc folded (f(acc, T value)) over row `row` by thread g of its group of G (the source's elements
+// fewer than 2^32: red_groups).
+template <class T, class C, class F>
 PK_DEV C group_fold(u32 row, u32 el, unsigned g, unsigned G, usize nd, const usize* info, u32 numel, const T* src,
-                    C acc, Op&& op) {
+                    C acc, F&& f) {
   constexpr int V = 16 / sizeof(T);
-  constexpr int N = sizeof(T) == 1 ? 2 : 4;  // packs in flight (u8 at 2: its 4 spill on gfx900/906)
   const u32 start = row * el, stop = start + el < numel ? start + el : numel;
   const bool contig = is_contiguous(nd, info, info + nd);
   if (contig && pack_aligned<V>(src) && (el * sizeof(T)) % 16 == 0 && stop - start == el) {
+    // N packs in flight (u8 at 2: its 4 spill on gfx900/906)
+    constexpr int N = sizeof(T) == 1 ? 2 : 4;
     const Pack<T, V>* p = reinterpret_cast<const Pack<T, V>*>(src + start);
-    if constexpr (kPairFold<T, PO>) {
-      u32 w = Pair<T>::pack(acc, acc);
-      each_pack<T, V, N>(p, el / V, g, G, [&](u32, const Pack<T, V>& x) {
-        u32 xw[V / 2];
-        __builtin_memcpy(xw, &x, sizeof x);
+    const u32 npk = el / V;
+    u32 k = g;
+    for (; k + (N - 1) * G < npk; k += N * G) {
+      Pack<T, V> x[N];
 #pragma unroll
-        for (int i = 0; i < V / 2; ++i) w = pair_op<T, PO>(w, xw[i]);
-      });
-      acc = op(op(acc, Pair<T>::lo(w)), Pair<T>::hi(w));
-    } else {
-      each_pack<T, V, N>(p, el / V, g, G, [&](u32, const Pack<T, V>& x) {
+      for (int j = 0; j < N; ++j) x[j] = p[k + j * G];
 #pragma unroll
-        for (int e = 0; e < V; ++e) acc = op(acc, Num<T>::to_c(x.v[e]));
-      });
+      for (int j = 0; j < N; ++j)
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc = f(acc, x[j].v[e]);
+    }
+    for (; k < npk; k += G) {
+      const Pack<T, V> x = p[k];
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc = f(acc, x.v[e]);
     }
   } else {
-    for (u32 idx = start + g; idx < stop; idx += G)
-      acc = op(acc, Num<T>::to_c(src[contig ? idx : red_offset<T>(idx, nd, info, numel)]));
+    for (u32 idx = start + g; idx < stop; idx += G) acc = f(acc, src[contig ? idx : red_offset<T>(idx, nd, info, numel)]);
   }
   return acc;
 }
 
 // The working blocks' rows (see red_groups): returns false where the launch keeps one block a row.
-// op(a, b) combines two values of the compute type (PO: the same on 16-bit words, group_fold).
-template <PairOp PO, class T, class C, class Op>
-PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst, C init, Op&& op) {
+// op(a, b) combines two partials; fold(acc, T value) folds an element.
+template <class T, class C, class Op, class Fold>
+PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst, C init, Op&& op,
+                        Fold&& fold) {
   __shared__ GroupScratch<C, 1, kMaxBlock> part;
   const RedGroups rg = red_groups<T>(numel, el);
   if (rg.lg_r == 0) return false;
@@ -169,7 +134,7 @@ PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, cons
   const unsigned tid = threadIdx.x, G = 1u << rg.lg_g, g = tid & (G - 1);
   const u32 row = blockIdx.x + (tid >> rg.lg_g);
   const bool live = row < gridDim.x;
-  C acc[1] = {live ? group_fold<PO>(row, (u32)el, g, G, nd, info, (u32)numel, src, init, op) : init};
+  C acc[1] = {live ? group_fold(row, (u32)el, g, G, nd, info, (u32)numel, src, init, fold) : init};
   group_allreduce(acc, G, part, op);
   if (live && g == 0) dst[row] = Num<T>::from_c(acc[0]);
   return true;
@@ -178,13 +143,14 @@ PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, cons
 // One output element per block (Candle's launch) of a fold that takes its elements in any order:
 // op(a, b) combines two values of the compute type, init is its identity. Rows in groups where the
 // block allows (reduce_rows), else each thread's fold and the block's tree.
-template <PairOp PO, class T, class C, class Op>
+template <class T, class C, class Op>
 PK_DEV void fast_fold(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst, C init, Op&& op) {
   __shared__ C shr[kMaxBlock];
   const unsigned tid = threadIdx.x;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
-  if (reduce_rows<PO>(numel, el, nd, info, src, dst, init, op)) return;
+  if (reduce_rows(numel, el, nd, info, src, dst, init, op, [&](C a, T v) { return op(a, Num<T>::to_c(v)); }))
+    return;
   C acc = init;
   fold_thread(start, stop, nd, info, numel, src, [&](usize, T v) { acc = op(acc, Num<T>::to_c(v)); });
   shr[tid] = acc;
@@ -195,14 +161,13 @@ PK_DEV void fast_fold(usize numel, usize el, usize nd, const usize* info, const 
 template <class T>
 PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
   typedef typename Num<T>::C C;
-  fast_fold<PairOp::kAdd>(numel, el, nd, info, src, dst, (C)0, [](C a, C b) { return add_in_t<T>(a, b); });
+  fast_fold(numel, el, nd, info, src, dst, (C)0, [](C a, C b) { return add_in_t<T>(a, b); });
 }
 
 template <class T, bool IS_MAX>
 PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
   typedef typename Num<T>::C C;
-  constexpr PairOp PO = Num<T>::nan_max ? (IS_MAX ? PairOp::kMaxNan : PairOp::kMinNan) : PairOp::kNone;
-  fast_fold<PO>(numel, el, nd, info, src, dst, IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(), [](C a, C b) {
+  fast_fold(numel, el, nd, info, src, dst, IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(), [](C a, C b) {
     // f32/f64: maxg's NaN rule is fmax's, one instruction where maxg's tests and branches take five
     if constexpr (Num<T>::is_float && !Num<T>::nan_max) return IS_MAX ? fmax(a, b) : fmin(a, b);
     else return maxg<T, IS_MAX>(a, b);
@@ -214,9 +179,8 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
 // and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
 // it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
-// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block) and the
-// order-free form below does not apply, arg_exact runs it in groups of G = B/J real threads a row, J
-// rows at a time: thread g holds v = g,
+// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block), arg_rows
+// runs it in groups of G = B/J real threads a row, J rows a working block: thread g holds v = g,
 // g+G, ..., g+(J-1)G (the elements g + mG of the row, m = 0, 1, ... going to v = g + (m%J)G), so the
 // levels s >= G are in its registers, the levels G/2 ... 32 pair lane l of segment a with lane l of
 // segment a + s/32 (one barrier: the group's first segment reads them back), and the last 5 levels
@@ -231,36 +195,18 @@ template <class C, bool IS_MAX> PK_DEV ArgPick<C> arg_better(ArgPick<C> a, ArgPi
   return (IS_MAX ? b.v > a.v : b.v < a.v) ? b : a;
 }
 
-// The same picks, order-free. Where no v's first element (the row's first B) is NaN, v keeps the
-// first of its largest elements (a later NaN never improves) and the tree keeps the lower v of a
-// tie, so Candle's pick is the row's largest value M (NaN left out) at the smallest key (bit-reversed
-// i mod B, i div B): i's level-by-level tie order. (A NumPy model of this rule against parity's
-// cuda_block_reduce, rows of ties, +-0, infinities and NaN past the first B: 0 differences in 5,142
-// rows.) Under that rule a group reads its row in 16-byte packs, four in flight, folds them as
-// fast_max does (fmax: NaN left out) and takes M by one butterfly; then the threads holding M (one,
-// mostly) read their packs again for M's smallest key, and a second butterfly takes the group's.
-// A working block any of whose rows has a NaN among its first B elements takes the exact path (one
-// barrier's vote).
-// (bit-reversed i mod B, i div B) in one u32, B = 2^lg_b (rows of fewer than 2^32 elements), and back
-PK_DEV u32 arg_key(u32 i, u32 lg_b) { return (__brev(i) & ~(0xffffffffu >> lg_b)) | (i >> lg_b); }
-PK_DEV u32 arg_index(u32 key, u32 lg_b) {
-  return ((key & (0xffffffffu >> lg_b)) << lg_b) | (__brev(key) & ((1u << lg_b) - 1));
-}
-template <class T, bool IS_MAX> PK_DEV typename Num<T>::C arg_ext(typename Num<T>::C a, typename Num<T>::C b) {
-  if constexpr (Num<T>::is_float) return IS_MAX ? fmax(a, b) : fmin(a, b);  // NaN left out
-  else return IS_MAX ? (b > a ? b : a) : (b < a ? b : a);
-}
-
-// Candle's picks for rows row0 ... row0 + J - 1 (J = 4), in groups of G = B/J threads (above).
 template <class T, bool IS_MAX>
-PK_DEV void arg_exact(u32 row0, usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
-  constexpr int J = 4;  // virtual threads a thread, rows a call
-  static_assert(J == 4, "the register levels below are written out for 4");
+  constexpr int J = 4;  // virtual threads a thread, rows a working block
+  static_assert(J == 4, "the register levels below are written out for 4 (and rg.lg_r >= 2)");
   __shared__ P part[kMaxBlock];
+  const RedGroups rg = red_groups<T>(numel, el);
+  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
+  if ((blockIdx.x & (J - 1)) != 0) return true;  // idle: its rows are a working block's
   const unsigned tid = threadIdx.x, B = blockDim.x, G = B / J, g = tid & (G - 1);
-  const u32 row = row0 + tid / G;
+  const u32 row = blockIdx.x + tid / G;
   const bool live = row < gridDim.x;
   const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
   const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
@@ -314,69 +260,6 @@ PK_DEV void arg_exact(u32 row0, usize numel, usize el, usize nd, const usize* in
     p = arg_better<C, IS_MAX>(p, P{seg_down(p.v, s), seg_down(p.i, s)});
   }
   if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
-}
-
-// The order-free form for a working block of R = 2^rg.lg_r rows, G = 2^rg.lg_g threads a row
-// (red_groups' grouping, as the sums'). Returns false, having written nothing, where the rows are
-// not whole 16-byte packs or where a NaN is among the first B elements of one of them.
-template <class T, bool IS_MAX>
-PK_DEV bool arg_free(RedGroups rg, usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
-  typedef typename Num<T>::C C;
-  constexpr int V = 16 / sizeof(T);
-  constexpr int N = sizeof(T) == 2 || sizeof(T) == 4 ? 4 : 2;  // packs in flight (4 spill on gfx900/906)
-  if (!pack_aligned<V>(src) || (el * sizeof(T)) % 16 != 0 || numel != (usize)gridDim.x * el) return false;
-  __shared__ GroupScratch<C, 1, kMaxBlock> mpart;
-  __shared__ GroupScratch<u32, 1, kMaxBlock> kpart;
-  const unsigned tid = threadIdx.x, B = blockDim.x, G = 1u << rg.lg_g, g = tid & (G - 1);
-  const u32 row = blockIdx.x + (tid >> rg.lg_g);
-  const bool live = row < gridDim.x;
-  const u32 start = row * (u32)el, npk = live ? (u32)el / V : 0;
-  const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
-  const Pack<T, V>* p = reinterpret_cast<const Pack<T, V>*>(src + start);
-  bool nan_first = false;  // among the row's first B elements: packs k < B / V
-  if constexpr (Num<T>::is_float)
-    for (u32 k = g; k < B / V && k < npk; k += G)
-#pragma unroll
-      for (int e = 0; e < V; ++e) nan_first |= is_nan(Num<T>::to_c(p[k].v[e]));
-  C m[1] = {live ? group_fold<IS_MAX ? PairOp::kMax : PairOp::kMin>(row, (u32)el, g, G, nd, info, (u32)numel, src,
-                                                                     none, arg_ext<T, IS_MAX>)
-                 : none};
-  const C mine = m[0];
-  if (__syncthreads_or(nan_first)) return false;
-  group_allreduce(m, G, mpart, arg_ext<T, IS_MAX>);
-  const u32 lg_b = log2_pow2(B);
-  u32 key[1] = {0xffffffffu};
-  if (mine == m[0])  // this thread holds M: its smallest key of M
-    each_pack<T, V, N>(p, npk, g, G, [&](u32 k, const Pack<T, V>& x) {
-      const u32 kb = arg_key(k * V, lg_b);  // k*V + e's key: kb | brev(e), e < V <= B
-#pragma unroll
-      for (int e = 0; e < V; ++e)
-        if (Num<T>::to_c(x.v[e]) == m[0] && (kb | __brev((u32)e)) < key[0]) key[0] = kb | __brev((u32)e);
-    });
-  group_allreduce(key, G, kpart, [](u32 a, u32 b) { return b < a ? b : a; });
-  if (live && g == 0) dst[row] = (u32)((usize)(start + arg_index(key[0], lg_b)) % info[nd - 1]);
-  return true;
-}
-
-// The working blocks' rows, where red_groups deals at least 4 to a block of a contiguous source:
-// order-free where it can (arg_free), else Candle's picks four rows at a time (arg_exact). Returns
-// false where the launch keeps one block a row.
-template <class T, bool IS_MAX>
-PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
-  RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
-  if constexpr (sizeof(T) == 8) rg = RedGroups{rg.lg_g + rg.lg_r - 2, 2};  // 4 rows: a loop spills on gfx900/906
-  const u32 r0 = blockIdx.x, R = 1u << rg.lg_r;
-  if ((r0 & (R - 1)) != 0) return true;  // idle: its rows are a working block's
-  if (arg_free<T, IS_MAX>(rg, numel, el, nd, info, src, dst)) return true;
-  if constexpr (sizeof(T) == 8) {
-    arg_exact<T, IS_MAX>(r0, numel, el, nd, info, src, dst);
-  } else {
-    for (u32 r = r0; r < r0 + R && r < gridDim.x; r += 4) {
-      if (r != r0) __syncthreads();  // the last call's readers of its shared memory are done
-      arg_exact<T, IS_MAX>(r, numel, el, nd, info, src, dst);
-    }
-  }
   return true;
 }
 
@@ -386,11 +269,7 @@ PK_DEV void fast_arg(usize numel, usize el, usize nd, const usize* info, const T
   __shared__ C shr[kMaxBlock];
   __shared__ u32 shr_idx[kMaxBlock];
   if (arg_rows<T, IS_MAX>(numel, el, nd, info, src, dst)) return;
-  const unsigned tid = threadIdx.x, b = blockDim.x;
-  // one block a row (rows of 64 KB and more): the order-free form too, its group the block
-  if ((b & (b - 1)) == 0 && b >= kSeg && numel <= 0xffffffffull && is_contiguous(nd, info, info + nd) &&
-      arg_free<T, IS_MAX>(RedGroups{log2_pow2(b), 0}, numel, el, nd, info, src, dst))
-    return;
+  const unsigned tid = threadIdx.x;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
   const usize last = info[nd - 1];
