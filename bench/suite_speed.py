@@ -107,12 +107,13 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
             _shape("index.gather", "suite-gather", {"shape": (4096, 4096), "dim": 1}), gather=True,
             patch={"GATHER_DIM": 1024}),
     ]
-    red = {"shape": (4096, 4096), "dims": (1,), "view": "contig"}
-    for op in ("sum", "min", "max", "argmin", "argmax"):
-        out.append(Row("reduce", f"fast_{op} f32 4096x4096 last dim", f"reduce.{op}", "f32",
-                       _shape(f"reduce.{op}", "suite-rows", red)))
-    out.append(Row("reduce", "sum_ (atomic) f32 4096x4096 last dim", "reduce.sum_atomic", "f32",
-                   _shape("reduce.sum_atomic", "suite-rows", red)))
+    def reduce_row(op: str, dt: str, r: int, n: int, label: str = "") -> Row:
+        """reduce.op over the last dim of a contiguous r x n source."""
+        geo = {"shape": (r, n), "dims": (1,), "view": "contig"}
+        return Row("reduce", f"{label or 'fast_' + op} {dt} {r}x{n} last dim", f"reduce.{op}", dt,
+                   _shape(f"reduce.{op}", f"suite-rows-{r}x{n}", geo))
+    out += [reduce_row(op, "f32", 4096, 4096) for op in ("sum", "min", "max", "argmin", "argmax")]
+    out.append(reduce_row("sum_atomic", "f32", 4096, 4096, label="sum_ (atomic)"))
     def norm_rows(lengths):
         for root in ("softmax", "rmsnorm", "layernorm"):
             p = {"rmsnorm": (("alpha", 1.0),), "layernorm": (("affine", 1.0),)}.get(root, ())
@@ -166,12 +167,10 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
     ]
     if lengths:                               # Candle's other row lengths, last
         out += norm_rows(tuple(n for n in NN_LENGTHS if n != 4096))
-        for op in ("sum", "max", "argmax"):   # the reductions' other dtypes and row lengths
-            for dt, (r, n) in (("f16", (4096, 4096)), ("bf16", (4096, 4096)), ("f32", (16384, 1024)),
-                               ("f32", (1024, 16384))):
-                geo = {"shape": (r, n), "dims": (1,), "view": "contig"}
-                out.append(Row("reduce", f"fast_{op} {dt} {r}x{n} last dim", f"reduce.{op}", dt,
-                               _shape(f"reduce.{op}", f"suite-rows-{r}x{n}", geo)))
+        out += [reduce_row(op, dt, r, n)      # the reductions' other dtypes and row lengths
+                for op in ("sum", "max", "argmax")
+                for dt, r, n in (("f16", 4096, 4096), ("bf16", 4096, 4096), ("f32", 16384, 1024),
+                                 ("f32", 1024, 16384))]
     return [r for r in out if families is None or r.family in families]
 
 
