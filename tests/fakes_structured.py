@@ -13,6 +13,23 @@ from parity.ops.reduce import cuda_block_reduce
 from parity.ops.sort import bitonic_argsort
 
 
+def tie_key(i: np.ndarray, block: int) -> np.ndarray:
+    """(bit-reversed i mod B, i div B), ordered as one integer: Candle's argmin/argmax tie order."""
+    lg = block.bit_length() - 1
+    t = i % block
+    rev = sum(((t >> b) & 1) << (lg - 1 - b) for b in range(lg))
+    return rev * (1 << 32) + i // block
+
+
+def order_free_pick(kind: str, row: np.ndarray, block: int) -> int:
+    """The row's extreme, NaN left out, at the smallest tie key (docs/candle-kernel-abi.md's pick rule)."""
+    v = row.astype(np.float64)
+    ok = ~np.isnan(v)
+    m = v[ok].max() if kind == "argmax" else v[ok].min()
+    cand = np.nonzero(ok & (v == m))[0]
+    return int(cand[np.argmin(tie_key(cand, block))])
+
+
 class ReduceIgnoresPermutation(CpuExecutor):
     """Walks the permuted dims as if the source were laid out in that order (assumes the
     reduced dims are innermost in memory): right for a contiguous last-dim reduce only."""
@@ -52,6 +69,17 @@ class ArgLateNaNWins(CpuExecutor):
             i = int(np.argmax(nan))
             v = vals[i]
         return v, i
+
+
+class ArgFreeOverHeadNaN(CpuExecutor):
+    """argmin/argmax order-free on every row (the pick rule's extreme at the smallest tie key), its
+    premise unchecked: a NaN among a row's first B elements, which Candle's tree keeps where it lands
+    (the NaN's own index at row index 0, or a pick that passes over the NaN's thread), is ignored."""
+    def reduce_row(self, kind, vals, block, dt):
+        if kind.startswith("arg") and dt.is_float and not np.isnan(to_f64(vals)).all():
+            i = order_free_pick(kind, to_f64(vals), block)
+            return vals[i], i
+        return super().reduce_row(kind, vals, block, dt)
 
 
 class WarpOnlyFastPath(CpuExecutor):

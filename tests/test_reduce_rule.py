@@ -8,23 +8,9 @@ from hypothesis import given, settings, strategies as st
 from parity.core.dtypes import dtype
 from parity.ops.reduce import cuda_block_reduce
 
+from fakes_structured import order_free_pick
+
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.0, np.inf, -np.inf, np.nan]
-
-
-def tie_key(i: np.ndarray, block: int) -> np.ndarray:
-    """(bit-reversed i mod B, i div B), ordered as one integer."""
-    lg = block.bit_length() - 1
-    t = i % block
-    rev = sum(((t >> b) & 1) << (lg - 1 - b) for b in range(lg))
-    return rev * (1 << 32) + i // block
-
-
-def order_free_pick(kind: str, row: np.ndarray, block: int) -> int:
-    v = row.astype(np.float64)
-    ok = ~np.isnan(v)
-    m = v[ok].max() if kind == "argmax" else v[ok].min()
-    cand = np.nonzero(ok & (v == m))[0]
-    return int(cand[np.argmin(tie_key(cand, block))])
 
 
 rows = st.integers(1, 3000).flatmap(lambda n: st.lists(st.sampled_from(SPECIAL), min_size=n, max_size=n))

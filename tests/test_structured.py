@@ -3,7 +3,7 @@ broken subjects (tests/fakes_structured.py) each caught with an exact verdict. N
 import numpy as np
 import pytest
 
-from fakes_structured import (ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax, PackRowInElements, ReduceIgnoresPermutation,
+from fakes_structured import (ArgFreeOverHeadNaN, ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax, PackRowInElements, ReduceIgnoresPermutation,
                               RopeIgnoresStrideB, ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks,
                               SumAccumulatesInFloat, TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
 from parity.executors.cpu import CpuExecutor
@@ -20,6 +20,7 @@ CAUGHT = [
     (TieBlockSizeBug, "reduce.argmax/f32/row100/ties/s0", "fail", 1, [25], "64", "32"),
     (UnrolledArgIndexBug, "reduce.argmax/f32/row9000/normal/s0", "fail", 2, [0], "3869", "6725"),
     (ArgLateNaNWins, "reduce.argmax/f32/row4096/special/s0", "fail", 1, [4], "640", "1025"),
+    (ArgFreeOverHeadNaN, "reduce.argmax/f32/row4096/special/s0", "fail", 1, [0], "0", "2304"),
     (WarpOnlyFastPath, "reduce.sum/f32/row1024/normal/s0", "fail", 5, [2], "-169.98146057128906", "48.776100158691406"),
     (SumAccumulatesInFloat, "reduce.sum/u32/row1900/normal/s0", "fail", 3, [1], "544441891", "4294967295"),
     (ArgmaxWritesF32, "reduce.argmax/f32/row100/normal/s0", "fail", 37, [34], "96", "1119879168"),
