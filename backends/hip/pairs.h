@@ -50,73 +50,62 @@ template <> struct Cv<bf16> {
 // where element by element it took a conversion and a masked insert per element (H200, softmax
 // f16 4096x4096 was bound by issue slots). Elsewhere the same results in floats: a max, and a
 // product of two 16-bit values, are exact in float, and a difference is rounded to T once more.
-template <class T> struct Pair;
 #if defined(PK_NVIDIA)
 template <class H2> PK_DEV u32 h2_bits(H2 h) { return *reinterpret_cast<const u32*>(&h); }
 template <class H2> PK_DEV H2 h2_from(u32 w) { return *reinterpret_cast<const H2*>(&w); }
 #endif
-template <> struct Pair<f16> {
+// Lanes: lo(w), hi(w) as floats, pack(a, b) rounded to T, and on NVIDIA H2, T's two-lane type.
+template <class Lanes> struct PairOps : Lanes {
+  using Lanes::hi;
+  using Lanes::lo;
+  using Lanes::pack;
+  typedef typename Lanes::T16 T16;
+#if defined(PK_NVIDIA)
+  typedef typename Lanes::H2 H2;
+  static PK_DEV H2 h2(u32 w) { return h2_from<H2>(w); }
+  static PK_DEV u32 bits(H2 h) { return h2_bits(h); }
+  static PK_DEV u32 max(u32 a, u32 b) { return bits(__hmax2(h2(a), h2(b))); }
+  static PK_DEV u32 min(u32 a, u32 b) { return bits(__hmin2(h2(a), h2(b))); }
+  static PK_DEV u32 max_nan(u32 a, u32 b) { return bits(__hmax2_nan(h2(a), h2(b))); }
+  static PK_DEV u32 min_nan(u32 a, u32 b) { return bits(__hmin2_nan(h2(a), h2(b))); }
+  static PK_DEV u32 add(u32 a, u32 b) { return bits(__hadd2(h2(a), h2(b))); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return bits(__hsub2(h2(a), h2(b))); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return bits(__hmul2(h2(a), h2(b))); }
+#else
+  static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
+  static PK_DEV u32 min(u32 a, u32 b) { return pack(fminf(lo(a), lo(b)), fminf(hi(a), hi(b))); }
+  static PK_DEV u32 max_nan(u32 a, u32 b) { return pack(maxg<T16, true>(lo(a), lo(b)), maxg<T16, true>(hi(a), hi(b))); }
+  static PK_DEV u32 min_nan(u32 a, u32 b) { return pack(maxg<T16, false>(lo(a), lo(b)), maxg<T16, false>(hi(a), hi(b))); }
+  static PK_DEV u32 add(u32 a, u32 b) { return pack(lo(a) + lo(b), hi(a) + hi(b)); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
+#endif
+};
+struct F16Lanes {
   typedef f16 T16;
   static PK_DEV float lo(u32 w) { return __half2float(h_from((u16)w)); }
   static PK_DEV float hi(u32 w) { return __half2float(h_from((u16)(w >> 16))); }
 #if defined(PK_NVIDIA)
+  typedef __half2 H2;
   static PK_DEV u32 pack(float a, float b) { return h2_bits(__floats2half2_rn(a, b)); }
-  static PK_DEV u32 max(u32 a, u32 b) { return h2_bits(__hmax2(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 sub(u32 a, u32 b) { return h2_bits(__hsub2(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 mul(u32 a, u32 b) { return h2_bits(__hmul2(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 add(u32 a, u32 b) { return h2_bits(__hadd2(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 min(u32 a, u32 b) { return h2_bits(__hmin2(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 max_nan(u32 a, u32 b) { return h2_bits(__hmax2_nan(h2_from<__half2>(a), h2_from<__half2>(b))); }
-  static PK_DEV u32 min_nan(u32 a, u32 b) { return h2_bits(__hmin2_nan(h2_from<__half2>(a), h2_from<__half2>(b))); }
 #else
   static PK_DEV u32 pack(float a, float b) { return (u32)h_bits(__float2half(a)) | (u32)h_bits(__float2half(b)) << 16; }
-  static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
-  static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
-  static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
-  static PK_DEV u32 add(u32 a, u32 b) { return pack(lo(a) + lo(b), hi(a) + hi(b)); }
-  static PK_DEV u32 min(u32 a, u32 b) { return pack(fminf(lo(a), lo(b)), fminf(hi(a), hi(b))); }
-  static PK_DEV u32 max_nan(u32 a, u32 b) { return pack(maxg<T16, true>(lo(a), lo(b)), maxg<T16, true>(hi(a), hi(b))); }
-  static PK_DEV u32 min_nan(u32 a, u32 b) { return pack(maxg<T16, false>(lo(a), lo(b)), maxg<T16, false>(hi(a), hi(b))); }
 #endif
 };
-template <> struct Pair<bf16> {
+struct Bf16Lanes {
   typedef bf16 T16;
   static PK_DEV float lo(u32 w) { return ffrom(w << 16); }
   static PK_DEV float hi(u32 w) { return ffrom(w & 0xffff0000u); }
 #if defined(PK_NVIDIA)
+  typedef __nv_bfloat162 H2;
   static PK_DEV u32 pack(float a, float b) { return h2_bits(__floats2bfloat162_rn(a, b)); }
-  static PK_DEV u32 max(u32 a, u32 b) {
-    return h2_bits(__hmax2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 sub(u32 a, u32 b) {
-    return h2_bits(__hsub2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 mul(u32 a, u32 b) {
-    return h2_bits(__hmul2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 add(u32 a, u32 b) {
-    return h2_bits(__hadd2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 min(u32 a, u32 b) {
-    return h2_bits(__hmin2(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 max_nan(u32 a, u32 b) {
-    return h2_bits(__hmax2_nan(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
-  static PK_DEV u32 min_nan(u32 a, u32 b) {
-    return h2_bits(__hmin2_nan(h2_from<__nv_bfloat162>(a), h2_from<__nv_bfloat162>(b)));
-  }
 #else
   static PK_DEV u32 pack(float a, float b) { return Cv<bf16>::rn(a) | Cv<bf16>::rn(b) << 16; }
-  static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
-  static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
-  static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
-  static PK_DEV u32 add(u32 a, u32 b) { return pack(lo(a) + lo(b), hi(a) + hi(b)); }
-  static PK_DEV u32 min(u32 a, u32 b) { return pack(fminf(lo(a), lo(b)), fminf(hi(a), hi(b))); }
-  static PK_DEV u32 max_nan(u32 a, u32 b) { return pack(maxg<T16, true>(lo(a), lo(b)), maxg<T16, true>(hi(a), hi(b))); }
-  static PK_DEV u32 min_nan(u32 a, u32 b) { return pack(maxg<T16, false>(lo(a), lo(b)), maxg<T16, false>(hi(a), hi(b))); }
 #endif
 };
+template <class T> struct Pair;
+template <> struct Pair<f16> : PairOps<F16Lanes> {};
+template <> struct Pair<bf16> : PairOps<Bf16Lanes> {};
 
 // A fold of 16-bit floats a word at a time, two elements an instruction: where the pair
 // instructions are native (NVIDIA's add/min/max{.NaN}.f16x2 and .bf16x2). Elsewhere Pair's ops
