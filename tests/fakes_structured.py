@@ -22,7 +22,7 @@ def tie_key(i: np.ndarray, block: int) -> np.ndarray:
 
 
 def order_free_pick(kind: str, row: np.ndarray, block: int) -> int:
-    """The row's extreme, NaN left out, at the smallest tie key (docs/candle-kernel-abi.md's pick rule)."""
+    """The row's extreme, NaN left out, at the smallest tie key (docs/candle-kernel-abi.md, argmin/argmax)."""
     v = row.astype(np.float64)
     ok = ~np.isnan(v)
     m = v[ok].max() if kind == "argmax" else v[ok].min()

@@ -3,8 +3,9 @@ broken subjects (tests/fakes_structured.py) each caught with an exact verdict. N
 import numpy as np
 import pytest
 
-from fakes_structured import (ArgFreeOverHeadNaN, ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax, PackRowInElements, ReduceIgnoresPermutation,
-                              RopeIgnoresStrideB, ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks,
+from fakes_structured import (ArgFreeOverHeadNaN, ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax,
+                              PackRowInElements, ReduceIgnoresPermutation, RopeIgnoresStrideB,
+                              ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks,
                               SumAccumulatesInFloat, TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
 from parity.executors.cpu import CpuExecutor
 from parity.run.cases import Case, expand, load_sweep

@@ -8,7 +8,7 @@
 namespace pk {
 
 // ------------------------------------------------------------------------ conversions
-// Between T and the compute type, one rounding, NaN staying NaN (its bits are free here: a NaN
+// Between T and the compute type, one rounding, NaN staying NaN (its bits are free in nn.hip: a NaN
 // input makes its whole row NaN; CUDA's canonical bits are not reproduced). Num<T>'s conversions
 // canonicalise NaN with a compare per element, which cost a 64-bit exec mask each on CDNA (SGPR
 // spills on gfx908) and instructions everywhere. bf16: NVIDIA's cvt.rn.bf16.f32 (one instruction)
@@ -48,7 +48,8 @@ template <> struct Cv<bf16> {
 // word at a time: on NVIDIA a pair converts to T (cvt.rn.f16x2.f32, cvt.rn.bf16x2.f32), takes
 // its maximum, difference or product in T (max/sub/mul.f16x2, .bf16x2) in one instruction each,
 // where element by element it took a conversion and a masked insert per element (H200, softmax
-// f16 4096x4096 was bound by issue slots). Elsewhere the same results in floats: a max, and a
+// f16 4096x4096 was bound by issue slots); reduce.hip's folds take sums, minima and maxima so
+// (add, min/max, min/max.NaN). Elsewhere the same results in floats: a max, and a
 // product of two 16-bit values, are exact in float, and a difference is rounded to T once more.
 #if defined(PK_NVIDIA)
 template <class H2> PK_DEV u32 h2_bits(H2 h) { return *reinterpret_cast<const u32*>(&h); }
