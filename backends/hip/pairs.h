@@ -1,6 +1,6 @@
 // 16-bit values as floats and as 32-bit words of two (nn.hip's rows, reduce.hip's folds).
 #pragma once
-#include "structured.h"
+#include "common.h"
 #if defined(PK_NVIDIA)
 #include <hip/hip_bf16.h>  // cvt.rn.bf16.f32 (Cv<bf16>), the bf16x2 instructions (Pair<bf16>)
 #endif
@@ -60,30 +60,24 @@ template <class Lanes> struct PairOps : Lanes {
   using Lanes::hi;
   using Lanes::lo;
   using Lanes::pack;
-  typedef typename Lanes::T16 T16;
 #if defined(PK_NVIDIA)
   typedef typename Lanes::H2 H2;
-  static PK_DEV H2 h2(u32 w) { return h2_from<H2>(w); }
-  static PK_DEV u32 bits(H2 h) { return h2_bits(h); }
-  static PK_DEV u32 max(u32 a, u32 b) { return bits(__hmax2(h2(a), h2(b))); }
-  static PK_DEV u32 min(u32 a, u32 b) { return bits(__hmin2(h2(a), h2(b))); }
-  static PK_DEV u32 max_nan(u32 a, u32 b) { return bits(__hmax2_nan(h2(a), h2(b))); }
-  static PK_DEV u32 min_nan(u32 a, u32 b) { return bits(__hmin2_nan(h2(a), h2(b))); }
-  static PK_DEV u32 add(u32 a, u32 b) { return bits(__hadd2(h2(a), h2(b))); }
-  static PK_DEV u32 sub(u32 a, u32 b) { return bits(__hsub2(h2(a), h2(b))); }
-  static PK_DEV u32 mul(u32 a, u32 b) { return bits(__hmul2(h2(a), h2(b))); }
+  static PK_DEV u32 max(u32 a, u32 b) { return h2_bits(__hmax2(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV u32 sub(u32 a, u32 b) { return h2_bits(__hsub2(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV u32 mul(u32 a, u32 b) { return h2_bits(__hmul2(h2_from<H2>(a), h2_from<H2>(b))); }
+  // add, min, max_nan, min_nan: NVIDIA only (reduce.hip's folds, kPairFold; elsewhere they go
+  // element by element)
+  static PK_DEV u32 add(u32 a, u32 b) { return h2_bits(__hadd2(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV u32 min(u32 a, u32 b) { return h2_bits(__hmin2(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV u32 max_nan(u32 a, u32 b) { return h2_bits(__hmax2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV u32 min_nan(u32 a, u32 b) { return h2_bits(__hmin2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
 #else
   static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
-  static PK_DEV u32 min(u32 a, u32 b) { return pack(fminf(lo(a), lo(b)), fminf(hi(a), hi(b))); }
-  static PK_DEV u32 max_nan(u32 a, u32 b) { return pack(maxg<T16, true>(lo(a), lo(b)), maxg<T16, true>(hi(a), hi(b))); }
-  static PK_DEV u32 min_nan(u32 a, u32 b) { return pack(maxg<T16, false>(lo(a), lo(b)), maxg<T16, false>(hi(a), hi(b))); }
-  static PK_DEV u32 add(u32 a, u32 b) { return pack(lo(a) + lo(b), hi(a) + hi(b)); }
   static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }
   static PK_DEV u32 mul(u32 a, u32 b) { return pack(lo(a) * lo(b), hi(a) * hi(b)); }
 #endif
 };
 struct F16Lanes {
-  typedef f16 T16;
   static PK_DEV float lo(u32 w) { return __half2float(h_from((u16)w)); }
   static PK_DEV float hi(u32 w) { return __half2float(h_from((u16)(w >> 16))); }
 #if defined(PK_NVIDIA)
@@ -94,7 +88,6 @@ struct F16Lanes {
 #endif
 };
 struct Bf16Lanes {
-  typedef bf16 T16;
   static PK_DEV float lo(u32 w) { return ffrom(w << 16); }
   static PK_DEV float hi(u32 w) { return ffrom(w & 0xffff0000u); }
 #if defined(PK_NVIDIA)
@@ -109,8 +102,8 @@ template <> struct Pair<f16> : PairOps<F16Lanes> {};
 template <> struct Pair<bf16> : PairOps<Bf16Lanes> {};
 
 // A fold of 16-bit floats a word at a time, two elements an instruction: where the pair
-// instructions are native (NVIDIA's add/min/max{.NaN}.f16x2 and .bf16x2). Elsewhere Pair's ops
-// convert each element to float and back, no cheaper than the element fold.
+// instructions are native (NVIDIA's add/min/max{.NaN}.f16x2 and .bf16x2). Elsewhere the element
+// fold: a pair op through floats would convert each element to float and back, no cheaper.
 #if defined(PK_NVIDIA)
 template <class T> constexpr bool kPairFold = sizeof(T) == 2 && Num<T>::is_float;
 #else
