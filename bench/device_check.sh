@@ -12,7 +12,9 @@
 #   PYTEST_TARGETS  GPU test files to run (default: every test marked gpu)
 #
 # DEADLINE (seconds, default 570: inside the device tool's 600 s a call) caps every step at the time
-# left, so the call's last output still comes back.
+# left, so the call's last output still comes back. VARIANTS="NAME=DIR ..." judges and times other
+# candidate suites beside backends/hip in the same call (their pr sweeps at both waves, a speed column
+# each), so two ways of writing a change are compared side by side on one machine.
 #
 # What it runs: the pr sweep of OPS on hip-on-nvidia at wave 64 and 32; the same cases on Candle's CUDA
 # kernels (the cuda level) where .candle/candle-kernels/src is there; the speed table of FAMILIES
@@ -41,9 +43,15 @@ step install 120 bash -c 'pip install --no-deps --no-build-isolation -e . || pip
 for w in 64 32; do
   step "pr-w$w" 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels hip-on-nvidia --wave "$w" --out "$OUT/pr-w$w"
 done
+for v in ${VARIANTS:-}; do
+  for w in 64 32; do
+    step "pr-${v%%=*}-w$w" 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels hip-on-nvidia --wave "$w" --hip-src "${v#*=}" --out "$OUT/pr-${v%%=*}-w$w"
+  done
+done
 [ -d "$candle" ] && step pr-candle 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels cuda --cuda-src "$candle" --out "$OUT/pr-candle"
 suites=(--suite after=backends/hip)
 [ -n "$before" ] && suites=(--suite "before=$before" "${suites[@]}")
+for v in ${VARIANTS:-}; do suites+=(--suite "$v"); done
 step speed 300 python3 bench/suite_speed.py "$OUT/speed" --families "$families" "${suites[@]}"  # Candle: its default, .candle/candle-kernels/src
 [ -f "$OUT/speed/suite_speed.md" ] && cat "$OUT/speed/suite_speed.md"
 workers=(); python3 -c 'import xdist' 2>/dev/null && workers=(-n 12 --dist worksteal)  # compiling is CPU-bound
