@@ -170,7 +170,7 @@ def rows(families: set[str] | None, lengths: bool) -> list[Row]:
         out += [reduce_row(op, dt, r, n)      # the reductions' other dtypes and row lengths
                 for op in ("sum", "max", "argmax")
                 for dt, r, n in (("f16", 4096, 4096), ("bf16", 4096, 4096), ("f32", 16384, 1024),
-                                 ("f32", 1024, 16384))]
+                                 ("f32", 2048, 8192), ("f32", 1024, 16384))]
     return [r for r in out if families is None or r.family in families]
 
 
