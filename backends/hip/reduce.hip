@@ -97,8 +97,7 @@ template <class T> struct SumFold {  // accumulated in T
   static PK_DEV C op(C a, C b) { return add_in_t<T>(a, b); }
   static PK_DEV u32 word(u32 a, u32 b) { return Pair<T>::add(a, b); }
 };
-// NAN_WINS: a NaN is the result (f16/bf16's __hmax_nan) or is passed over (f32/f64's fmaxf, and
-// argmin/argmax's strict compares, which a NaN never wins past its thread's first element).
+// NAN_WINS: a NaN is the result (f16/bf16's __hmax_nan) or is passed over (f32/f64's fmaxf).
 template <class T, bool IS_MAX, bool NAN_WINS> struct ExtremeFold {
   typedef typename Num<T>::C C;
   static PK_DEV C init() { return IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(); }
@@ -141,9 +140,6 @@ template <class T> PK_DEV bool packed_row(bool contig, u32 start, u32 stop, u32 
   return contig && pack_aligned<16 / sizeof(T)>(src) && (el * sizeof(T)) % 16 == 0 && stop - start == el;
 }
 
-// Packs in flight a thread (u8 at 2: its 4 spilled on gfx900/906).
-template <class T> constexpr int kPacksInFlight = sizeof(T) == 1 ? 2 : 4;
-
 // fn(p[k]) for the packs k = g, g+G, ... < npk, in that order: N loads in flight, then the rest one
 // at a time. Written once for the word fold and the element fold; so compiled, the 16-bit maxima's
 // registers came out otherwise (H100, side by side, nothing else changed: f16 / bf16 4096x4096
@@ -160,18 +156,19 @@ template <int N, class P, class F> PK_DEV void each_pack(const P* p, u32 npk, un
   for (; k < npk; k += G) fn(p[k]);
 }
 
-// R::init() folded (R::op) over the elements of row `row` that thread g of its group of G holds:
-// packs g, g+G, ... (four in flight), or elements g, g+G, ... where the row does not split into packs.
+// The Partial of R over the elements of row `row` that thread g of its group of G holds: packs g,
+// g+G, ... (four in flight), or elements g, g+G, ... where the row does not split into packs.
 // 16-bit floats on NVIDIA: a word at a time (R::word, one f16x2/bf16x2 instruction for two elements),
-// into one word per word of a pack, whose lanes are folded last. sm_90, the hot loop of 4 packs:
-// sum f16 / bf16 239 / 319 -> 31 instructions, max 367 / 315 -> 25; H100, side by side, % of copy at
+// into one word per word of a pack, then those four into one. sm_90, the hot loop of 4 packs: sum
+// f16 / bf16 239 / 319 -> 31 instructions, max 367 / 315 -> 25; H100, side by side, % of copy at
 // 4096x4096: sum f16 54.4 -> 62.9, bf16 42.6 -> 55.8, max f16 39.1 -> 46.1, bf16 42.4 -> 45.4.
 template <class T, class R>
 PK_DEV typename Partial<T, R>::P group_fold(u32 row, u32 el, unsigned g, unsigned G, usize nd, const usize* info,
                                            u32 numel, const T* src) {
   typedef typename R::C C;
   typedef Partial<T, R> Part;
-  constexpr int V = 16 / sizeof(T), N = kPacksInFlight<T>;
+  constexpr int V = 16 / sizeof(T);
+  constexpr int N = sizeof(T) == 1 ? 2 : 4;  // packs in flight (u8 at 2: its 4 spill on gfx900/906)
   const u32 start = row * el, stop = start + el < numel ? start + el : numel;
   const bool contig = is_contiguous(nd, info, info + nd);
   C acc = R::init();

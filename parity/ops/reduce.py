@@ -220,8 +220,8 @@ def _expected(b: StructuredBuilt) -> np.ndarray:
             out = round_float(out, dt)
     else:
         # The shared-memory tree decides ties (the receiver keeps a tie, so [0,2,2,0] with block 4
-        # gives 2, not 1: the ABI sheet's "first index wins for rows <= block" does not hold for
-        # candle's fast_argmax). Deterministic for a given block size, so rows <= block are exact.
+        # gives 2, not 1: not the first index, even in rows <= block; docs/candle-kernel-abi.md).
+        # Deterministic for a given block size, so every row is exact.
         out = np.array([cuda_block_reduce(kind, row, g["block"], dt)[1] for row in rows], dtype=np.uint32)
     return np.asarray(out).reshape(b.out_shape)
 
