@@ -40,12 +40,10 @@ step() {  # step NAME SECONDS COMMAND...: its log in $OUT/NAME.log, its last lin
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 step install 120 bash -c 'pip install --no-deps --no-build-isolation -e . || pip install --no-deps -e .'
-for w in 64 32; do
-  step "pr-w$w" 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels hip-on-nvidia --wave "$w" --out "$OUT/pr-w$w"
-done
-for v in ${VARIANTS:-}; do
+for v in =backends/hip ${VARIANTS:-}; do  # the change (logs pr-w64, pr-w32), then each variant (pr-NAME-w64, ...)
+  name=${v%%=*}
   for w in 64 32; do
-    step "pr-${v%%=*}-w$w" 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels hip-on-nvidia --wave "$w" --hip-src "${v#*=}" --out "$OUT/pr-${v%%=*}-w$w"
+    step "pr-${name:+$name-}w$w" 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels hip-on-nvidia --wave "$w" --hip-src "${v#*=}" --out "$OUT/pr-${name:+$name-}w$w"
   done
 done
 [ -d "$candle" ] && step pr-candle 240 python3 -m parity run -q --sweep pr --ops "$ops" --levels cuda --cuda-src "$candle" --out "$OUT/pr-candle"
