@@ -244,14 +244,18 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
 // and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
 // it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
-// Where the row allows (contiguous, and red_groups deals at least J = 4 rows to a block), arg_rows
-// runs it in groups of G = B/J real threads a row, J rows a working block: thread g holds v = g,
-// g+G, ..., g+(J-1)G (the elements g + mG of the row, m = 0, 1, ... going to v = g + (m%J)G), so the
-// levels s >= G are in its registers, the levels G/2 ... 32 pair lane l of segment a with lane l of
-// segment a + s/32 (one barrier: the group's first segment reads them back), and the last 5 levels
-// are shuffles down inside that segment (seg_down). The same picks as Candle's, ties and NaN
+// Where red_groups deals at least J = 4 rows to a block, arg_rows runs it in groups of G = B/J real
+// threads a row, J rows a working block (the rows contiguous or not: the blocks in between return
+// before any memory read): thread g holds v = g, g+G, ..., g+(J-1)G (the elements g + mG of the
+// row, m = 0, 1, ... going to v = g + (m%J)G), so the levels s >= G are in its registers, the
+// levels G/2 ... 32 pair lane l of segment a with lane l of segment a + s/32 (one barrier: the
+// group's first segment reads them back), and the last 5 levels are shuffles down inside that
+// segment (seg_down). The same picks as Candle's, ties and NaN
 // included, for every row. H100, side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all
-// 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55).
+// 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the
+// schedulers issuing on 70% of cycles, so the idle blocks' instructions count: returning before
+// `info` is read (an idle warp's 147 instructions -> 37), H100, side by side: f32 4096x4096 55 -> 65,
+// f16 / bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29.
 template <class C> struct ArgPick {
   C v;
   u32 i;  // row index, 0xffffffff where v took no element
@@ -260,22 +264,17 @@ template <class C, bool IS_MAX> PK_DEV ArgPick<C> arg_better(ArgPick<C> a, ArgPi
   return (IS_MAX ? b.v > a.v : b.v < a.v) ? b : a;
 }
 
-template <class T, bool IS_MAX>
-PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+// Candle's picks over row elements 0 ... n-1 (at(i): the element's value) by a group of G = B/J
+// threads, g this thread's place: the pick that thread g = 0 holds at the end. Every thread of the
+// block calls it (a barrier where the group spans several segments).
+template <class T, bool IS_MAX, int J, class At>
+PK_DEV ArgPick<typename Num<T>::C> arg_group_picks(unsigned tid, unsigned g, unsigned G, u32 n, ArgPick<typename Num<T>::C>* part,
+                                                   At&& at) {
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
-  constexpr int J = 4;  // virtual threads a thread, rows a working block
-  static_assert(J == 4, "the register levels below are written out for 4 (and rg.lg_r >= 2)");
-  __shared__ P part[kMaxBlock];
-  const RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r < 2 || !is_contiguous(nd, info, info + nd)) return false;
-  if ((blockIdx.x & (J - 1)) != 0) return true;  // idle: its rows are a working block's
-  const unsigned tid = threadIdx.x, B = blockDim.x, G = B / J, g = tid & (G - 1);
-  const u32 row = blockIdx.x + tid / G;
-  const bool live = row < gridDim.x;
-  const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
+  const unsigned B = G * J;
   const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
-  auto load = [&](u32 i) -> C { return i < n ? Num<T>::to_c(src[start + i]) : none; };
+  auto load = [&](u32 i) -> C { return i < n ? at(i) : none; };
   P st[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) {  // each v's first element, taken whatever it is
@@ -324,6 +323,41 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   for (unsigned s = kSeg / 2; s > 0; s /= 2) {  // levels 16 ... 1
     p = arg_better<C, IS_MAX>(p, P{seg_down(p.v, s), seg_down(p.i, s)});
   }
+  return p;
+}
+
+// Element i of a strided source, for arg_rows' (rare) strided rows: out of line on NVIDIA, where the
+// index's loop unrolled into each of a thread's 16 loads put a spill into the contiguous rows' loop;
+// inline on AMD, where the call spilled f64/i64's picks on gfx900/906.
+#if defined(PK_NVIDIA)
+#define PK_STRIDED_AT __attribute__((noinline)) __device__
+#else
+#define PK_STRIDED_AT PK_DEV
+#endif
+template <class T>
+PK_STRIDED_AT typename Num<T>::C strided_at(usize i, usize nd, const usize* info, usize numel, const T* src) {
+  return Num<T>::to_c(src[red_offset<T>(i, nd, info, numel)]);
+}
+
+template <class T, bool IS_MAX>
+PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  typedef typename Num<T>::C C;
+  typedef ArgPick<C> P;
+  constexpr int J = 4;  // virtual threads a thread, rows a working block
+  static_assert(J == 4, "the register levels are written out for 4 (and rg.lg_r >= 2)");
+  __shared__ P part[kMaxBlock];
+  const RedGroups rg = red_groups<T>(numel, el);
+  if (rg.lg_r < 2) return false;
+  // idle: its rows are a working block's; it returns before any memory read, as reduce_rows' do
+  if ((blockIdx.x & (J - 1)) != 0) return true;
+  const unsigned tid = threadIdx.x, G = blockDim.x / J, g = tid & (G - 1);
+  const u32 row = blockIdx.x + tid / G;
+  const bool live = row < gridDim.x;
+  const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
+  const P p = is_contiguous(nd, info, info + nd)
+                  ? arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, [&](u32 i) { return Num<T>::to_c(src[start + i]); })
+                  : arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part,
+                                                  [&](u32 i) { return strided_at<T>(start + i, nd, info, numel, src); });
   if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
   return true;
 }
