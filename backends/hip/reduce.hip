@@ -75,7 +75,7 @@ PK_DEV void fold_thread(usize start, usize stop, usize nd, const usize* info, us
 // two packs in flight, the partials folded in turn by one thread, min/max through maxg; H100, from
 // there: fast_sum 70 -> 77 (group_allreduce, red_groups' log2s) -> 80 (four packs), fast_min/max
 // 60 -> 77 (and fmax in fast_minmax) -> 80, under a ceiling of 97 (the launch copy; Candle 21).
-// Rows of 64 KB and more keep one block a row (G = B). argmin/argmax: arg_rows.
+// Rows of 64 KB and more keep one block a row (G = B). argmin/argmax: arg_rows, four rows a block.
 constexpr u32 kRedBytes = 64;
 struct RedGroups {
   u32 lg_g, lg_r;  // G = 2^lg_g threads a row, R = 2^lg_r rows a working block (0: one block a row)
@@ -244,18 +244,20 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
 // and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
 // it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
-// Where red_groups deals at least J = 4 rows to a block, arg_rows runs it in groups of G = B/J real
-// threads a row, J rows a working block (the rows contiguous or not: the blocks in between return
-// before any memory read): thread g holds v = g, g+G, ..., g+(J-1)G (the elements g + mG of the
+// Where the block allows (B a power of two >= J segments), arg_rows runs it in groups of G = B/J real
+// threads a row, J rows a working block, whatever the rows' length or layout (the blocks in between
+// return before any memory read): thread g holds v = g, g+G, ..., g+(J-1)G (the elements g + mG of the
 // row, m = 0, 1, ... going to v = g + (m%J)G), so the levels s >= G are in its registers, the
 // levels G/2 ... 32 pair lane l of segment a with lane l of segment a + s/32 (one barrier: the
 // group's first segment reads them back), and the last 5 levels are shuffles down inside that
-// segment (seg_down). The same picks as Candle's, ties and NaN
-// included, for every row. H100, side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all
-// 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the
+// segment (seg_down). The same picks as Candle's, ties and NaN included, for every row. H100,
+// side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the
 // schedulers issuing on 70% of cycles, so the idle blocks' instructions count: returning before
 // `info` is read (an idle warp's 147 instructions -> 37), H100, side by side: f32 4096x4096 55 -> 65,
-// f16 / bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29.
+// f16 / bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than
+// where red_groups deals rows to groups (its arithmetic off the idle path too: 37 -> 17 instructions),
+// H100, side by side: f32 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34,
+// 2048x8192 49 -> 67 and 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
 template <class C> struct ArgPick {
   C v;
   u32 i;  // row index, 0xffffffff where v took no element
@@ -344,10 +346,10 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   typedef typename Num<T>::C C;
   typedef ArgPick<C> P;
   constexpr int J = 4;  // virtual threads a thread, rows a working block
-  static_assert(J == 4, "the register levels are written out for 4 (and rg.lg_r >= 2)");
+  static_assert(J == 4, "the register levels are written out for 4");
   __shared__ P part[kMaxBlock];
-  const RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r < 2) return false;
+  const unsigned b = blockDim.x;  // G = B/J whole segments; row indices in 32 bits
+  if ((b & (b - 1)) != 0 || b < J * kSeg || numel > 0xffffffffull) return false;
   // idle: its rows are a working block's; it returns before any memory read, as reduce_rows' do
   if ((blockIdx.x & (J - 1)) != 0) return true;
   const unsigned tid = threadIdx.x, G = blockDim.x / J, g = tid & (G - 1);
