@@ -244,20 +244,21 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // folding elements v, v+B, ... (the first taken, then strict improvements: a NaN never improves,
 // and sticks where it came first), then a tree over v: level s (B/2 ... 1) takes v+s's pick where
 // it is strictly better. Candle runs it as B threads and a shared-memory tree, a barrier a level.
-// Where the block allows (B a power of two >= J segments), arg_rows runs it in groups of G = B/J real
-// threads a row, J rows a working block, whatever the rows' length or layout (the blocks in between
-// return before any memory read): thread g holds v = g, g+G, ..., g+(J-1)G (the elements g + mG of the
-// row, m = 0, 1, ... going to v = g + (m%J)G), so the levels s >= G are in its registers, the
-// levels G/2 ... 32 pair lane l of segment a with lane l of segment a + s/32 (one barrier: the
-// group's first segment reads them back), and the last 5 levels are shuffles down inside that
-// segment (seg_down). The same picks as Candle's, ties and NaN included, for every row. H100,
-// side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all 16 loads of a thread in flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the
-// schedulers issuing on 70% of cycles, so the idle blocks' instructions count: returning before
-// `info` is read (an idle warp's 147 instructions -> 37), H100, side by side: f32 4096x4096 55 -> 65,
-// f16 / bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than
-// where red_groups deals rows to groups (its arithmetic off the idle path too: 37 -> 17 instructions),
-// H100, side by side: f32 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34,
-// 2048x8192 49 -> 67 and 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
+// Where the block allows (B a power of two >= J segments), arg_rows runs it in groups of G = B/J
+// real threads a row, J rows a working block, whatever the rows' length or layout (the blocks in
+// between return before any memory read): thread g holds v = g, g+G, ..., g+(J-1)G (the elements g
+// + mG of the row, m = 0, 1, ... going to v = g + (m%J)G), so the levels s >= G are in its
+// registers, the levels G/2 ... 32 pair lane l of segment a with lane l of segment a + s/32 (one
+// barrier: the group's first segment reads them back), and the last 5 levels are shuffles down
+// inside that segment (seg_down). The same picks as Candle's, ties and NaN included, for every row.
+// H100, side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all 16 loads of a thread in
+// flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the schedulers issuing on
+// 70% of cycles, so the idle blocks' instructions count: returning before `info` is read (an idle
+// warp's 147 instructions -> 37), H100, side by side: f32 4096x4096 55 -> 65, f16 / bf16 31 / 33 ->
+// 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than where red_groups deals
+// rows to groups (its arithmetic off the idle path too: 37 -> 17 instructions), H100, side by side:
+// f32 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34, 2048x8192 49 -> 67
+// and 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
 template <class C> struct ArgPick {
   C v;
   u32 i;  // row index, 0xffffffff where v took no element
@@ -269,10 +270,8 @@ template <class C, bool IS_MAX> PK_DEV ArgPick<C> arg_better(ArgPick<C> a, ArgPi
 // Candle's picks over row elements 0 ... n-1 (at(i): the element's value) by a group of G = B/J
 // threads, g this thread's place: the pick that thread g = 0 holds at the end. Every thread of the
 // block calls it (a barrier where the group spans several segments).
-template <class T, bool IS_MAX, int J, class At>
-PK_DEV ArgPick<typename Num<T>::C> arg_group_picks(unsigned tid, unsigned g, unsigned G, u32 n, ArgPick<typename Num<T>::C>* part,
-                                                   At&& at) {
-  typedef typename Num<T>::C C;
+template <class T, bool IS_MAX, int J, class C = typename Num<T>::C, class At>
+PK_DEV ArgPick<C> arg_group_picks(unsigned tid, unsigned g, unsigned G, u32 n, ArgPick<C>* part, At&& at) {
   typedef ArgPick<C> P;
   const unsigned B = G * J;
   const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
@@ -356,10 +355,10 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   const u32 row = blockIdx.x + tid / G;
   const bool live = row < gridDim.x;
   const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
-  const P p = is_contiguous(nd, info, info + nd)
-                  ? arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, [&](u32 i) { return Num<T>::to_c(src[start + i]); })
-                  : arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part,
-                                                  [&](u32 i) { return strided_at<T>(start + i, nd, info, numel, src); });
+  auto at = [&](u32 i) { return Num<T>::to_c(src[start + i]); };
+  auto strided = [&](u32 i) { return strided_at<T>(start + i, nd, info, numel, src); };
+  const P p = is_contiguous(nd, info, info + nd) ? arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, at)
+                                                 : arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, strided);
   if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
   return true;
 }
