@@ -6,8 +6,11 @@ of the kernel's. ptxas loads those instructions' kernel parameters into uniform 
 into vector ones (LDC) by choices it makes for the whole kernel, and the uniform form is measurably
 faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path's instructions
 (the shortest path from the entry to an EXIT with no global load, store or barrier on it) and its
-LDC/ULDC count, so that a change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm
-kernel shows LDC=1 (the rest of the prologue's parameters in ULDC).
+LDC/ULDC count and its local (spill) stores, each a 128-byte write by every idle warp, so that a
+change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel shows LDC=1 (the
+rest of the prologue's parameters in ULDC) and STL=0. The reductions too: `python3
+bench/idle_prologue.py backends/hip/reduce.hip --kernels fast_max_f16,fast_argmax_f32` (their idle
+path must not read `info`: a path with a global load is not taken for the idle one).
 
 --sections adds, per kernel, each stretch from a block barrier to the EXIT that ends it: what a
 working block's warps run after their row's reduction (the output pass), one stretch per path the
@@ -130,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         path = idle_path(text, k)
         ldc = sum(1 for ln in path if re.search(r"\bLDC(\.\d+)? ", ln))
         uldc = sum(1 for ln in path if "ULDC" in ln)
+        stl = sum(1 for ln in path if re.search(r"\bSTL\b", ln))
         vector += ldc > 1 and k in required
-        print(f"{k:16s} {len(path):3d} instructions  LDC={ldc} ULDC={uldc}"
+        print(f"{k:16s} {len(path):3d} instructions  LDC={ldc} ULDC={uldc} STL={stl}"
               + ("  (prologue in vector registers)" if ldc > 1 else ""))
         if a.sections:
             for sec in barrier_sections(text, k):

@@ -67,7 +67,7 @@ def test_idle_path_is_the_shortest_way_to_an_exit_without_memory_or_barrier():
 def test_main_counts_vector_and_uniform_loads_and_fails_only_on_required(monkeypatch, capsys):
     monkeypatch.setattr(ip, "sass", lambda source: SASS)
     assert ip.main(["x.hip", "--kernels", "k"]) == 0           # reported, not required
-    assert "k                  7 instructions  LDC=3 ULDC=1  (prologue in vector registers)" in capsys.readouterr().out
+    assert "k                  7 instructions  LDC=3 ULDC=1 STL=0  (prologue in vector registers)" in capsys.readouterr().out
     assert ip.main(["x.hip", "--kernels", "k", "--require-uniform", "k"]) == 1
 
 
@@ -80,6 +80,26 @@ def test_bundled_norm_kernels_have_an_idle_path_with_their_parameters(capsys):
     for ln in lines:                                            # the plan: ~40 instructions, no loop
         n = int(ln.split()[1])
         assert 20 <= n <= 80, ln
+        assert "STL=0" in ln, ln                                # no spill stored by an idle warp
+
+
+def test_main_counts_the_idle_paths_spill_stores(monkeypatch, capsys):
+    # a spilled value stored before the idle test: every idle warp writes it (reduce.hip's fast_max_f16
+    # stores two); one on the working path only is not counted
+    sass = """
+.text.s:
+        /*0000*/                   LDC R3, c[0x0][RZ] ;
+        /*0010*/                   STL [R1], R3 ;
+        /*0020*/              @!P0 BRA `(.L_x_3) ;
+        /*0030*/                   STL [R1+0x4], R3 ;
+        /*0040*/                   LDG.E R4, desc[UR6][R2.64] ;
+        /*0050*/                   EXIT ;
+.L_x_3:
+        /*0060*/               @P0 EXIT ;
+"""
+    monkeypatch.setattr(ip, "sass", lambda source: sass)
+    assert ip.main(["x.hip", "--kernels", "s"]) == 0
+    assert capsys.readouterr().out.strip() == "s                  4 instructions  LDC=1 ULDC=0 STL=1"
 
 
 # a working path after its barrier: an `@P0 EXIT` for the threads past the rows, then the output pass
@@ -113,5 +133,5 @@ def test_main_prints_sections_when_asked(monkeypatch, capsys):
     assert "barrier" not in capsys.readouterr().out
     assert ip.main(["x.hip", "--kernels", "k,w", "--sections"]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == [
-        "w                  3 instructions  LDC=0 ULDC=0",
+        "w                  3 instructions  LDC=0 ULDC=0 STL=0",
         "  barrier at 0020:    8 instructions  LDG=1 STG=1 LDL=1 STL=1 MOV=1"]

@@ -254,11 +254,12 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // H100, side by side, f32 4096x4096: 31 -> 56% of copy (Candle 11.5); all 16 loads of a thread in
 // flight at once in place of 4 then 8 then 4: no faster (55). ncu there: the schedulers issuing on
 // 70% of cycles, so the idle blocks' instructions count: returning before `info` is read (an idle
-// warp's 147 instructions -> 37), H100, side by side: f32 4096x4096 55 -> 65, f16 / bf16 31 / 33 ->
-// 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than where red_groups deals
-// rows to groups (its arithmetic off the idle path too: 37 -> 17 instructions), H100, side by side:
-// f32 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34, 2048x8192 49 -> 67
-// and 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
+// warp of a 2-d source ran some 90 instructions and two rounds of dependent loads of `info`; now 21
+// instructions, no load: bench/idle_prologue.py), H100, side by side: f32 4096x4096 55 -> 65, f16 /
+// bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than where
+// red_groups deals rows to groups (an idle warp 21 -> 18 instructions), H100, side by side: f32
+// 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34, 2048x8192 49 -> 67 and
+// 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
 template <class C> struct ArgPick {
   C v;
   u32 i;  // row index, 0xffffffff where v took no element
