@@ -9,8 +9,9 @@ faster (backends/hip/nn.hip, plan_rows). This prints, per kernel, the idle path'
 LDC/ULDC count and its local (spill) stores, each a 128-byte write by every idle warp, so that a
 change to nn.hip can be checked without a GPU. With nvcc 13.0, every norm kernel shows LDC=1 (the
 rest of the prologue's parameters in ULDC) and STL=0. The reductions too: `python3
-bench/idle_prologue.py backends/hip/reduce.hip --kernels fast_max_f16,fast_argmax_f32` (their idle
-path must not read `info`: a path with a global load is not taken for the idle one).
+bench/idle_prologue.py backends/hip/reduce.hip --kernels fast_max_f16,fast_argmax_f32`. No path with
+a global load is taken for the idle one, so where idle blocks read memory before they return (as
+arg_rows' read `info` until its idle test came first) this prints another path: read the SASS.
 
 --sections adds, per kernel, each stretch from a block barrier to the EXIT that ends it: what a
 working block's warps run after their row's reduction (the output pass), one stretch per path the
