@@ -49,7 +49,7 @@ template <> struct Cv<bf16> {
 // its maximum, difference or product in T (max/sub/mul.f16x2, .bf16x2) in one instruction each,
 // where element by element it took a conversion and a masked insert per element (H200, softmax
 // f16 4096x4096 was bound by issue slots); reduce.hip's folds take sums, minima and maxima so
-// (add, min/max, min/max.NaN). Elsewhere the same results in floats: a max, and a
+// (add, min/max.NaN). Elsewhere the same results in floats: a max, and a
 // product of two 16-bit values, are exact in float, and a difference is rounded to T once more.
 #if defined(PK_NVIDIA)
 template <class H2> PK_DEV u32 h2_bits(H2 h) { return *reinterpret_cast<const u32*>(&h); }
@@ -65,10 +65,9 @@ template <class Lanes> struct PairOps : Lanes {
   static PK_DEV u32 max(u32 a, u32 b) { return h2_bits(__hmax2(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 sub(u32 a, u32 b) { return h2_bits(__hsub2(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 mul(u32 a, u32 b) { return h2_bits(__hmul2(h2_from<H2>(a), h2_from<H2>(b))); }
-  // add, min, max_nan, min_nan: NVIDIA only (reduce.hip's folds, kPairFold; elsewhere they go
+  // add, max_nan, min_nan: NVIDIA only (reduce.hip's folds, kPairFold; elsewhere they go
   // element by element)
   static PK_DEV u32 add(u32 a, u32 b) { return h2_bits(__hadd2(h2_from<H2>(a), h2_from<H2>(b))); }
-  static PK_DEV u32 min(u32 a, u32 b) { return h2_bits(__hmin2(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 max_nan(u32 a, u32 b) { return h2_bits(__hmax2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 min_nan(u32 a, u32 b) { return h2_bits(__hmin2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
 #else

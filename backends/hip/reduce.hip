@@ -97,19 +97,17 @@ template <class T> struct SumFold {  // accumulated in T
   static PK_DEV C op(C a, C b) { return add_in_t<T>(a, b); }
   static PK_DEV u32 word(u32 a, u32 b) { return Pair<T>::add(a, b); }
 };
-// NAN_WINS: a NaN is the result (f16/bf16's __hmax_nan) or is passed over (f32/f64's fmaxf).
-template <class T, bool IS_MAX, bool NAN_WINS> struct ExtremeFold {
+// A NaN is the result where Num<T>::nan_max (f16/bf16's __hmax_nan: also word's max.NaN, the only
+// 16-bit fold), or is passed over (f32/f64's fmaxf).
+template <class T, bool IS_MAX> struct ExtremeFold {
   typedef typename Num<T>::C C;
   static PK_DEV C init() { return IS_MAX ? Limits<T>::lowest() : Limits<T>::highest(); }
   static PK_DEV C op(C a, C b) {
     // floats passing NaN over: fmax, one instruction where maxg's tests and branches take five
-    if constexpr (Num<T>::is_float && !NAN_WINS) return IS_MAX ? fmax(a, b) : fmin(a, b);
+    if constexpr (Num<T>::is_float && !Num<T>::nan_max) return IS_MAX ? fmax(a, b) : fmin(a, b);
     else return maxg<T, IS_MAX>(a, b);
   }
-  static PK_DEV u32 word(u32 a, u32 b) {
-    if constexpr (NAN_WINS) return IS_MAX ? Pair<T>::max_nan(a, b) : Pair<T>::min_nan(a, b);
-    else return IS_MAX ? Pair<T>::max(a, b) : Pair<T>::min(a, b);
-  }
+  static PK_DEV u32 word(u32 a, u32 b) { return IS_MAX ? Pair<T>::max_nan(a, b) : Pair<T>::min_nan(a, b); }
 };
 
 // What a thread's fold leaves and a group combines: a value of C, or, where kPairFold<T>, a word of
@@ -236,7 +234,7 @@ PK_DEV void fast_sum(usize numel, usize el, usize nd, const usize* info, const T
 
 template <class T, bool IS_MAX>
 PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
-  fast_fold<T, ExtremeFold<T, IS_MAX, Num<T>::nan_max>>(numel, el, nd, info, src, dst);
+  fast_fold<T, ExtremeFold<T, IS_MAX>>(numel, el, nd, info, src, dst);
 }
 
 // ------------------------------------------------------------ argmin / argmax
@@ -352,7 +350,7 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   if ((b & (b - 1)) != 0 || b < J * kSeg || numel > 0xffffffffull) return false;
   // idle: its rows are a working block's; it returns before any memory read, as reduce_rows' do
   if ((blockIdx.x & (J - 1)) != 0) return true;
-  const unsigned tid = threadIdx.x, G = blockDim.x / J, g = tid & (G - 1);
+  const unsigned tid = threadIdx.x, G = b / J, g = tid & (G - 1);
   const u32 row = blockIdx.x + tid / G;
   const bool live = row < gridDim.x;
   const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
