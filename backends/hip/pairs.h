@@ -70,6 +70,10 @@ template <class Lanes> struct PairOps : Lanes {
   static PK_DEV u32 add(u32 a, u32 b) { return h2_bits(__hadd2(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 max_nan(u32 a, u32 b) { return h2_bits(__hmax2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
   static PK_DEV u32 min_nan(u32 a, u32 b) { return h2_bits(__hmin2_nan(h2_from<H2>(a), h2_from<H2>(b))); }
+  // min, any_nan, any_eq: NVIDIA only (reduce.hip's arg_held); min and max pass a NaN over
+  static PK_DEV u32 min(u32 a, u32 b) { return h2_bits(__hmin2(h2_from<H2>(a), h2_from<H2>(b))); }
+  static PK_DEV bool any_nan(u32 a) { return !__hbeq2(h2_from<H2>(a), h2_from<H2>(a)); }
+  static PK_DEV bool any_eq(u32 a, u32 b) { return !__hbneu2(h2_from<H2>(a), h2_from<H2>(b)); }
 #else
   static PK_DEV u32 max(u32 a, u32 b) { return pack(fmaxf(lo(a), lo(b)), fmaxf(hi(a), hi(b))); }
   static PK_DEV u32 sub(u32 a, u32 b) { return pack(lo(a) - lo(b), hi(a) - hi(b)); }

@@ -271,7 +271,8 @@ PK_DEV void fast_minmax(usize numel, usize el, usize nd, const usize* info, cons
 // bf16 31 / 33 -> 38 / 40, f32 16384x1024 21 -> 29; then for every row length rather than where
 // red_groups deals rows to groups (an idle warp 21 -> 18 instructions), H100, side by side: f32
 // 4096x4096 65 -> 67, f16 / bf16 38 / 40 -> 42 / 44, 16384x1024 29 -> 34, 2048x8192 49 -> 67 and
-// 1024x16384 55 -> 78 (Candle's tree there before: one block a row).
+// 1024x16384 55 -> 78 (Candle's tree there before: one block a row). Rows a group can hold in
+// registers at 8 rows a block take arg_held instead (below): the same picks, found otherwise.
 template <class C> struct ArgPick {
   C v;
   u32 i;  // row index, 0xffffffff where v took no element
@@ -353,19 +354,121 @@ PK_STRIDED_AT typename Num<T>::C strided_at(usize i, usize nd, const usize* info
   return Num<T>::to_c(src[red_offset<T>(i, nd, info, numel)]);
 }
 
+// A row a group holds in registers (at most kHeld<T> 16-byte packs a thread): the row's extreme M
+// first, then its first place in Candle's order. Candle's tree (above) leaves, among the elements
+// equal to M, the one whose v = i mod B comes first with v's bits reversed (a level s keeps v's pick
+// over v+s's on a tie: the last level, s = 1, prefers even v, the one before v = 0 mod 4, ...), and
+// of v's elements the first (a v past a short row's end is always the right one of its pairs, so it
+// takes nothing). So a thread folds its elements to an extreme (f16x2/bf16x2 words on NVIDIA, a NaN
+// passed over, as the tree passes over a NaN that is not some v's first), the group combines those,
+// and a thread holding an element equal to M (rare: a packed compare says which) puts the smallest
+// tree_key of them in the row's slot. Where a NaN leads some v (i < B: taken first, it sticks and
+// blocks what is right of it) the block votes, and then every row of it takes the exact picks.
+// Returns false then (the same on every thread of the block), else true with the pick's row index
+// in i. tests/test_arg_picks.py checks this order against the tree's emulation, and the kernels.
+template <class T> constexpr int kHeld = sizeof(T) == 1 ? 2 : 4;  // u8 at 4 spilled on gfx900/906
+constexpr u32 rev32(u32 x) {  // __brev, folded where x is a constant
+  u32 r = 0;
+  for (int b = 0; b < 32; ++b) r |= ((x >> b) & 1u) << (31 - b);
+  return r;
+}
+// (the key of element e of a pack at i: tree_key(i) | rev32(e), B a multiple of the pack's V)
+PK_DEV u32 tree_key(u32 i, u32 lg_b) { return __brev(i & ((1u << lg_b) - 1)) | (i >> lg_b); }
+PK_DEV u32 tree_index(u32 key, u32 lg_b) { return (key & (0xffffffffu >> lg_b)) << lg_b | (__brev(key) & ((1u << lg_b) - 1)); }
+template <class T> PK_DEV bool held_rows(bool contig, usize numel, u32 el, unsigned G, const T* src) {
+  constexpr u32 V = 16 / sizeof(T);
+  return contig && pack_aligned<V>(src) && el % V == 0 && el / V <= kHeld<T> * G && numel == (usize)el * gridDim.x;
+}
 template <class T, bool IS_MAX>
-PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+PK_DEV bool arg_held(u32 start, u32 npk, unsigned g, unsigned G, unsigned r, u32 lg_b, const T* src, u32& i) {
   typedef typename Num<T>::C C;
-  typedef ArgPick<C> P;
-  constexpr int J = 4;  // virtual threads a thread, rows a working block
+  constexpr u32 V = 16 / sizeof(T);
+  __shared__ GroupScratch<C, 1, kMaxBlock> sh;
+  __shared__ u32 first[kMaxBlock / kSeg];
+  const u32 head = (1u << lg_b) / V;  // packs k < head hold the elements i < B
+  const C none = IS_MAX ? Limits<T>::lowest() : Limits<T>::highest();
+  auto better = [](C a, C b) -> C {
+    if constexpr (Num<T>::is_float) return IS_MAX ? fmax(a, b) : fmin(a, b);
+    else return (IS_MAX ? b > a : b < a) ? b : a;
+  };
+  if (g == 0) first[r] = 0xffffffffu;
+  Pack<T, V> x[kHeld<T>];
+#pragma unroll
+  for (int j = 0; j < kHeld<T>; ++j)
+    if (g + j * G < npk) x[j] = reinterpret_cast<const Pack<T, V>*>(src + start)[g + j * G];
+  C m[1] = {none};
+  bool nan_head = false;
+  if constexpr (kPairFold<T>) {
+    u32 w = Pair<T>::pack(none, none), nw = 0;  // nw: the head's words under max.NaN
+#pragma unroll
+    for (int j = 0; j < kHeld<T>; ++j)
+      if (g + j * G < npk) {
+        const Pack<u32, 4> xw = reinterpret_cast<const Pack<u32, 4>&>(x[j]);
+        const bool in_head = g + j * G < head;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          w = IS_MAX ? Pair<T>::max(w, xw.v[e]) : Pair<T>::min(w, xw.v[e]);
+          if (in_head) nw = Pair<T>::max_nan(nw, xw.v[e]);
+        }
+      }
+    nan_head = Pair<T>::any_nan(nw);
+    m[0] = better(Pair<T>::lo(w), Pair<T>::hi(w));
+  } else {
+#pragma unroll
+    for (int j = 0; j < kHeld<T>; ++j)
+      if (g + j * G < npk)
+#pragma unroll
+        for (int e = 0; e < (int)V; ++e) {
+          const C c = Num<T>::to_c(x[j].v[e]);
+          m[0] = better(m[0], c);
+          if (Num<T>::is_float && g + j * G < head) nan_head |= c != c;
+        }
+  }
+  group_allreduce(m, G, sh, better);
+  if (G == kSeg) __syncthreads();  // first[] set before any thread of the row takes its minimum
+  const C M = m[0];
+  bool hit = false;
+  if constexpr (kPairFold<T>) {
+    const u32 mw = Pair<T>::pack(M, M);
+#pragma unroll
+    for (int j = 0; j < kHeld<T>; ++j)
+      if (g + j * G < npk) {
+        const Pack<u32, 4> xw = reinterpret_cast<const Pack<u32, 4>&>(x[j]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) hit |= Pair<T>::any_eq(xw.v[e], mw);
+      }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kHeld<T>; ++j)
+      if (g + j * G < npk)
+#pragma unroll
+        for (int e = 0; e < (int)V; ++e) hit |= Num<T>::to_c(x[j].v[e]) == M;
+  }
+  if (hit) {  // the smallest key of this thread's elements equal to M
+    u32 key = 0xffffffffu;
+#pragma unroll
+    for (int j = 0; j < kHeld<T>; ++j)
+      if (g + j * G < npk)
+#pragma unroll
+        for (int e = 0; e < (int)V; ++e)
+          if (Num<T>::to_c(x[j].v[e]) == M) key = min(key, tree_key((g + j * G) * V, lg_b) | rev32((u32)e));
+    atomicMin(&first[r], key);
+  }
+  if (__syncthreads_or(npk > 0 && nan_head)) return false;  // npk = 0: a row past the grid
+  i = tree_index(first[r], lg_b);
+  return true;
+}
+
+// Candle's picks for the J rows row0 ... row0 + J - 1 of a working block, a group of G = B/J a row
+// (arg_group_picks).
+template <class T, bool IS_MAX>
+PK_DEV void arg_rows_exact(u32 row0, usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  typedef ArgPick<typename Num<T>::C> P;
+  constexpr int J = 4;
   static_assert(J == 4, "the register levels are written out for 4");
   __shared__ P part[kMaxBlock];
-  const unsigned b = blockDim.x;  // G = B/J whole segments; row indices in 32 bits
-  if ((b & (b - 1)) != 0 || b < J * kSeg || numel > 0xffffffffull) return false;
-  // idle: its rows are a working block's; it returns before any memory read, as reduce_rows' do
-  if ((blockIdx.x & (J - 1)) != 0) return true;
-  const unsigned tid = threadIdx.x, G = b / J, g = tid & (G - 1);
-  const u32 row = blockIdx.x + tid / G;
+  const unsigned tid = threadIdx.x, G = blockDim.x / J, g = tid & (G - 1);
+  const u32 row = row0 + tid / G;
   const bool live = row < gridDim.x;
   const u32 start = row * (u32)el, n = live ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
   auto at = [&](u32 i) { return Num<T>::to_c(src[start + i]); };
@@ -373,6 +476,54 @@ PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T
   const P p = is_contiguous(nd, info, info + nd) ? arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, at)
                                                  : arg_group_picks<T, IS_MAX, J>(tid, g, G, n, part, strided);
   if (live && g == 0) dst[row] = p.i == 0xffffffffu ? p.i : (u32)((usize)(start + p.i) % info[nd - 1]);
+}
+
+// The exact picks for the 8 rows of an arg_rows8 block, J at a time.
+template <class T, bool IS_MAX>
+PK_DEV void arg_rows8_exact(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  arg_rows_exact<T, IS_MAX>(blockIdx.x, numel, el, nd, info, src, dst);
+  __syncthreads();  // the picks' shared memory, read by the first four rows
+  arg_rows_exact<T, IS_MAX>(blockIdx.x + 4, numel, el, nd, info, src, dst);
+}
+
+// 8 rows a working block where each row fits in kHeld<T> packs a thread of its group of B/8
+// (16-bit rows up to 4096 at B = 1024: 64 bytes a thread where 4 rows a block left 32), by
+// arg_held; the exact picks where it declines. H100, side by side: argmax 4096x4096 f16 / bf16
+// 40.7 / 43.3 -> 49.7 / 47.9% of copy, f32 16384x1024 32.8 -> 36.1, the 4-row rows unchanged
+// (f32 4096x4096 67.7 -> 67.5). Measured, not kept: arg_held at 4 rows a block as well (f32
+// 4096x4096 68 -> 63, 16384x1024 34 -> 26; f16 +3 to +5), the 8 rows' exact picks as a loop over
+// the 4-row ones shared with arg_rows (its registers moved: f32 2048x8192 67 -> 53, 1024x16384
+// 78 -> 68), and out of line on NVIDIA (a spill reload in the 4-row picks' loop).
+template <class T> PK_DEV bool arg_fits8(u32 b, usize el) {
+  return b >= 8 * kSeg && el <= (usize)b * (16 * kHeld<T> / 8 / sizeof(T));
+}
+template <class T, bool IS_MAX>
+PK_DEV void arg_rows8(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  const unsigned b = blockDim.x, G = b / 8, g = threadIdx.x & (G - 1), r = threadIdx.x / G;
+  const u32 row = blockIdx.x + r, start = row * (u32)el;
+  const u32 n = row < gridDim.x ? (start + (u32)el < numel ? (u32)el : (u32)numel - start) : 0;
+  u32 i;
+  if (held_rows(is_contiguous(nd, info, info + nd), numel, (u32)el, G, src) &&
+      arg_held<T, IS_MAX>(start, n / (16 / sizeof(T)), g, G, r, log2_pow2(b), src, i)) {
+    if (row < gridDim.x && g == 0) dst[row] = (u32)((usize)(start + i) % info[nd - 1]);
+  } else {
+    arg_rows8_exact<T, IS_MAX>(numel, el, nd, info, src, dst);
+  }
+}
+
+template <class T, bool IS_MAX>
+PK_DEV bool arg_rows(usize numel, usize el, usize nd, const usize* info, const T* src, u32* dst) {
+  constexpr int J = 4;  // rows a working block (8 where arg_rows8 takes them)
+  const unsigned b = blockDim.x;  // G = B/J whole segments; row indices in 32 bits
+  if ((b & (b - 1)) != 0 || b < J * kSeg || numel > 0xffffffffull) return false;
+  // idle: its rows are a working block's; it returns before any memory read, as reduce_rows' do
+  // (three blocks of four at the first test, the fourth of eight at the second)
+  if ((blockIdx.x & (J - 1)) != 0) return true;
+  if (arg_fits8<T>(b, el)) {
+    if ((blockIdx.x & J) == 0) arg_rows8<T, IS_MAX>(numel, el, nd, info, src, dst);
+    return true;
+  }
+  arg_rows_exact<T, IS_MAX>(blockIdx.x, numel, el, nd, info, src, dst);
   return true;
 }
 
