@@ -13,8 +13,8 @@ bench/idle_prologue.py backends/hip/reduce.hip --kernels fast_max_f16,fast_argma
 a global load is taken for the idle one, so where idle blocks read memory before they return (as
 arg_rows' read `info` until its idle test came first) this prints another path: read the SASS. The
 shortest path is found on the control flow alone, so it may be one no warp takes: for the sums,
-minima and maxima it goes through red_groups' branch for launches it does not deal (23
-instructions for fast_max_f16, where its idle warps run 38); arg_rows' 18 are the path its idle
+minima and maxima it goes through red_groups' branch for launches it does not deal (19
+instructions for fast_max_f16, where its idle warps run 28); arg_rows' 18 are the path its idle
 warps take.
 
 --sections adds, per kernel, each stretch from a block barrier to the EXIT that ends it: what a

@@ -220,6 +220,33 @@ template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 l
   const u32 lg_k = lg_pmax - lg_p < lg_kmax ? lg_pmax - lg_p : lg_kmax;
   return RowPlan{lg_g, lg_p, lg_k, lg_g <= lg_nt, CHUNK == PMAX && lg_p == lg_pmax && lg_g == lg_nt};
 }
+// The same plan as 16-bit rows' idle warps work it out: the block's groups as nt >> lg_g (no log2
+// of nt), log2_ceil as one bfind, lg_k folded where KMAX is 1, and no branch before the idle test
+// (row_dispatch): such a warp runs 32-37 instructions where plan_rows' took 39-44 with two
+// branches. H100, side by side, two runs (% of copy): layernorm f16 / bf16 4096x4096 76-78 ->
+// 79.5 / 76-77 -> 79, 8192x2048 65-66 -> 68-69 / 65 -> 66.5-68, 16384x1024 +2 to +3, rmsnorm f16
+// 8192x2048 86 -> 89-89.5, 16384x1024 61-62 -> 65, softmax f16 / bf16 4096x4096 80 -> 81 / 79 ->
+// 80; the other 16-bit rows -3 to +2 (rmsnorm bf16 2048x8192 85 -> 82-83). f32 and f64 keep
+// plan_rows and its branches: in this form ptxas gave softmax_f32 128 registers where 139 (softmax
+// f32 4096x4096 93 -> 89-90, 2048x8192 78 -> 75-76, flat or branched) and layernorm_f32 other
+// spills (flat: 4096x4096 91-92 -> 89, 8192x2048 89 -> 86-87).
+struct FlatPlan {
+  u32 lg_g, lg_p;
+  u32 groups;  // groups a block holds, nt / G; 0 where a row's group is larger than the block
+  u32 mask;    // rows a working block - 1: nt / G * K - 1
+  bool single;
+};
+template <int PMAX, int KMAX, int CHUNK> PK_DEV FlatPlan flat_plan(u32 npk, u32 nt) {
+  constexpr int lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
+  const u32 m1 = npk - 1;
+  const int lg_n = (int)top_bit(m1) + 1;  // log2_ceil(npk), 32 for npk = 0 (then s = lg_pmax: no group fits)
+  const int s = (npk & m1) == 0 ? lg_pmax : 0;
+  const int lg_g = max(lg_n - s, (int)kLgSeg);
+  const int lg_p = max(lg_n - lg_g, 0);  // <= lg_pmax
+  const int lg_k = lg_kmax == 0 ? 0 : lg_kmax >= lg_pmax ? lg_pmax - lg_p : min(lg_pmax - lg_p, lg_kmax);
+  const u32 groups = nt >> lg_g;
+  return FlatPlan{(u32)lg_g, (u32)lg_p, groups, (groups << lg_k) - 1, CHUNK == PMAX && lg_p == lg_pmax && groups == 1};
+}
 // Rows per group: the register budget of PMAX packs, at most KMAX rows (the per-row partials).
 template <int PMAX, int KMAX, int P> struct RowsPerGroup {
   static constexpr int v = PMAX / P < KMAX ? PMAX / P : KMAX;
@@ -389,17 +416,25 @@ template <class T, int PMAX, int KMAX, int CHUNK, class B, class S>
 PK_DEV void row_dispatch(u32 ncols, bool aligned, B&& batch, S&& stream) {
   constexpr int V = 16 / sizeof(T);
   const unsigned nt = block_threads();
-  if (aligned && (nt & (nt - 1)) == 0) {  // Candle's blocks: 32 or 1024 threads
+  auto run_batch = [&](u32 lg_p, u32 lg_g) {
+    with_packs<1, PMAX>(1 << lg_p, [&](auto P) {
+      batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), lg_g);
+    });
+  };
+  if constexpr (sizeof(T) == 2) {  // flat_plan
+    const FlatPlan p = flat_plan<PMAX, KMAX, CHUNK>(ncols / V, nt);
+    const bool packs = aligned && (nt & (nt - 1)) == 0;  // Candle's blocks: 32 or 1024 threads
+    if (packs && p.groups != 0 && (blockIdx.x & p.mask) != 0) return;  // another block's rows
+    if (packs && p.groups != 0 && !p.single) return run_batch(p.lg_p, p.lg_g);
+    if (packs) return stream(Int<V>());
+    return stream(Int<1>());
+  }
+  if (aligned && (nt & (nt - 1)) == 0) {
     const u32 lg_nt = log2_pow2(nt);
     const RowPlan p = plan_rows<PMAX, KMAX, CHUNK>(ncols / V, lg_nt);
     if (p.fits) {
       if ((blockIdx.x & ((1u << (lg_nt - p.lg_g + p.lg_k)) - 1)) != 0) return;  // another block's rows
-      if (!p.single) {
-        with_packs<1, PMAX>(1 << p.lg_p, [&](auto P) {
-          batch(Int<V>(), P, Int<RowsPerGroup<PMAX, KMAX, decltype(P)::v>::v>(), p.lg_g);
-        });
-        return;
-      }
+      if (!p.single) return run_batch(p.lg_p, p.lg_g);
     }
     stream(Int<V>());
     return;
@@ -609,7 +644,7 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
 }
 
 template <class T> constexpr int kSoftmaxPacks = sizeof(T) == 4 ? PK_SOFTMAX_PACKS : PK_SOFTMAX_PACKS / 2;
-template <class T> constexpr int kSoftmaxMinBlocks = std::is_same<T, f16>::value ? 4 : 0;  // PK_SOFTMAX_BOUNDS
+template <class T> constexpr int kSoftmaxMinBlocks = sizeof(T) == 2 ? 4 : 0;  // PK_SOFTMAX_BOUNDS
 
 template <class T>
 PK_DEV void softmax(const T* x, T* dst, int n_cols) {

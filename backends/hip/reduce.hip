@@ -81,8 +81,7 @@ PK_DEV void fold_thread(usize start, usize stop, usize nd, const usize* info, us
 // order, +-0 equal), deal rows to groups instead: G threads a row, the fewest (a power of two, at
 // least a segment, at most the block) that hold it at kRedBytes bytes a thread; a working block
 // takes R = B/G consecutive rows, and the blocks in between return at once, before any memory read
-// (as common.h's idle blocks do; under the 32-register cap their warps still store a spilled value
-// first). A group folds its row (16-byte packs, four in flight, when the rows are contiguous and
+// (as common.h's idle blocks do). A group folds its row (16-byte packs, four in flight, when the rows are contiguous and
 // aligned; elements otherwise), then combines: a butterfly in each segment, then one over its
 // segments' partials (structured.h's group_allreduce). % of copy at 4096x4096 f32 (R = 4), side by
 // side: H200, against one block a row: fast_sum 39 -> 63, fast_min/max 34 -> 50 (Candle 18), with
@@ -92,15 +91,22 @@ PK_DEV void fold_thread(usize start, usize stop, usize nd, const usize* info, us
 // Rows of 64 KB and more keep one block a row (G = B). argmin/argmax: arg_rows, four rows a block.
 constexpr u32 kRedBytes = 64;
 struct RedGroups {
-  u32 lg_g, lg_r;  // G = 2^lg_g threads a row, R = 2^lg_r rows a working block (0: one block a row)
+  u32 lg_g;  // G = 2^lg_g threads a row
+  u32 rows;  // R = B / G rows a working block; 0 where the launch keeps one block a row
 };
+// Every idle warp runs this: shifts and compares in 32 bits (el < 2^32 where the rows are dealt, as
+// numel is; 32 - clz(el - 1) is log2_ceil(el), 32 for el = 0: then no group fits), R as B >> lg_g,
+// no log2 of B, where a 64-bit division and clamps took an idle warp 38 instructions (now 28).
+// H100, side by side (% of copy): f32 16384x1024 sum / max 50 -> 55-56, 4096x4096 f16 / bf16 sum
+// 66-67 -> 68-70 / 66-67 -> 67.5, max 66-67 -> 69-70 / 66-67 -> 69-70; f32 4096x4096 and longer
+// rows unchanged. Written with the three tests of the launch in one (no branch), its values stayed
+// in vector registers that the working warps spilled (f32 4096x4096 80 -> 77.6).
 template <class T> PK_DEV RedGroups red_groups(usize numel, usize el) {
-  const u32 b = ntid(), lg_b = log2_pow2(b);
-  if ((b & (b - 1)) != 0 || b < 2 * kSeg || numel > 0xffffffffull) return RedGroups{lg_b, 0};
-  const u32 need = (u32)((el + kRedBytes / sizeof(T) - 1) / (kRedBytes / sizeof(T)));  // threads at kRedBytes
-  const u32 lg_need = need <= 1 ? 0u : log2_ceil(need);
-  const u32 lg_g = lg_need < kLgSeg ? kLgSeg : (lg_need > lg_b ? lg_b : lg_need);
-  return RedGroups{lg_g, lg_b - lg_g};
+  const u32 b = ntid();
+  if ((b & (b - 1)) != 0 || b < 2 * kSeg || numel > 0xffffffffull) return RedGroups{0, 0};
+  const int lg_need = 32 - __clz((int)((u32)el - 1)) - (int)Log2<kRedBytes / sizeof(T)>::v;  // threads at kRedBytes
+  const u32 lg_g = (u32)max((int)kLgSeg, lg_need), rows = b >> lg_g;
+  return RedGroups{lg_g, rows >= 2 ? rows : 0u};
 }
 
 // The folds: init() the identity, op(a, b) two values (or partials) of the compute type C; word(a, b)
@@ -213,8 +219,8 @@ PK_DEV bool reduce_rows(usize numel, usize el, usize nd, const usize* info, cons
   typedef typename Part::P P;
   __shared__ GroupScratch<P, 1, kMaxBlock> part;
   const RedGroups rg = red_groups<T>(numel, el);
-  if (rg.lg_r == 0) return false;
-  if ((blockIdx.x & ((1u << rg.lg_r) - 1)) != 0) return true;  // idle: its rows are a working block's
+  if (rg.rows == 0) return false;
+  if ((blockIdx.x & (rg.rows - 1)) != 0) return true;  // idle: its rows are a working block's
   const unsigned tid = threadIdx.x, G = 1u << rg.lg_g, g = tid & (G - 1);
   const u32 row = blockIdx.x + (tid >> rg.lg_g);
   const bool live = row < gridDim.x;
@@ -230,10 +236,10 @@ template <class T, class R>
 PK_DEV void fast_fold(usize numel, usize el, usize nd, const usize* info, const T* src, T* dst) {
   typedef typename R::C C;
   __shared__ C shr[kMaxBlock];
+  if (reduce_rows<T, R>(numel, el, nd, info, src, dst)) return;  // first: the idle warps then keep and spill nothing
   const unsigned tid = threadIdx.x;
   const usize start = (usize)blockIdx.x * el;
   const usize stop = start + el < numel ? start + el : numel;
-  if (reduce_rows<T, R>(numel, el, nd, info, src, dst)) return;
   C acc = R::init();
   fold_thread(start, stop, nd, info, numel, src, [&](usize, T v) { acc = R::op(acc, Num<T>::to_c(v)); });
   shr[tid] = acc;

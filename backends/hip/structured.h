@@ -67,6 +67,17 @@ template <class T, bool IS_MAX> PK_DEV typename Num<T>::C maxg(typename Num<T>::
 
 // log2s of powers of two, and of the next power of two up (straight-line: no loop)
 PK_DEV u32 log2_ceil(u32 x) { return (u32)(32 - __clz((int)(x - 1))); }  // 32 for x = 0
+// The place of x's highest set bit, 0xffffffff for x = 0 (one bfind on NVIDIA, where 31 - __clz(x)
+// took two instructions).
+PK_DEV u32 top_bit(u32 x) {
+#if defined(PK_NVIDIA) && defined(__CUDA_ARCH__)
+  u32 r;
+  asm("bfind.u32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+#else
+  return (u32)(31 - __clz((int)x));
+#endif
+}
 PK_DEV u32 log2_pow2(u32 x) { return (u32)(__ffs((int)x) - 1); }  // x a power of two
 template <int N> struct Log2 { static constexpr u32 v = 1 + Log2<N / 2>::v; };
 template <> struct Log2<1> { static constexpr u32 v = 0; };
