@@ -223,10 +223,11 @@ template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 l
 // The same plan as 16-bit rows' idle warps work it out: the block's groups as nt >> lg_g (no log2
 // of nt), log2_ceil as one bfind, lg_k folded where KMAX is 1, and no branch before the idle test
 // (row_dispatch): such a warp runs 32-37 instructions where plan_rows' took 39-44 with two
-// branches. H100, side by side, two runs (% of copy): layernorm f16 / bf16 4096x4096 76-78 ->
-// 79.5 / 76-77 -> 79, 8192x2048 65-66 -> 68-69 / 65 -> 66.5-68, 16384x1024 +2 to +3, rmsnorm f16
-// 8192x2048 86 -> 89-89.5, 16384x1024 61-62 -> 65, softmax f16 / bf16 4096x4096 80 -> 81 / 79 ->
-// 80; the other 16-bit rows -3 to +2 (rmsnorm bf16 2048x8192 85 -> 82-83). f32 and f64 keep
+// branches. H100, side by side, three runs (% of copy): layernorm f16 / bf16 4096x4096 76-78 ->
+// 78.5-79.5 / 76-77 -> 78.5-79, 8192x2048 65-66 -> 68-69 / 65 -> 66.5-68, 16384x1024 +2 to +3.5,
+// rmsnorm f16 8192x2048 84-86 -> 88-89.5, 16384x1024 61-62 -> 65, softmax f16 / bf16 4096x4096
+// 80 -> 81 / 79 -> 80-80.6; the other 16-bit rows -3 to +2 (rmsnorm bf16 2048x8192 85 -> 82-83,
+// in every run). f32 and f64 keep
 // plan_rows and its branches: in this form ptxas gave softmax_f32 128 registers where 139 (softmax
 // f32 4096x4096 93 -> 89-90, 2048x8192 78 -> 75-76, flat or branched) and layernorm_f32 other
 // spills (flat: 4096x4096 91-92 -> 89, 8192x2048 89 -> 86-87).
@@ -981,11 +982,12 @@ PK_DEV void rope_thd(const T* src, const T* cos, const T* sin, T* dst, u32 b, u3
 
 // softmax: Candle launches 32 threads; a bound of 256 leaves room for a row's packs in registers
 // on AMD too (the default 1024-thread bound caps a CDNA thread at 128 VGPRs).
-// f16 softmax at 64 registers (CUDA's meaning of the bounds' 2nd argument: 4 blocks of 256 threads),
-// so that Candle's 4096 one-warp blocks of a 4096x4096 softmax are resident at once, 32 an SM: at
-// the 80 registers ptxas chose, 25 an SM left a second wave (H200, % of copy: 77 -> 81; the other
-// f16 rows within +-2). bf16 takes 64 as it is; f32 and f64 keep their registers for the row (f32
-// held to 128, 16 warps an SM rather than 14: +0.1 to +1.2 points on its rows, within the noise).
+// f16 and bf16 softmax at 64 registers (CUDA's meaning of the bounds' 2nd argument: 4 blocks of 256
+// threads), so that Candle's 4096 one-warp blocks of a 4096x4096 softmax are resident at once, 32 an
+// SM: at the 80 registers ptxas chose for f16, 25 an SM left a second wave (H200, % of copy: 77 ->
+// 81; the other f16 rows within +-2); bf16 took 64 unbounded until flat_plan (77). f32 and f64 keep
+// their registers for the row (f32 held to 128, 16 warps an SM rather than 14: +0.1 to +1.2 points
+// on its rows, within the noise).
 #if defined(PK_NVIDIA)
 #define PK_NORM_BOUNDS __hip_cuda_launch_bounds__(1024, PK_NORM_MIN_BLOCKS)
 #define PK_SOFTMAX_BOUNDS(T) __hip_cuda_launch_bounds__(pk::kSoftmaxThreads, pk::kSoftmaxMinBlocks<T>)
