@@ -240,7 +240,9 @@ struct FlatPlan {
 template <int PMAX, int KMAX, int CHUNK> PK_DEV FlatPlan flat_plan(u32 npk, u32 nt) {
   constexpr int lg_pmax = Log2<PMAX>::v, lg_kmax = Log2<KMAX>::v;
   const u32 m1 = npk - 1;
-  const int lg_n = (int)top_bit(m1) + 1;  // log2_ceil(npk), 32 for npk = 0 (then s = lg_pmax: no group fits)
+  // log2_ceil(npk), 32 for npk = 0 (then s = lg_pmax: no group fits); log2_ceil itself keeps its
+  // __clz form, which its callers' measured SASS is compiled from
+  const int lg_n = (int)top_bit(m1) + 1;
   const int s = (npk & m1) == 0 ? lg_pmax : 0;
   const int lg_g = max(lg_n - s, (int)kLgSeg);
   const int lg_p = max(lg_n - lg_g, 0);  // <= lg_pmax

@@ -81,7 +81,8 @@ PK_DEV void fold_thread(usize start, usize stop, usize nd, const usize* info, us
 // order, +-0 equal), deal rows to groups instead: G threads a row, the fewest (a power of two, at
 // least a segment, at most the block) that hold it at kRedBytes bytes a thread; a working block
 // takes R = B/G consecutive rows, and the blocks in between return at once, before any memory read
-// (as common.h's idle blocks do). A group folds its row (16-byte packs, four in flight, when the rows are contiguous and
+// (as common.h's idle blocks do).
+// A group folds its row (16-byte packs, four in flight, when the rows are contiguous and
 // aligned; elements otherwise), then combines: a butterfly in each segment, then one over its
 // segments' partials (structured.h's group_allreduce). % of copy at 4096x4096 f32 (R = 4), side by
 // side: H200, against one block a row: fast_sum 39 -> 63, fast_min/max 34 -> 50 (Candle 18), with
@@ -95,7 +96,7 @@ struct RedGroups {
   u32 rows;  // R = B / G rows a working block; 0 where the launch keeps one block a row
 };
 // Every idle warp runs this: shifts and compares in 32 bits (el < 2^32 where the rows are dealt, as
-// numel is; 32 - clz(el - 1) is log2_ceil(el), 32 for el = 0: then no group fits), R as B >> lg_g,
+// numel is; log2_ceil(el) is 32 for el = 0: then no group fits), R as B >> lg_g,
 // no log2 of B, where a 64-bit division and clamps took an idle warp 38 instructions (now 28).
 // H100, side by side (% of copy): f32 16384x1024 sum / max 50 -> 55-56, 4096x4096 f16 / bf16 sum
 // 66-67 -> 68-70 / 66-67 -> 67.5, max 66-67 -> 69-70 / 66-67 -> 69-70; f32 4096x4096 and longer
@@ -104,7 +105,7 @@ struct RedGroups {
 template <class T> PK_DEV RedGroups red_groups(usize numel, usize el) {
   const u32 b = ntid();
   if ((b & (b - 1)) != 0 || b < 2 * kSeg || numel > 0xffffffffull) return RedGroups{0, 0};
-  const int lg_need = 32 - __clz((int)((u32)el - 1)) - (int)Log2<kRedBytes / sizeof(T)>::v;  // threads at kRedBytes
+  const int lg_need = (int)log2_ceil((u32)el) - (int)Log2<kRedBytes / sizeof(T)>::v;  // threads at kRedBytes
   const u32 lg_g = (u32)max((int)kLgSeg, lg_need), rows = b >> lg_g;
   return RedGroups{lg_g, rows >= 2 ? rows : 0u};
 }
