@@ -167,7 +167,7 @@ def test_bundled_suite_wave_ops_are_width_bound():
     for p in sorted(BUNDLED.glob("*.hip")) + sorted(BUNDLED.glob("*.h")):
         code = "\n".join(ln.split("//")[0] for ln in p.read_text().splitlines())
         found += [(p.name, m.group(0)) for m in wave_op.finditer(code)]
-    assert found == [("structured.h", "__shfl_xor(v, m, (int)kSeg)"), ("structured.h", "__shfl_down(v, s, (int)kSeg)")]
+    assert found == [("structured.h", "__shfl_xor(v[i], m & (int)(kSeg - 1), (int)kSeg)"), ("structured.h", "__shfl_down(v, s, (int)kSeg)")]
     assert "constexpr unsigned kSeg = 32;" in (BUNDLED / "structured.h").read_text()
 
 
@@ -255,7 +255,10 @@ TYPES = {  # kernel suffix -> (dtype of the buffer, values of element g)
 }
 # (op, arg, width): width 0 = the form without width
 SHUFFLES = [(0, 5, 0), (0, 40, 0), (0, 3, 16), (1, 1, 0), (1, 5, 16), (2, 1, 0), (2, 16, 0), (2, 3, 8),
-            (3, 1, 0), (3, 32, 0), (3, 16, 16), (3, 31, 0), (3, 63, 0), (2, 33, 64), (0, 50, 64)]
+            (3, 1, 0), (3, 32, 0), (3, 16, 16), (3, 31, 0), (3, 63, 0), (2, 33, 64), (0, 50, 64),
+            # the 32-lane mapping's one-instruction forms (mask < 32, source < width) and their edges:
+            # a mask past the segment (lanes above it keep their own value, those below read lower)
+            (3, 5, 8), (3, 12, 8), (3, 2, 1), (3, 40, 16), (0, 7, 8), (0, 31, 32)]
 BLOCKS = {64: [64, 128, 1024, 96, 80], 32: [64, 128, 1024]}   # partial wavefronts: wave 64 only
 
 

@@ -100,11 +100,21 @@ constexpr u32 kLgSeg = Log2<kSeg>::v;
 // registers at 4 packs a thread where an unrolled butterfly with its large masks skipped spilled
 // more: H200, rmsnorm f32 2048x8192 at 4 packs, 92% of copy with the loop, 66% unrolled. On NVIDIA
 // it also leaves softmax_f16, which never runs the loop under Candle's launch, at 80 registers
-// with spills, measured no slower than at 127 without.)
-template <class V, class F> PK_DEV V seg_allreduce(V v, F&& f, unsigned span = kSeg) {
+// with spills, measured no slower than at 127 without.) m & (kSeg - 1) is m: it shows the 32-lane
+// mapping (hip_runtime.h) a mask under 32, so that each step is one SHFL.BFLY on NVIDIA.
+// The array form steps all N values together, so that their shuffles' latencies overlap where span
+// is known only at run time (group_allreduce's second stage: one loop, not N in turn). m /= 2, not
+// m >>= 1: with the shift nvcc unrolled the loop (layernorm_f16 2232 -> 3368 instructions, spills).
+template <int N, class V, class F> PK_DEV void seg_allreduce(V (&v)[N], F&& f, unsigned span = kSeg) {
 #pragma unroll
-  for (int m = (int)span / 2; m > 0; m /= 2) v = f(v, __shfl_xor(v, m, (int)kSeg));
-  return v;
+  for (int m = (int)span / 2; m > 0; m /= 2)
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = f(v[i], __shfl_xor(v[i], m & (int)(kSeg - 1), (int)kSeg));
+}
+template <class V, class F> PK_DEV V seg_allreduce(V v, F&& f, unsigned span = kSeg) {
+  V a[1] = {v};
+  seg_allreduce(a, f, span);
+  return a[0];
 }
 
 // v of the thread s lanes further on in this thread's segment (s < kSeg; a thread whose lane + s
@@ -136,8 +146,7 @@ template <class V, int NMAX, int NT> struct GroupScratch {
 template <int N, class V, int NMAX, int NT, class F>
 PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh, F&& f) {
   static_assert(N <= NMAX, "room for every value");
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(v[i], f);
+  seg_allreduce(v, f);
   if (G == kSeg) return;  // uniform over the block
   const unsigned t = thread_in_block(), seg = t / kSeg;
   if (t % kSeg == 0) {
@@ -147,7 +156,8 @@ PK_DEV void group_allreduce(V (&v)[N], unsigned G, GroupScratch<V, NMAX, NT>& sh
   __syncthreads();
   const unsigned nseg = G / kSeg, s0 = seg & ~(nseg - 1);  // nseg: a power of two <= kSeg
 #pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = seg_allreduce(sh.part[i][s0 + t % nseg], f, nseg);
+  for (int i = 0; i < N; ++i) v[i] = sh.part[i][s0 + t % nseg];
+  seg_allreduce(v, f, nseg);
 }
 
 // In-place shared-memory tree over the first `n` (a power of two) entries of

@@ -91,8 +91,12 @@
 // CUDA's reads src_lane % width of the segment: for src_lane >= width HIP reads a later
 // segment. Reproduce HIP's index; one beyond the 32-lane warp wraps here, where a wave64
 // would read lanes 32..63.
+// For 0 <= src_lane < width (a power of two up to 32) both read lane src_lane of the segment: one
+// SHFL.IDX with no lane arithmetic (the test folds where src_lane and width are constants).
 template <class T>
 __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, int width = warpSize) {
+  if ((unsigned)src_lane < (unsigned)width && width <= 32 && (width & (width - 1)) == 0)
+    return __shfl_sync(mask, var, src_lane, width);
   unsigned int lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   return __shfl_sync(mask, var, src_lane + (int)(lane & ~(unsigned)(width - 1)), warpSize);
@@ -101,8 +105,15 @@ __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, 
 // HIP's __shfl_xor reads lane ^ lane_mask unless that is beyond the lane's segment, then its own
 // value (amd_warp_functions.h); CUDA's shfl.bfly keeps only 5 bits of the mask, so a mask >= 32
 // reads another lane (measured: 0 ^ 63 read lane 31 on an H100).
+// For lane_mask < 32 and a width of 1..32 (a power of two) that rule is shfl.bfly's own: lane ^ m
+// beyond the segment's last lane gives the lane its own value, below its first reads that lane
+// (PTX ISA, shfl.sync .bfly: j = lane ^ b, valid while j <= maxLane). There one SHFL.BFLY does
+// it, where the index form adds a LOP3, an ISETP and a SEL to every shuffle (60 SHFL.IDX in
+// layernorm_f16): the test folds where the mask and width are constants or known under 32.
 template <class T>
 __device__ __forceinline__ T __hip_map_shfl_xor(unsigned mask, T var, int lane_mask, int width = warpSize) {
+  if ((unsigned)lane_mask < 32u && width > 0 && width <= 32 && (width & (width - 1)) == 0)
+    return __shfl_xor_sync(mask, var, lane_mask, width);
   unsigned int lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
   int index = (int)lane ^ lane_mask;
