@@ -83,6 +83,18 @@ def test_bundled_norm_kernels_have_an_idle_path_with_their_parameters(capsys):
         assert "STL=0" in ln, ln                                # no spill stored by an idle warp
 
 
+@pytest.mark.slow                                               # nvcc on nn.hip: ~10 s
+@pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("nvdisasm")), reason="needs nvcc and nvdisasm")
+def test_bundled_row_kernels_shuffle_with_native_butterflies():
+    # seg_allreduce's xor shuffles through the 32-lane mapping (hip_runtime.h): one SHFL.BFLY each, no
+    # SHFL.IDX with HIP's lane arithmetic before it (that form took 3 more instructions a shuffle)
+    text = ip.sass(ip.ROOT / "backends" / "hip" / "nn.hip")
+    for k in ip.NORMS + ["softmax_f32", "softmax_f16", "softmax_bf16"]:
+        ops = [ln.split("*/", 1)[1] for ln in ip._instructions(ip._body(text, k))]
+        assert any("SHFL.BFLY" in op for op in ops), k
+        assert not any("SHFL.IDX" in op for op in ops), k
+
+
 def test_main_counts_the_idle_paths_spill_stores(monkeypatch, capsys):
     # a spilled value stored before the idle test: every idle warp writes it (reduce.hip's fast_max_f16
     # stores two); one on the working path only is not counted
