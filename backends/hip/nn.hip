@@ -227,10 +227,9 @@ template <int PMAX, int KMAX, int CHUNK> PK_DEV RowPlan plan_rows(u32 npk, u32 l
 // 78.5-79.5 / 76-77 -> 78.5-79, 8192x2048 65-66 -> 68-69 / 65 -> 66.5-68, 16384x1024 +2 to +3.5,
 // rmsnorm f16 8192x2048 84-86 -> 88-89.5, 16384x1024 61-62 -> 65, softmax f16 / bf16 4096x4096
 // 80 -> 81 / 79 -> 80-80.6; the other 16-bit rows -3 to +2 (rmsnorm bf16 2048x8192 85 -> 82-83,
-// in every run). f32 and f64 keep
-// plan_rows and its branches: in this form ptxas gave softmax_f32 128 registers where 139 (softmax
-// f32 4096x4096 93 -> 89-90, 2048x8192 78 -> 75-76, flat or branched) and layernorm_f32 other
-// spills (flat: 4096x4096 91-92 -> 89, 8192x2048 89 -> 86-87).
+// in every run). f32 and f64 keep plan_rows and its branches: in this form ptxas gave softmax_f32
+// 128 registers where 139 (softmax f32 4096x4096 93 -> 89-90, 2048x8192 78 -> 75-76, flat or
+// branched) and layernorm_f32 other spills (flat: 4096x4096 91-92 -> 89, 8192x2048 89 -> 86-87).
 struct FlatPlan {
   u32 lg_g, lg_p;
   u32 groups;  // groups a block holds, nt / G; 0 where a row's group is larger than the block

@@ -96,8 +96,8 @@ struct RedGroups {
   u32 rows;  // R = B / G rows a working block; 0 where the launch keeps one block a row
 };
 // Every idle warp runs this: shifts and compares in 32 bits (el < 2^32 where the rows are dealt, as
-// numel is; log2_ceil(el) is 32 for el = 0: then no group fits), R as B >> lg_g,
-// no log2 of B, where a 64-bit division and clamps took an idle warp 38 instructions (now 28).
+// numel is; log2_ceil(el) is 32 for el = 0: then no group fits), R as B >> lg_g, no log2 of B,
+// where a 64-bit division and clamps took an idle warp 38 instructions (now 28).
 // H100, side by side (% of copy): f32 16384x1024 sum / max 50 -> 55-56, 4096x4096 f16 / bf16 sum
 // 66-67 -> 68-70 / 66-67 -> 67.5, max 66-67 -> 69-70 / 66-67 -> 69-70; f32 4096x4096 and longer
 // rows unchanged. Written with the three tests of the launch in one (no branch), its values stayed

@@ -87,6 +87,12 @@
 #define __shfl_up(v, d, ...) __shfl_up_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 #define __shfl_down(v, d, ...) __shfl_down_sync(0xffffffffu, (v), (d), ##__VA_ARGS__)
 
+// A width that keeps every lane inside a 32-lane segment of its warp: a power of two, 1 ... 32
+// (the 32-lane forms below, and parity_wave64.h's test for a shuffle within one warp).
+__device__ __forceinline__ bool __hip_map_narrow(int width) {
+  return width > 0 && width <= 32 && (width & (width - 1)) == 0;
+}
+
 // HIP's __shfl reads lane src_lane + (lane & ~(width-1)) with no modulo (amd_warp_functions.h),
 // CUDA's reads src_lane % width of the segment: for src_lane >= width HIP reads a later
 // segment. Reproduce HIP's index; one beyond the 32-lane warp wraps here, where a wave64
@@ -95,7 +101,7 @@
 // SHFL.IDX with no lane arithmetic (the test folds where src_lane and width are constants).
 template <class T>
 __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, int width = warpSize) {
-  if ((unsigned)src_lane < (unsigned)width && width <= 32 && (width & (width - 1)) == 0)
+  if (__hip_map_narrow(width) && (unsigned)src_lane < (unsigned)width)
     return __shfl_sync(mask, var, src_lane, width);
   unsigned int lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));
@@ -112,7 +118,7 @@ __device__ __forceinline__ T __hip_map_shfl(unsigned mask, T var, int src_lane, 
 // layernorm_f16): the test folds where the mask and width are constants or known under 32.
 template <class T>
 __device__ __forceinline__ T __hip_map_shfl_xor(unsigned mask, T var, int lane_mask, int width = warpSize) {
-  if ((unsigned)lane_mask < 32u && width > 0 && width <= 32 && (width & (width - 1)) == 0)
+  if (__hip_map_narrow(width) && (unsigned)lane_mask < 32u)
     return __shfl_xor_sync(mask, var, lane_mask, width);
   unsigned int lane;
   asm("mov.u32 %0, %%laneid;" : "=r"(lane));

@@ -205,14 +205,12 @@ template <class T> __device__ __forceinline__ T __pw64_fetch(T var, int src, boo
   return out;
 }
 
-// Whether the arguments keep every lane of the wavefront in its own 32-lane half (width a
-// power of two <= 32; xor masks below 32 or at least 64; a delta of 0). Depends on the
-// arguments only, never on the lane, so the two warps of a wavefront decide alike as long as
-// the arguments are wave-uniform (a port that passes different widths/masks/deltas to the two
-// halves of one wavefront is outside what the fast path assumes).
-__device__ __forceinline__ bool __pw64_narrow(int width) {
-  return width > 0 && width <= 32 && (width & (width - 1)) == 0;
-}
+// A shuffle keeps every lane of the wavefront in its own 32-lane half where its width is narrow
+// (hip_runtime.h's __hip_map_narrow: a power of two <= 32), or its xor mask is below 32 or at
+// least 64, or its delta is 0. That depends on the arguments only, never on the lane, so the two
+// warps of a wavefront decide alike as long as the arguments are wave-uniform (a port that passes
+// different widths/masks/deltas to the two halves of one wavefront is outside what the fast path
+// assumes).
 
 // ROCm's index formulas (amd_warp_functions.h); the source lane is index mod 64
 // (ds_bpermute addresses lanes by byte address bits [7:2]).
@@ -226,9 +224,9 @@ template <class T> __device__ __forceinline__ T __pw64_shfl(T var, int src_lane,
   const int index = (src_lane & (width - 1)) + (self & ~(width - 1));
 #endif
 #ifdef PARITY_W64_ROCM52_SHFL
-  const bool local = __pw64_narrow(width) && src_lane >= 0 && src_lane < width;
+  const bool local = __hip_map_narrow(width) && src_lane >= 0 && src_lane < width;
 #else
-  const bool local = __pw64_narrow(width);
+  const bool local = __hip_map_narrow(width);
 #endif
   return __pw64_fetch(var, index & 63, local);
 }
@@ -236,13 +234,13 @@ template <class T> __device__ __forceinline__ T __pw64_shfl_up(T var, unsigned i
   const int self = (int)__pw64_lane_id();
   int index = self - lane_delta;
   index = (index < (self & ~(width - 1))) ? self : index;
-  return __pw64_fetch(var, index & 63, __pw64_narrow(width) || lane_delta == 0);
+  return __pw64_fetch(var, index & 63, __hip_map_narrow(width) || lane_delta == 0);
 }
 template <class T> __device__ __forceinline__ T __pw64_shfl_down(T var, unsigned int lane_delta, int width = 64) {
   const int self = (int)__pw64_lane_id();
   int index = self + lane_delta;
   index = (int)((self & (width - 1)) + lane_delta) >= width ? self : index;
-  return __pw64_fetch(var, index & 63, (__pw64_narrow(width) && lane_delta < 64) || lane_delta == 0);
+  return __pw64_fetch(var, index & 63, (__hip_map_narrow(width) && lane_delta < 64) || lane_delta == 0);
 }
 template <class T> __device__ __forceinline__ T __pw64_shfl_xor(T var, int lane_mask, int width = 64) {
   const int self = (int)__pw64_lane_id();
