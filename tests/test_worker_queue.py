@@ -32,6 +32,23 @@ def test_answers_come_in_submission_order_across_a_dying_worker(ex):
     assert ex.restarts == 1
 
 
+def test_a_worker_that_dies_between_two_looks_still_answers_in_order(ex, monkeypatch):
+    """The worker dies after submit() saw it alive: the launch goes in behind the dead one's, and
+    the answers keep their slots (before, the check was made twice; a death between the two looks
+    restarted the worker under the queued launch, whose slot then took the next launch's answer)."""
+    ex.submit(launch("ok_a", 1))
+    ex.submit(launch("die_b", 2))
+    proc = ex._proc
+    proc.join(10)
+    assert proc.exitcode == 3
+    looks = iter([True])                                  # the first look is the stale one
+    monkeypatch.setattr(ex, "_alive", lambda: next(looks, proc.is_alive()) and ex._proc is proc)
+    ex.submit(launch("ok_a", 3))
+    got = [ex.collect() for _ in range(3)]
+    assert [r.status for r in got] == ["ok", "crash", "ok"]
+    assert float(got[2].outputs["out"][0]) == 6.0 and ex.restarts == 1
+
+
 def test_a_hang_times_out_and_the_launches_behind_it_still_run(ex):
     for i, k in enumerate(["ok_a", "hang_b", "ok_a"]):
         ex.submit(launch(k, i))

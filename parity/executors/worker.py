@@ -309,16 +309,20 @@ class IsolatedExecutor(Executor):
         """Queue a launch in the worker; collect() answers the launches in submission order."""
         if _seq is None:
             _seq, self._seq = self._seq, self._seq + 1
-        if self._inflight and not (launch.kernel in self._ready and self._alive()):
+        # Behind queued launches only a kernel this worker has loaded goes straight in. Anything
+        # else (compiling, a restart) waits until nothing is queued: a worker replaced meanwhile
+        # would answer the queued launches' slots with its own answers. So the worker is looked
+        # at once here; if it dies after the look, _answer reports the death and re-sends.
+        if not (self._inflight and launch.kernel in self._ready and self._alive()):
             faulted = None
-            while self._inflight:                    # compile (or restart) only with nothing queued
+            while self._inflight:
                 faulted = self._answer() or faulted
             if faulted is not None and self._held(faulted, _seq, launch):
                 return
-        early = self._prepare(launch)
-        if early is not None:
-            self._done[_seq] = early
-            return
+            early = self._prepare(launch)
+            if early is not None:
+                self._done[_seq] = early
+                return
         try:
             self._conn.send(("run", launch))
         except (OSError, BrokenPipeError):
