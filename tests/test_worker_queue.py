@@ -49,6 +49,24 @@ def test_a_worker_that_dies_between_two_looks_still_answers_in_order(ex, monkeyp
     assert float(got[2].outputs["out"][0]) == 6.0 and ex.restarts == 1
 
 
+def test_timing_sends_the_launch_to_a_worker_that_replaced_the_one_that_ran_it(ex, monkeypatch):
+    """time() reuses the worker's last launch; a worker that died after the look is replaced by one
+    that never ran it, and gets the launch itself (before, the row was silently `not timed`)."""
+    from parity.timing import TimingOptions
+    first = launch("ok_a", 1)
+    assert ex.run(first).status == "ok"
+    call = ex._call
+
+    def dies_after_the_look(msg, payload, timeout):
+        if msg == "time" and payload[0] is None:          # "the launch it just ran": it dies now
+            ex._proc.kill()
+            ex._proc.join(10)
+        return call(msg, payload, timeout)
+    monkeypatch.setattr(ex, "_call", dies_after_the_look)
+    with pytest.raises(RuntimeError, match="level fake cannot be timed"):   # time_launch ran on it
+        ex.time(first, TimingOptions())
+
+
 def test_a_hang_times_out_and_the_launches_behind_it_still_run(ex):
     for i, k in enumerate(["ok_a", "hang_b", "ok_a"]):
         ex.submit(launch(k, i))

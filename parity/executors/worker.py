@@ -379,9 +379,11 @@ class IsolatedExecutor(Executor):
         """Time `launch` in the worker (parity.timing.time_launch). The launch that was just run
         is not sent again: the worker reuses it and compares the output after timing with the
         output of that run. Returns a Timing, or raises RuntimeError (the worker is restarted)."""
-        same = launch is self._last_launch and self._proc is not None and self._proc.is_alive()
+        same = launch is self._last_launch and self._alive()
         limit = timeout_s or max(60.0, 4 * self.timeout_s + opts.time_cap_s)
         tag, value = self._call("time", (None if same else launch, opts), limit)
+        if same and tag == "ok" and value is None:   # the worker died after the look: its
+            tag, value = self._call("time", (launch, opts), limit)   # successor never ran it
         if tag != "ok":
             self._restart()
             raise RuntimeError(f"timing {launch.kernel}: worker {tag} {value or ''}".strip())
