@@ -218,6 +218,55 @@ def test_merged_shards_plan_the_sum_of_their_case_runs(tmp_path):
     assert "planned_rows" not in Results.from_json(out).meta           # no shard said: no plan claimed
 
 
+def test_a_file_named_twice_is_read_once_and_a_shard_in_two_files_plans_once(tmp_path):
+    """`merge S1 S1 S2 S3` planned 8 case runs for 6 (2 counted twice): `stopped early`, exit 1, under
+    a line saying every row passed. A file named again (also through its run folder) is read once; a
+    shard run again plans its cases once and its rows merge as one shard's."""
+    s1, s2, s3 = shards(tmp_path, planned_rows=2)
+    out = tmp_path / "m.json"
+    r = invoke("merge", s1, s1, s2, s3, "-o", out)
+    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s) (1 named twice, read once): 6 pass\n"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_bytes(s2.read_bytes())
+    again = tmp_path / "s1-again.json"
+    again.write_bytes(s1.read_bytes())
+    r = invoke("merge", s1, again, run, run / "results.json", s3, "-o", out)
+    assert r.exit_code == 0 and r.output.splitlines() == [
+        f"{out}: 6 rows from 4 file(s) (1 named twice, read once): 6 pass",
+        "note: shard(s) 1/3 in more than one file: their rows are merged as one shard's (a case with two "
+        "verdicts keeps the worst)"]
+    assert Results.from_json(out).meta["planned_rows"] == 6
+    assert invoke("report", out).exit_code == 0
+
+
+def test_an_output_that_is_an_input_is_refused_and_a_link_is_written_through(tmp_path):
+    """`report g.json -o g.json` replaced its input with markdown; `-o LINK` replaced the link with a
+    file, its target left as it was."""
+    s1, s2, s3 = shards(tmp_path)
+    for cmd in (("merge", s1, s2, s3), ("report", s2)):
+        line = one_line_error(invoke(*cmd, "-o", s2))
+        assert line == f"Error: -o {s2} is the input {s2}: writing it would replace what it is made from; name another file"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_bytes(s1.read_bytes())
+    link = tmp_path / "link.json"
+    link.symlink_to(run / "results.json")
+    assert "is the input" in one_line_error(invoke("report", run, "-o", link))
+    assert Results.from_json(s2).meta["shard"] == "2/3"                   # untouched
+    target, md = tmp_path / "target.md", tmp_path / "report.md"
+    target.write_text("old")
+    md.symlink_to(target)
+    assert invoke("report", s1, "-o", md).exit_code == 0
+    assert md.is_symlink() and target.read_text().startswith("## ")
+    dangling = tmp_path / "dangling.md"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.md")
+    assert one_line_error(invoke("report", s1, "-o", dangling)) == (
+        f"Error: --output {dangling} is a symbolic link to nothing (its target does not exist or is a loop of "
+        "links): refused (not replaced)")
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
 def test_merge_refuses_shards_of_different_splits_and_a_whole_run(tmp_path):
     (tmp_path / "a").mkdir()
     s1, _, _ = shards(tmp_path / "a")

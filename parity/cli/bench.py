@@ -15,7 +15,7 @@ from rich.console import Console
 
 from parity.cli.errors import report_folder
 from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, not_a_folder,
-                                read_results, selection_option, setup_errors, subject_of, writing)
+                                not_an_input, read_results, selection_option, setup_errors, subject_of, writing)
 from parity.cli.params import Number, OutFolder, OutputFile, Seconds, Text
 
 MODE = click.Choice(["cold", "hot"])
@@ -127,10 +127,12 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     (the merged meta then names them in `shards_missing`). Rows of one key with different verdicts
     are a conflict: the worst verdict (results.ORDER: a failure before a pass) is kept whatever the
     argument order, and meta `merge_conflicts` lists them. `read`: how a file is read (default
-    Results.from_json); the rows each file could not give are counted in meta `unread_rows`."""
+    Results.from_json); the rows each file could not give are counted in meta `unread_rows`. A file
+    named twice (a run folder and its results.json too) is read once; a shard in two files (run
+    again) plans its cases once."""
     from parity.render.diff import scope_differences
     from parity.run.results import Results
-    parts = [(Path(p), read(p) if read else Results.from_json(p)) for p in paths]
+    parts = [(Path(p), read(p) if read else Results.from_json(p)) for p in _distinct(paths)]
     for p, r in parts[1:]:
         diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
         if diff:
@@ -147,10 +149,13 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
     planned = [m.get("planned_rows") for m in metas]    # a shard plans its own cases; a GPU worker's
     if all(isinstance(n, int) for n in planned):       # file (no shard) the whole run's
-        meta["planned_rows"] = sum(planned) if all(m.get("shard") for m in metas) else max(planned)
+        per_shard: dict[str, int] = {}
+        for m, n in zip(metas, planned):
+            per_shard[m.get("shard")] = max(n, per_shard.get(m.get("shard"), 0))
+        meta["planned_rows"] = sum(per_shard.values()) if all(m.get("shard") for m in metas) else max(planned)
     else:
         meta.pop("planned_rows", None)
-    for k in ("shard", "shards_missing", "merge_conflicts"):      # the first file's, not this merge's
+    for k in ("shard", "shards_missing", "merge_conflicts", "empty_shard_of"):   # the first file's, not this merge's
         meta.pop(k, None)
     unread = [e for m in metas for e in m.get("unread_rows", [])]
     if unread:
@@ -161,6 +166,19 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
         meta["merge_conflicts"] = {"count": len(conflicts), "rule": "the worst verdict is kept",
                                    "first": conflicts[:MAX_CONFLICTS]}
     return Results.from_rows(rows, meta)
+
+
+def _distinct(paths: list) -> list[Path]:
+    """`paths` without a second name for a file already named (the same results.json again, or through
+    its run folder or a link)."""
+    import os
+    seen, out = set(), []
+    for p in map(Path, paths):
+        real = os.path.realpath(p / "results.json" if p.is_dir() else p)
+        if real not in seen:
+            seen.add(real)
+            out.append(p)
+    return out
 
 
 def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
@@ -214,14 +232,21 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
     in two files keeps the worst one, and the conflict is reported."""
     not_a_folder(output, f"the merged file, e.g. {Path(output) / 'results.json'}")
+    not_an_input(output, results)
     try:
         res = merge_results(list(results), allow_partial, read_results)
     except ValueError as e:
         raise SetupError(str(e))
     with writing(output):                      # (to_json leaves no temporary file behind)
         res.to_json(output)
-    click.echo(f"{output}: {len(res.table)} rows from {len(results)} file(s): "
+    read = res.meta["merged_from"]
+    again = f" ({len(results) - len(read)} named twice, read once)" if len(read) < len(results) else ""
+    click.echo(f"{output}: {len(res.table)} rows from {len(read)} file(s){again}: "
                + ", ".join(f"{n} {v}" for v, n in res.counts().items()))
+    twice = sorted({s for s in res.meta["shards"] if s and res.meta["shards"].count(s) > 1})
+    if twice:
+        click.echo(f"note: shard(s) {', '.join(twice)} in more than one file: their rows are merged as one "
+                   "shard's (a case with two verdicts keeps the worst)")
     missing = res.meta.get("shards_missing")
     if missing:
         click.echo(f"⚠️ partial merge: shard(s) {', '.join(missing)} missing — their cases are not in {output}")

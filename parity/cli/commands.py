@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, read_results,
-                                writing)
+from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, not_an_input,
+                                read_results, writing)
 from parity.cli.params import InputPath, Number, OutputFile, Text
 
 
@@ -29,6 +29,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     from parity.run.results import newest
     if output is not None:
         not_a_folder(output, "the file to write")
+        not_an_input(output, results)
     try:
         path, note = newest(list(results))
     except ValueError as e:
@@ -144,7 +145,8 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
 # ---------------------------------------------------------------------------------- repro
 @click.command("repro")
 @click.argument("case_id", type=Text())
-@click.option("--level", default="cpu", show_default=True, help="cpu, hip-on-nvidia, amd or cuda.")
+@click.option("--level", default="cpu", show_default=True,
+              help="cpu, hip-on-nvidia, hip-on-nvidia/w32, amd, cuda or cupy; amd-static compiles the kernel only.")
 @hip_src_option
 @cuda_src_option()
 @click.option("-o", "--output", type=OutputFile(),
@@ -154,8 +156,9 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
 def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, no_snippet: bool) -> None:
     """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
 
-    Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here (the .npz
-    is still written, without `got`) or the case ID or an option is wrong.
+    Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here or runs no
+    case (amd-static: the kernel compiled, nothing ran; the .npz is still written, without `got`) or
+    the case ID or an option is wrong.
     """
     from parity.core import files
     from parity.core.row import Verdict
@@ -183,7 +186,7 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
         click.echo(r.snippet)
     click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
     click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
-    if r.verdict == Verdict.UNAVAILABLE:
+    if r.verdict in (Verdict.UNAVAILABLE, Verdict.COMPILED):
         sys.exit(2)
     sys.exit(0 if r.verdict == Verdict.PASS else 1)
 

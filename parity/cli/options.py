@@ -56,8 +56,13 @@ def cuda_src_option(help_: str = "CUDA kernel suite folder (e.g. candle-kernels/
     return click.option("--cuda-src", type=SUITE, help=help_)
 
 
-def profile_option(f):
-    return click.option("--profile", "profile_opt", type=Text(), metavar="NAME|FILE", help=PROFILE_HELP)(f)
+def profile_option(f, help_: str = PROFILE_HELP):
+    return click.option("--profile", "profile_opt", type=Text(), metavar="NAME|FILE", help=help_)(f)
+
+
+# `parity list` has no suite to take a profile from
+LIST_PROFILE_HELP = ("The ABI profile whose catalog to list: candle, rocm-rs, or a parity-kernels.toml declaring a "
+                     "port's own kernels (docs/profiles.md) [default: candle].")
 
 
 def selection_option(name: str, help_: str, dest: str | None = None, **kw):
@@ -70,6 +75,17 @@ def not_a_folder(output: Path, name: str) -> None:
     beside it (numpy's `folder.npz`) or renamed over it."""
     if Path(output).is_dir():
         raise SetupError(f"-o {output} is a folder; name {name}")
+
+
+def not_an_input(output: Path, inputs) -> None:
+    """-o naming a file the command reads (a run folder's results.json) is exit 2: the output would
+    replace what it is made from."""
+    import os
+    out = os.path.realpath(output)
+    for p in map(Path, inputs):
+        if os.path.realpath(p / "results.json" if p.is_dir() else p) == out:
+            raise SetupError(f"-o {output} is the input {p}: writing it would replace what it is made from; "
+                             "name another file")
 
 
 def read_results(path) -> Results:

@@ -73,12 +73,20 @@ class InputPath(_Type):
 
 class OutputFile(_Type):
     """A file parity writes (renamed over): never a FIFO, a device or a socket that is there. A folder
-    is left to the command (it names the file to write instead)."""
+    is left to the command (it names the file to write instead). A symbolic link is written through:
+    its target is the file replaced, as a shell's `>` would write it (the rename would replace the link
+    itself); one whose target does not exist is refused."""
     name = "file"
 
     def convert(self, value, param, ctx):
         self.empty(value, param)
         path = Path(value)
+        if path.is_symlink():
+            try:
+                path = path.resolve(strict=True)
+            except (OSError, RuntimeError):          # (RuntimeError: a loop, on Python < 3.13)
+                raise SetupError(f"{flag(param)} {value} is a symbolic link to nothing (its target does not exist "
+                                 "or is a loop of links): refused (not replaced)") from None
         why = files.refusal(path, flag(param), file=True, folder=True, write=True)
         if why:
             raise SetupError(why)
