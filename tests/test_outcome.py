@@ -143,6 +143,45 @@ def test_resume_takes_sweep_and_filters_from_its_folder(tmp_path):
                         "drop the option, or start a new run\n")
 
 
+def test_resume_refuses_another_shard_and_another_out(tmp_path):
+    """`--resume FOLDER --shard 1/2` on an unsharded run rewrote its results with half the cases;
+    `--out OTHER` was ignored without a word."""
+    assert invoke(*RUN, "--levels", "cpu", "-q", "--shard", "1/2", "--out", tmp_path).exit_code == 0
+    (folder,) = tmp_path.iterdir()
+    before = (folder / "results.json").read_bytes()
+    for opt, says in ((("--shard", "2/2"), "continues a run with --shard 1/2; this command says --shard 2/2: drop "
+                                            "the option, or start a new run"),
+                      (("--out", tmp_path / "other"), f"writes into that run folder; --out {tmp_path / 'other'} "
+                                                       "names another place: drop --out")):
+        r = invoke("run", "--resume", folder, *opt, "-q")
+        assert (r.exit_code, r.output) == (2, f"Error: --resume {folder} {says}\n")
+    assert (folder / "results.json").read_bytes() == before and not (tmp_path / "other").exists()
+    for same in (("--shard", "1/2"), ("--out", tmp_path), ()):
+        assert invoke("run", "--resume", folder, *same, "-q").exit_code == 0
+
+
+def test_a_shard_that_holds_no_case_says_so_and_exits_0(tmp_path):
+    """A CI matrix wider than the selection: a shard with none of its cases was `the filters select no
+    case`, exit 2, no folder, and the merge of the matrix then refused the missing shard. It is a run
+    of its own that says it had nothing to do (not a pass), and the shards merge."""
+    from parity.run.cases import Filters, load_sweep
+    from parity.run.shard import shard_index
+    n = 8
+    cases = load_sweep("smoke", Filters(["unary.neg"], ["f32"], ["contiguous", "transposed"], ["normal"]))
+    used = {shard_index(c.id, n) for c in cases}
+    empty = min(set(range(n)) - used) + 1
+    for k in range(1, n + 1):
+        r = invoke(*RUN, "--levels", "cpu", "-q", "--shard", f"{k}/{n}", "--out", tmp_path / str(k))
+        assert r.exit_code == 0, r.output
+    head = (f"⚠️ parity: shard {empty}/{n} holds none of the {len(cases)} selected cases — nothing to run in this job; "
+            "`parity merge` the shards for the run's verdict")
+    o = outputs(tmp_path / str(empty))
+    assert o["md"] == f"## {head}" and o["badge"] == "EMPTY SHARD" and o["junit"] == ("empty-shard", "skipped")
+    r = invoke("merge", *[next((tmp_path / str(k)).iterdir()) for k in range(1, n + 1)], "-o", tmp_path / "m.json")
+    assert r.exit_code == 0 and f"{len(cases)} rows from {n} file(s): {len(cases)} pass" in r.output, r.output
+    assert "empty_shard_of" not in json.loads((tmp_path / "m.json").read_text())["meta"]
+
+
 def test_runs_into_one_out_in_the_same_second_get_their_own_folders(tmp_path):
     folders = {run_folder(tmp_path, "smoke") for _ in range(3)}
     assert len(folders) == 3 and all(f.is_dir() for f in folders)

@@ -2,6 +2,7 @@
 (parity.run.session)."""
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,13 +40,18 @@ class RunOptions:
     shard: tuple[int, int] | None = None  # --shard K/N, 1-based (None: every case)
     every_fault: bool = False             # --every-fault: launch cases on a path that already crashed
 
+    @property
+    def shard_text(self) -> str | None:
+        """--shard as run.json and results.json say it ("2/4"), None for every case."""
+        return "/".join(map(str, self.shard)) if self.shard else None
+
     def meta(self) -> dict:
         """The results.json meta entries of the options that were given."""
         out: dict = {}
         if self.timing is not None:
             out["timing"] = asdict(self.timing)
         if self.shard:
-            out["shard"] = "/".join(map(str, self.shard))
+            out["shard"] = self.shard_text
         if self.gpus:
             out["gpus"] = self.gpus
         if self.every_fault:
@@ -60,8 +66,9 @@ class RunOptions:
 @selection_option("--dtypes", "Dtypes, comma separated (f16,bf16,fp8).")
 @selection_option("--layouts", "Layout classes, comma separated (transposed,broadcast-leading).")
 @selection_option("--values", "Value classes, comma separated (normal,special,out-of-range).", "value_classes")
-@selection_option("--levels", "Levels to run: auto (cpu + every GPU level this machine has) or a list of "
-                  "cpu, hip-on-nvidia, amd, cuda, cupy (CuPy reference, not in auto).", default="auto",
+@selection_option("--levels", "Levels to run: auto (cpu, hip-on-nvidia, amd, amd-static and cuda: each that this "
+                  "machine can run, the others listed as not run) or a list of those and cupy (the CuPy reference, "
+                  "not in auto); hip-on-nvidia/w32 is hip-on-nvidia at --wave 32.", default="auto",
                   show_default=True)
 @selection_option("--wave", "Wavefront size of the hip-on-nvidia level: 64 (AMD CDNA, emulated as two NVIDIA warps "
                   "per wavefront), 32 (RDNA wave32 / NVIDIA warps; level hip-on-nvidia/w32) or 32,64 (both, as two "
@@ -150,9 +157,16 @@ def _resume_options(folder: Path, given: dict) -> dict:
 def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOptions]:
     """(the options of the run in `folder`, the run options with its shard); exit 2 for a folder that
     is not a run folder parity can resume, or that takes no new file (its reports), before any case."""
+    from click.core import ParameterSource
+
     from parity.run import session
     if not folder.is_dir():
         raise SetupError(f"--resume: run folder {folder} does not exist")
+    out = given.pop("out", None)                 # (--out: where a new run's folder goes)
+    if click.get_current_context().get_parameter_source("out") == ParameterSource.COMMANDLINE and \
+            os.path.realpath(out) != os.path.realpath(folder.parent):
+        raise SetupError(f"--resume {folder} writes into that run folder; --out {out} names another place: "
+                         "drop --out")
     o = _resume_options(folder, given)          # (its run.json read, the run's own files checked first)
     session.check_writable(folder, "--resume")
     if o.get("shard") and not opts.shard:
@@ -181,8 +195,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     if resume:
         o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
                                                    value_classes=value_classes, levels=levels, wave=wave,
-                                                   hip_src=hip_src, cuda_src=cuda_src, shard=None,
-                                                   profile_opt=profile_opt))
+                                                   hip_src=hip_src, cuda_src=cuda_src,
+                                                   shard=opts.shard_text,
+                                                   profile_opt=profile_opt, out=out))
         sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
             o[k] for k in RESUMED if k != "shard")
     console = Console(stderr=False, quiet=quiet)
@@ -190,7 +205,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
                            port_include=port_include, port_force_include=port_force_include, port_define=port_define)
     profile = subj.profile
     filters = Filters(csv_list(ops), csv_list(dtypes), csv_list(layouts), csv_list(value_classes), profile=profile)
-    cases = session.select_cases(sweep, filters, shard=opts.shard, profile=profile)
+    cases = session.select_cases(sweep, filters, shard=opts.shard, profile=profile, allow_empty=bool(opts.shard))
+    shard_of = len(session.select_cases(sweep, filters, profile=profile)) if opts.shard and not cases else None
     if profile.name != "candle" and not subj.given and levels != "cpu":
         raise SetupError(f"profile {profile.name} has no bundled suite: give --hip-src DIR (the kernels to check), "
                          "or --levels cpu for its reference alone")
@@ -223,7 +239,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     session.write_run_file(folder, dict(
         sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes, levels=levels, wave=wave,
         hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
-        shard="/".join(map(str, opts.shard)) if opts.shard else None,
+        shard=opts.shard_text,
         profile_opt=profile_opt if profile_opt or profile.name == "candle"
         else profile.name if profile.source == "built-in" else profile.source, sources=sources))
     meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
@@ -231,6 +247,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             "environment": environment(), "levels": [lv.meta() for lv in lvls], "levels_requested": levels,
             "reference_only_requested": reference_only, "profile": {**profile.meta(), "how": subj.how},
             "planned_rows": len(cases) * len(runnable)}
+    if shard_of is not None:                     # a CI matrix wider than the selection: this job's share
+        meta["empty_shard_of"] = shard_of        # is empty, and says so (not a pass, not a failure)
     if profile.name == "candle":                 # measured CUDA outputs of Candle's kernels
         meta["golden"] = golden_summary()
     if subj.port is not None:

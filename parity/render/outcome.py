@@ -9,6 +9,8 @@ verified none of the port's code, `0/0` is never a pass, and a run that stopped 
     pass            0     a level executed the suite's kernels and no case failed
     compiled        0     nothing executed them, amd-static compiled them, no case failed
     reference-only  0     only the reference ran, and the user asked for exactly that (--levels cpu)
+    empty-shard     0     a `--shard K/N` that holds none of the selected cases (a CI matrix wider
+                          than the selection): nothing to run in it; the merge of the shards decides
     fail            1     a case failed (fail, missing, compile-error, crash, ...)
     nothing         2     no level ran or compiled any kernel of the suite (a setup problem)
     stopped         130   interrupted before every case ran (a failure seen so far is still named)
@@ -22,14 +24,15 @@ import pandas as pd
 from parity.core.row import Verdict
 from parity.render.findings import KINDS, tally
 from parity.render.findings import of as findings_of
-from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_RUNS_IT, role
+from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_WOULD_RUN_IT, role
 from parity.run.results import FAILING, Results
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)
 PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there
 DECLARATIONS = (Verdict.REFERENCE_ERROR,)           # a declared kernel's reference raised: not verified either
-ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "nothing": "❌", "stopped": "⏹️"}
-EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "fail": 1, "nothing": 2, "stopped": 130}
+ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "empty-shard": "⚠️", "nothing": "❌",
+         "stopped": "⏹️"}
+EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "empty-shard": 0, "fail": 1, "nothing": 2, "stopped": 130}
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,10 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         head = (f"parity: reference only — {_names(r)} passed {ok:,}/{len(r):,} cases of the case machinery; "
                 "no kernel of the suite ran or compiled")
         status = "stopped" if stopped else "reference-only"
+    elif not len(table) and meta.get("empty_shard_of") and not stopped:
+        head = (f"parity: shard {meta.get('shard')} holds none of the {meta['empty_shard_of']:,} selected cases — "
+                "nothing to run in this job; `parity merge` the shards for the run's verdict")
+        status = "empty-shard"
     else:
         head = "parity: nothing verified — no level here ran or compiled the suite's kernels"
         if len(by_role[REFERENCE]):
@@ -224,7 +231,7 @@ def explain(o: Outcome, not_run: bool = True) -> list[str]:
     lines = [f"Verified here — {p}" for p in o.proves]
     if o.status in ("compiled", "reference-only", "nothing") or (o.status == "stopped" and not o.kernels_executed):
         lines.append("Not verified — the suite's kernels did not run here: "
-                     + (WHAT_EXECUTES_IT if o.kernels_compiled else WHAT_RUNS_IT) + ".")
+                     + (WHAT_EXECUTES_IT if o.kernels_compiled else WHAT_WOULD_RUN_IT) + ".")
     if not_run:
         lines += [f"Not run — {n}" for n in o.not_run]
     return o.notes + lines

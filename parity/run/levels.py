@@ -34,8 +34,12 @@ PROVES = {
 }
 # What it takes on a machine to check the subject's code at all (said when a run checks none of it).
 WHAT_EXECUTES_IT = "an NVIDIA GPU with CuPy runs it (hip-on-nvidia), a ROCm GPU with hip-python (amd)"
-WHAT_RUNS_IT = (f"{WHAT_EXECUTES_IT}, and hipcc compiles it for AMD targets without a GPU (amd-static: "
-                "apt-get install hipcc libamdhip64-dev)")
+_COMPILES_IT = "hipcc compiles it for AMD targets without a GPU (amd-static{})"
+WHAT_RUNS_IT = f"{WHAT_EXECUTES_IT}, and " + _COMPILES_IT.format(": apt-get install hipcc libamdhip64-dev")
+# the same in a report, which may be read on another machine than the one that ran (and one with hipcc
+# that ran --levels cpu needs no install)
+WHAT_WOULD_RUN_IT = (f"{WHAT_EXECUTES_IT}, and " + _COMPILES_IT.format("")
+                     + "; `parity doctor` says which of them a machine has")
 
 
 def role(name: str) -> str:

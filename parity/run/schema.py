@@ -178,7 +178,7 @@ META: dict[str, Check] = {
     "port": obj({"description": STR, "notes": opt(STRS)}, required=("description",)), "amd_targets": STRS,
     "compile_s": NUM,
     "elapsed_s": NUM, "resumed_rows": INT, "interrupted": BOOL, "timing": obj({"mode": STR}), "shard": OSTR,
-    "gpus": OSTR, "every_fault": BOOL,
+    "gpus": OSTR, "every_fault": BOOL, "empty_shard_of": INT,
     "wave_evidence": list_of(obj({"kernel": STR, "cases": STRS, "verdicts64": STRS, "wave32": STR,
                                   "suspect": BOOL, "static": STRS})),
     "static_notes": obj(rest=STRS), "wave32_recheck": obj({"cases": INT, "failing": INT}),
