@@ -27,6 +27,7 @@ from parity import profiles
 from parity.core import files, toml
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
+from parity.run.levels import ALL_LEVELS
 from parity.run.results import FAILING, Results
 
 SCHEMA = "parity.baseline/1"
@@ -151,6 +152,8 @@ def _entry(e, i: int, path: Path) -> Entry:
     for k in ("level", "reason"):
         if k in e and not isinstance(e[k], str):
             raise ValueError(f"{where}: `{k}` must be a string (got {e[k]!r})")
+    if e.get("level") and not any(fnmatch.fnmatchcase(lv, e["level"]) for lv in ALL_LEVELS):
+        raise ValueError(f"{where}: `level` matches no level: {unknown('level', e['level'], ALL_LEVELS)}")
     return Entry(e["pattern"], e.get("level") or None, e.get("reason", ""))
 
 

@@ -93,8 +93,9 @@ class Results:
         anything that is not one: not a regular file, unreadable, not UTF-8, not JSON (or nested
         too deeply to be one), no `results` list, `meta` not an object, or rows none of which is a
         result row. A row that is not one (`schema.row_problem`: a field of a type parity never
-        writes there) is skipped, never a row; a meta field of the wrong type is dropped. `notes`
-        says what was (one line per file), meta `unread_rows` how many skipped rows had failed."""
+        writes there), or that repeats an earlier row's case and level (parity writes one), is
+        skipped, never a row; a meta field of the wrong type is dropped. `notes` says what was (one
+        line per file), meta `unread_rows` how many skipped rows had failed."""
         path = results_path(path)
         doc = _read_doc(path)
         rows = doc.get("results")
@@ -105,8 +106,13 @@ class Results:
             raise ValueError(f"{path}: `meta` is {type(meta).__name__}, not an object")
         meta, notes = clean_meta(meta)
         out, bad = [], []
+        first: dict[tuple, int] = {}                 # (case ID, level) -> its row number
         for i, r in enumerate(rows):
             why = row_problem(r)
+            if not why:
+                key = (r["case_id"], r.get("level"))
+                j = first.setdefault(key, i + 1)
+                why = f"repeat of row {j} ({key[0]} @{key[1]})" if j != i + 1 else ""
             if why:
                 bad.append((i + 1, why, r))
             else:
