@@ -370,3 +370,22 @@ def test_hsaco_symbols_through_unbundle():
     assert r.ok
     assert any("gfx90a" in t for t in unbundle(r.read()))
     assert kernels_from_binary(r.binary) == ["ucopy_f32", "uneg_f32"]
+
+
+def test_compile_of_a_folder_with_no_kernel_is_exit_2_not_a_pass(monkeypatch, tmp_path):
+    """`0 kernels x 0 targets: 0 compile errors`, exit 0, was a green compile gate over a wrong folder:
+    no source is exit 2 before hipcc is looked for; sources without a kernel are exit 2 after."""
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    from parity.suite import amd_static
+    for args in ((), ("--json",)):
+        r = CliRunner().invoke(main, ["compile", "--hip-src", str(tmp_path), *args])
+        assert (r.exit_code, r.output) == (2, f"Error: no HIP source in {tmp_path}: nothing to compile "
+                                              "(is it the suite's folder?)\n")
+    (tmp_path / "helpers.hip").write_text("__device__ int twice(int x) { return 2 * x; }\n")
+    _hipcc_compiling_for(monkeypatch, "gfx90a")
+    monkeypatch.setattr(amd_static, "analyze", lambda suite, targets, **k: [])
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(tmp_path), "--amd-arch", "gfx90a"])
+    assert r.exit_code == 2 and r.output.endswith(
+        f"Error: 1 HIP source(s) in {tmp_path}, no kernel in them: nothing compiled\n"), r.output

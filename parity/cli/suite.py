@@ -116,15 +116,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     from parity.suite.amd_static import hipcc, target_refusal
     if hip_src is not None and not Path(hip_src).is_dir():
         raise SetupError(f"kernel suite folder {hip_src} does not exist")
-    if not hipcc():
-        raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
     targets = tuple(dict.fromkeys(csv_list(amd_arch)))
-    # Targets asked for must compile (a typo would pass as an `unavailable` row and "0 compile errors");
-    # a default this hipcc lacks stays such a row.
-    if click.get_current_context().get_parameter_source("amd_arch") != ParameterSource.DEFAULT:
-        why = target_refusal(targets)
-        if why:
-            raise SetupError(f"--amd-arch: {why}")
     # (a bad --profile is an error here too, though the compile is the same for every profile)
     subj = subject_of(hip_src, None, profile_opt, port_file, port_source, port_include, port_force_include,
                       port_define)
@@ -132,6 +124,16 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         folder, port, suite = subj.hip_src, subj.port, subj.suite()
     for note in suite.notes:
         click.echo(f"note: {note}", err=True)
+    if not suite.sources:                         # 0 kernels x 0 targets is no pass (`parity run`'s "nothing")
+        raise SetupError(f"no HIP source in {folder}: nothing to compile (is it the suite's folder?)")
+    if not hipcc():
+        raise SetupError("hipcc not found: apt-get install hipcc libamdhip64-dev (Debian 12), then retry")
+    # Targets asked for must compile (a typo would pass as an `unavailable` row and "0 compile errors");
+    # a default this hipcc lacks stays such a row.
+    if click.get_current_context().get_parameter_source("amd_arch") != ParameterSource.DEFAULT:
+        why = target_refusal(targets)
+        if why:
+            raise SetupError(f"--amd-arch: {why}")
     if since:
         from parity.suite.since import SinceError, sources_changed
         try:
@@ -149,6 +151,8 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
             click.echo(f"no HIP source changed since {since}: nothing to compile")
             sys.exit(0)
     rows = _analyze_with_progress(suite, targets, log_lines=not as_json, port=port)
+    if not rows:
+        raise SetupError(f"{len(suite.sources)} HIP source(s) in {folder}, no kernel in them: nothing compiled")
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
