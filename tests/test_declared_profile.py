@@ -324,6 +324,45 @@ def test_an_expression_reference_that_raises_names_the_declarations_line(tmp_pat
     assert ok[0]["verdict"] == "pass"
 
 
+def test_a_references_module_or_reference_that_calls_sys_exit_is_the_declarations_error(tmp_path, monkeypatch):
+    """`sys.exit(0)` in refs.py ended `parity run`, `coverage` and `list` at once, silent, exit 0."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsexit")
+    refs = hip / "refs.py"
+    text = refs.read_text()
+    refs.write_text("import sys\nsys.exit(0)\n" + text)
+    for cmd in (["run", "--hip-src", str(hip), "--levels", "cpu", "--out", str(tmp_path / "o"), "-q"],
+                ["coverage", "--hip-src", str(hip)], ["list", "--profile", str(hip / "parity-kernels.toml")]):
+        r = CliRunner().invoke(main, cmd)
+        assert (r.exit_code, r.output) == (2, f"Error: {hip / 'parity-kernels.toml'}:6: references: refs.py exits "
+                                              "while it is imported (SystemExit: 0)\n"), r.output
+    refs.write_text(text.replace("    t = np.float32 if dtype", "    sys.exit(3)\n    t = np.float32 if dtype")
+                    .replace("import numpy as np", "import sys\n\nimport numpy as np"))
+    p = profiles.load(hip / "parity-kernels.toml")
+    (row,) = run_cases([Case.parse("vecopsexit.reduce.rowsum/f32/small/normal/s0")], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "reference-error" and row["message"].startswith("reference raised SystemExit: 3 (refs.py:")
+
+
+def test_a_size_expression_that_raises_is_the_declarations_error(tmp_path, monkeypatch):
+    """`grid = "ceil(n / 0)"` made every case parity's own `error` (ZeroDivisionError): the
+    declaration's reference-error, one finding per op naming the expression, the sizes on the row."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsgrid")
+    decl = hip / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "ceil(n / (n - 257))"'))
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--levels", "cpu", "--ops", "blas.axpy", "--sweep",
+                                  "pr", "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 1, r.output
+    folder = next((tmp_path / "o").iterdir())
+    rows = json.loads((folder / "results.json").read_text())["results"]
+    bad = [row for row in rows if row["verdict"] != "pass"]
+    assert bad and {row["verdict"] for row in bad} == {"reference-error"}
+    assert {row["message"].splitlines()[0] for row in bad} == {
+        "size expression 'ceil(n / (n - 257))' raised ZeroDivisionError: division by zero"}
+    assert all("n=257" in row["message"].splitlines()[1] for row in bad)
+    summary = (folder / "summary.md").read_text()
+    assert "— `vecopsgrid.blas.axpy`: its declared size expression raised in" in summary
+    assert "parity internal error" not in summary
+
+
 def test_a_reference_that_returns_the_wrong_shape_is_the_declarations_error(tmp_path, monkeypatch):
     hip = _renamed_copy(tmp_path, monkeypatch, "vecopsshape")
     (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    return acc[:-1]"))

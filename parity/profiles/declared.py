@@ -305,7 +305,7 @@ def attributed(ref, where: Callable[[BaseException], str], origin: str, outs: li
             got = ref(ins, sizes, scalars, key)
         except ReferenceRaised:
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:     # (a reference's sys.exit() is its error, never parity's exit)
             raise ReferenceRaised(f"reference raised {type(e).__name__}: {e} ({where(e)})") from e
         if len(outs) > 1 and not (isinstance(got, dict) and set(outs) <= set(got)):
             raise ReferenceRaised(f"reference returned {type(got).__name__}"
@@ -398,6 +398,8 @@ def load_declaration(path: Path) -> Profile:
             raise where.error(f"{rp} does not exist", "references")
         try:
             refs = _load_module(target, name)
+        except SystemExit as e:                  # (sys.exit() in the port's module is its error, not parity's exit)
+            raise where.error(f"{rp} exits while it is imported (SystemExit: {e.code})", "references") from None
         except Exception as e:
             raise where.error(f"{rp} does not import: {type(e).__name__}: {e}", "references") from None
     kernels = data.get("kernel")
@@ -817,8 +819,8 @@ def _shape_class(entry: _KernelEntry, sname: str, spec, operands: set[str], oper
             dims = [evaluate(e, sizes) for e in exprs]
         except NameError as x:
             raise entry.error(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
-        except (ArithmeticError, TypeError, ValueError) as x:
-            raise entry.error(f"{sname}: operand {n}'s shape: {type(x).__name__}: {x}", "shapes", sname)
+        except ReferenceRaised as x:
+            raise entry.error(f"{sname}: operand {n}'s shape: {x}", "shapes", sname)
         if not all(isinstance(d, (int, float)) and float(d).is_integer() and d >= 0 for d in dims):
             raise entry.error(f"{sname}: operand {n}'s shape {dims}: every dimension a whole number >= 0",
                               "shapes", sname)

@@ -103,10 +103,17 @@ def size_expr(text: str) -> ast.Expression:
 
 
 def evaluate(text: str | int | float, names: dict[str, Any]) -> Any:
-    """The value of a size expression over `names` (NameError names the unknown size)."""
+    """The value of a size expression over `names` (NameError names the unknown size). Arithmetic that
+    fails on these sizes (`ceil(n / 0)`) is the declaration's: ReferenceRaised, the sizes named."""
     if isinstance(text, (int, float)):
         return text
-    return _eval(size_expr(text).body, names)
+    tree = size_expr(text)
+    try:
+        return _eval(tree.body, names)
+    except (ArithmeticError, TypeError, ValueError) as e:
+        sizes = ", ".join(f"{k}={v}" for k, v in sorted(names.items()) if isinstance(v, (int, float)))
+        raise ReferenceRaised(f"size expression {text!r} raised {type(e).__name__}: {e}\n"   # (a finding per
+                              f"sizes: {sizes}") from e                                      # first line)
 
 
 def _eval(node, names):

@@ -538,10 +538,12 @@ def _error(g: pd.DataFrame) -> list[Finding]:
 
 
 def _reference_error(g: pd.DataFrame) -> list[Finding]:
-    """A declared kernel's reference raised: the declaration's to fix (the message names its file, line
-    and function), per op and message."""
+    """A declared kernel's reference (or a size expression of its launch or shapes) raised: the
+    declaration's to fix (the message names its file, line and function, or the expression), per op
+    and message."""
     g = g.assign(_first=g["message"].map(lambda m: first_line(m, 200) or "(no message)"))
-    return [_make(Verdict.REFERENCE_ERROR, info, f"`{op}`: its declared reference raised in "
+    what = lambda msg: "size expression" if msg.startswith("size expression") else "reference"   # noqa: E731
+    return [_make(Verdict.REFERENCE_ERROR, info, f"`{op}`: its declared {what(msg)} raised in "
                   f"{_plural(info['cases'], 'case')}, so they are not judged", msg, "declaration", (op, msg))
             for (op, msg), info in _groups(g, ["op", "_first"])]
 
