@@ -2,6 +2,7 @@
 GitHub annotations and the pytest plugin — on fixture runs with failures, fixes and slowdowns."""
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -264,6 +265,15 @@ def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch)
     assert r.exit_code == 2 and "unavailable" in r.output and "got" not in np.load(out).files
     assert invoke("repro", "not-a-case").exit_code == 2
     assert invoke("repro", "binary.minimum/f17/contiguous/special/s0", "-o", out).exit_code == 2
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not installed")
+def test_repro_on_amd_static_is_not_a_failure(tmp_path):
+    """amd-static compiles the kernel and runs nothing: exit 2 (no case ran), where it was 1 (`fails`)."""
+    out = tmp_path / "c.npz"
+    r = invoke("repro", "unary.neg/f32/contiguous/normal/s0", "--level", "amd-static", "-o", out, "--no-snippet")
+    assert r.exit_code == 2 and "on amd-static: compiled" in r.output and "not executed" in r.output, r.output
+    assert "got" not in np.load(out).files
 
 
 # --------------------------------------------------------------------------- resumable runs

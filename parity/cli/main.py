@@ -7,6 +7,7 @@ catalog takes.
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import click
@@ -15,7 +16,8 @@ from rich.console import Console
 from parity import __version__
 from parity.cli import bench, commands, mutate, peak, run, suite
 from parity.cli.errors import ParityGroup
-from parity.cli.options import SetupError, csv_list, profile_option, selection_option, setup_errors
+from parity.cli.options import (LIST_PROFILE_HELP, SetupError, csv_list, profile_option, selection_option,
+                                setup_errors)
 
 
 @click.group(cls=ParityGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -31,7 +33,7 @@ def main() -> None:
 
 @main.command("list")
 @selection_option("--ops", "Glob patterns, comma separated: 'unary.*,cast,chain.*'.")
-@profile_option
+@functools.partial(profile_option, help_=LIST_PROFILE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_cmd(ops: str | None, as_json: bool, profile_opt: str | None = None) -> None:
     """The op catalog: op, dtypes, kernel names, tolerance and semantics (of a profile: Candle's by default)."""

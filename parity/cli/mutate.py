@@ -84,7 +84,12 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         else:
             reach.append(m)
     mutants = sample(reach, max_n, seed)
-    if list_only:
+    from parity.mutate.scope import EQUIVALENT_FILE, load_argued
+    try:
+        table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
+    except ValueError as e:
+        raise SetupError(str(e))
+    if list_only:                                # (a bad --equivalent is refused here too)
         for m in mutants:
             click.echo(f"{m.operator:20s} {m.diff()}")
         per_file = Counter(m.file for m in mutants)
@@ -93,11 +98,6 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         for why, n in out_of_reach.items():
             click.echo(f"not sampled, out of the sweep's reach: {n} mutant{'s' if n != 1 else ''}: {why}")
         return
-    from parity.mutate.scope import EQUIVALENT_FILE, load_argued
-    try:
-        table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
-    except ValueError as e:
-        raise SetupError(str(e))
     previous = []
     if resume:
         from parity.mutate.report import load_journal
