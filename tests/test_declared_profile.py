@@ -281,6 +281,17 @@ def test_a_declared_kernel_in_no_source_is_not_ported_in_the_headline_and_the_fi
     assert r.output.rstrip().splitlines()[-1] == "❌ " + md[0][len("## ❌ "):]
 
 
+def _failing_pr_run(hip: Path, ops: str, out: Path) -> tuple[Path, list[dict], list[dict]]:
+    """`parity run --sweep pr --levels cpu` of `ops` on the declaration in `hip`, which must fail: its
+    folder, rows and rows that did not pass."""
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--levels", "cpu", "--sweep", "pr", "--ops", ops,
+                                  "--out", str(out), "-q"])
+    assert r.exit_code == 1, r.output
+    folder = next(out.iterdir())
+    rows = json.loads((folder / "results.json").read_text())["results"]
+    return folder, rows, [row for row in rows if row["verdict"] != "pass"]
+
+
 def test_a_reference_that_raises_is_the_declarations_error_not_paritys(tmp_path, monkeypatch):
     """refs.rowsum raising ValueError was `error (parity's gap) — parity internal error`, its rows under a
     family of their own: it is the declaration's `reference-error`, naming refs.py, the line of the
@@ -291,12 +302,7 @@ def test_a_reference_that_raises_is_the_declarations_error_not_paritys(tmp_path,
                                     '    if a.shape[0] > 100:\n        raise ValueError("boom")\n    t = np.float32 if dtype')
     refs.write_text(text)
     line = text.splitlines().index('        raise ValueError("boom")') + 1
-    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--levels", "cpu", "--sweep", "pr", "--ops",
-                                  "reduce.rowsum", "--out", str(tmp_path / "out"), "-q"])
-    assert r.exit_code == 1, r.output
-    folder = next((tmp_path / "out").iterdir())
-    rows = json.loads((folder / "results.json").read_text())["results"]
-    bad = [row for row in rows if row["verdict"] != "pass"]
+    folder, rows, bad = _failing_pr_run(hip, "reduce.rowsum", tmp_path / "out")
     assert bad and all("/tails/" in row["case_id"] for row in bad)              # 300 rows: the ones that raise
     assert {row["verdict"] for row in bad} == {"reference-error"}
     assert {row["message"] for row in bad} == {f"reference raised ValueError: boom (refs.py:{line}, in rowsum)"}
@@ -348,12 +354,7 @@ def test_a_size_expression_that_raises_is_the_declarations_error(tmp_path, monke
     hip = _renamed_copy(tmp_path, monkeypatch, "vecopsgrid")
     decl = hip / "parity-kernels.toml"
     decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "ceil(n / (n - 257))"'))
-    r = CliRunner().invoke(main, ["run", "--hip-src", str(hip), "--levels", "cpu", "--ops", "blas.axpy", "--sweep",
-                                  "pr", "--out", str(tmp_path / "o"), "-q"])
-    assert r.exit_code == 1, r.output
-    folder = next((tmp_path / "o").iterdir())
-    rows = json.loads((folder / "results.json").read_text())["results"]
-    bad = [row for row in rows if row["verdict"] != "pass"]
+    folder, rows, bad = _failing_pr_run(hip, "blas.axpy", tmp_path / "out")
     assert bad and {row["verdict"] for row in bad} == {"reference-error"}
     assert {row["message"].splitlines()[0] for row in bad} == {
         "size expression 'ceil(n / (n - 257))' raised ZeroDivisionError: division by zero"}
