@@ -189,8 +189,6 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     from parity.render import baseline, terminal
     from parity.run import session
     from parity.run.cases import Filters
-    from parity.run.results import environment
-    from parity.suite.golden import summary as golden_summary
 
     if resume:
         o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
@@ -242,22 +240,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         shard=opts.shard_text,
         profile_opt=profile_opt if profile_opt or profile.name == "candle"
         else profile.name if profile.source == "built-in" else profile.source, sources=sources))
-    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
-            "hip_src": str(subj.hip_src), "cuda_src": str(subj.cuda_src) if subj.cuda_src else None,
-            "environment": environment(), "levels": [lv.meta() for lv in lvls], "levels_requested": levels,
-            "reference_only_requested": reference_only, "profile": {**profile.meta(), "how": subj.how},
-            "planned_rows": len(cases) * len(runnable)}
-    if shard_of is not None:                     # a CI matrix wider than the selection: this job's share
-        meta["empty_shard_of"] = shard_of        # is empty, and says so (not a pass, not a failure)
-    if profile.name == "candle":                 # measured CUDA outputs of Candle's kernels
-        meta["golden"] = golden_summary()
-    if subj.port is not None:
-        meta["port"] = subj.port.as_dict()
-    if subj.discovery_notes():
-        meta["discovery_notes"] = subj.discovery_notes()
+    meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of)
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
-    if static is not None:
-        meta["amd_targets"] = list(static.executor.targets)
     journal = session.open_journal(folder, cases, runnable, bool(resume))
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)
@@ -266,6 +250,31 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         stopped_by = session.execute(cases, kernels, runnable, journal, prog, meta, opts.timing, opts.every_fault,
                                      finish=True)
     _report(opts, cases, kernels, meta, folder, console, lvls, known, strict, static, journal, stopped_by, subj)
+
+
+def _run_meta(sweep: str, filters, subj, lvls: list, levels: str, reference_only: bool, planned: int,
+              shard_of: int | None) -> dict:
+    """results.json's meta of a run, before it runs (the options' and timings' entries come after)."""
+    from parity.run.results import environment
+    from parity.suite.golden import summary as golden_summary
+    profile = subj.profile
+    meta = {"sweep": sweep, "filters": {k: v for k, v in vars(filters).items() if v and k != "profile"},
+            "hip_src": str(subj.hip_src), "cuda_src": str(subj.cuda_src) if subj.cuda_src else None,
+            "environment": environment(), "levels": [lv.meta() for lv in lvls], "levels_requested": levels,
+            "reference_only_requested": reference_only, "profile": {**profile.meta(), "how": subj.how},
+            "planned_rows": planned}
+    if shard_of is not None:                     # a CI matrix wider than the selection: this job's share
+        meta["empty_shard_of"] = shard_of        # is empty, and says so (not a pass, not a failure)
+    if profile.name == "candle":                 # measured CUDA outputs of Candle's kernels
+        meta["golden"] = golden_summary()
+    if subj.port is not None:
+        meta["port"] = subj.port.as_dict()
+    if subj.discovery_notes():
+        meta["discovery_notes"] = subj.discovery_notes()
+    static = next((lv for lv in lvls if lv.name == "amd-static" and lv.availability.available), None)
+    if static is not None:
+        meta["amd_targets"] = list(static.executor.targets)
+    return meta
 
 
 def _wave32_recheck(rows: list[dict], cases: list, lvls: list, meta: dict, console, subj) -> list[dict]:
