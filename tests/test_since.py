@@ -56,6 +56,36 @@ def test_an_untracked_source_counts(repo: Path):
     assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32"}
 
 
+def test_a_kernel_deleted_or_renamed_since_ref_counts(repo: Path, tmp_path: Path):
+    """A commit that deleted a kernel (or its file) selected nothing of it: `--since HEAD` was green
+    where the whole run said `missing`. The kernels a changed file defined at REF count too."""
+    (repo / "exp.hip").write_text((repo / "exp.hip").read_text().replace("uexp_f32", "uexp2_f32"))
+    assert kernels_changed("HEAD", repo)[0] == {"uexp_f32", "uexp2_f32"}
+    (repo / "neg.hip").unlink()                      # its quoted include read from its own folder
+    kernels, files = kernels_changed("HEAD", repo)
+    assert kernels == {"uexp_f32", "uexp2_f32", "uneg_f32"} and sorted(f.name for f in files) == ["exp.hip", "neg.hip"]
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu,amd-static", "--ops", "unary.neg", "--dtypes", "f32",
+                                  "--hip-src", str(repo), "--out", str(tmp_path / "o"), "-q", "--since", "HEAD"])
+    if shutil.which("hipcc"):                        # (amd-static: the level that finds it missing here)
+        assert r.exit_code == 1 and "not ported" in r.output, r.output
+
+
+def test_non_ascii_names_and_ignored_sources_count(repo: Path):
+    """git quotes non-ASCII names (`"\\303\\274n.hip"`) unless -z: such a file was never selected. An
+    ignored source (a suite under .gitignore) is read by discovery and cannot be told unchanged."""
+    (repo / "ünï.hip").write_text('extern "C" __global__ void usqrt_f32(size_t numel) { }\n')
+    assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32"}
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "unicode")
+    assert kernels_changed("HEAD", repo) == (set(), [])
+    (repo / "ünï.hip").write_text((repo / "ünï.hip").read_text() + "// edited\n")
+    assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32"}
+    (repo / ".gitignore").write_text("gen/\n")
+    (repo / "gen").mkdir()
+    (repo / "gen" / "made.hip").write_text('extern "C" __global__ void ulog_f32(size_t numel) { }\n')
+    assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32", "ulog_f32"}
+
+
 def test_bad_ref_and_no_repo_are_one_line_errors(repo: Path, tmp_path_factory):
     with pytest.raises(SinceError, match="no-such-ref"):
         kernels_changed("no-such-ref", repo)

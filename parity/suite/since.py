@@ -1,51 +1,86 @@
 """`parity run --since REF`: only the cases whose kernels live in files changed since a git ref.
 
 The fast check before a PR (and the pre-commit hook): a changed `.hip`/`.cu` file selects the
-kernels it defines; a changed header selects every source that includes it, directly or not.
-Changes are what `git diff REF` sees (staged and unstaged) plus untracked files.
+kernels it defines, and those it defined at REF (a kernel deleted or renamed is then `missing`, not
+unseen; a deleted file's likewise); a changed header selects every source that includes it,
+directly or not. Changes are what `git diff REF` sees (staged and unstaged), untracked files, and
+files git ignores (git cannot say whether they changed, and the suite's discovery reads them).
 """
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from pathlib import Path
-
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover
+from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover, scan_source
 
 
 class SinceError(ValueError):
     """Not a git work tree, or an unknown ref: a user mistake, said in one line."""
 
 
-def _git(args: list[str], cwd: Path) -> str:
+def _git(args: list[str], cwd: Path, text: bool = True) -> str | bytes:
     try:
-        p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+        p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=text, timeout=60)
     except FileNotFoundError:
         raise SinceError("--since needs git on PATH") from None
     if p.returncode != 0:
-        why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"
+        err = p.stderr if text else p.stderr.decode(errors="replace")
+        why = err.strip().splitlines()[-1] if err.strip() else "failed"
         raise SinceError(f"--since: git {args[0]} in {cwd}: {why}")
     return p.stdout
 
 
+def _top(folder: Path) -> Path:
+    return Path(_git(["rev-parse", "--show-toplevel"], folder).strip()).resolve()
+
+
 def changed_files(ref: str, folder: Path) -> list[Path]:
-    """Files under `folder` changed since `ref` (committed, staged, unstaged or untracked)."""
+    """Files under `folder` changed since `ref` (committed, staged, unstaged, untracked or ignored)."""
     folder = Path(folder).resolve()
-    top = Path(_git(["rev-parse", "--show-toplevel"], folder).strip())
+    top = _top(folder)
     try:
         _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], folder)
     except SinceError:
         raise SinceError(f"--since {ref}: no such commit in the git repository {top}") from None
-    names = _git(["diff", "--name-only", ref, "--", "."], folder).splitlines()
-    names += _git(["ls-files", "--others", "--exclude-standard", "--full-name", "--", "."], folder).splitlines()
+    names = []                                    # -z: names as they are (no quoting of non-ASCII bytes)
+    for args in (["diff", "-z", "--name-only", ref, "--", "."],
+                 ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--", "."],
+                 ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--full-name", "--", "."]):
+        names += [n for n in _git(args, folder).split("\0") if n]
     out = []
     for n in dict.fromkeys(names):
         p = (top / n).resolve()
         if p.is_relative_to(folder):
             out.append(p)
     return out
+
+
+def kernels_at(ref: str, source: Path, include_dirs: list[Path] = ()) -> set[str]:
+    """The kernels `source` defined at `ref` (none where it did not exist): scanned from a copy
+    outside the suite, its own folder first on the include path, as its quoted includes read it."""
+    source = Path(source).resolve()
+    top = _top(source.parent if source.parent.is_dir() else _existing_parent(source))
+    try:
+        old = _git(["show", f"{ref}:{source.relative_to(top).as_posix()}"], top, text=False)
+    except SinceError:                            # not in REF: a new file defined nothing there
+        return set()
+    with tempfile.TemporaryDirectory(prefix="parity-since-") as d:
+        copy = Path(d) / source.name
+        copy.write_bytes(old)
+        try:
+            decls, _ = scan_source(copy, [source.parent, *include_dirs])
+        except (SuiteError, OSError):            # what cannot be read now (a header gone) names nothing
+            return set()
+    return {k.name for k in decls}
+
+
+def _existing_parent(p: Path) -> Path:
+    while not p.is_dir():
+        p = p.parent
+    return p
 
 
 def _changed(ref: str, suite_dir: Path, include_dirs: list[Path],
@@ -74,12 +109,15 @@ def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) ->
 
 def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = (),
                     discovered: Callable[[], Suite] | None = None) -> tuple[set[str], list[Path]]:
-    """(kernel names defined by sources changed since `ref`, or including a changed header; the
-    changed kernel files). Deleted files count as changed but define nothing. discovered: as _changed."""
+    """(kernel names defined by sources changed since `ref` or including a changed header, and those
+    the changed sources defined at `ref` (deleted files too); the changed kernel files). discovered:
+    as _changed."""
     suite, hit, changed = _changed(ref, suite_dir, include_dirs, discovered)
     files = {p.resolve() for p in hit}
-    return {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
-        if suite else set(), changed
+    now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
+        if suite else set()
+    before = set().union(*(kernels_at(ref, p, list(include_dirs)) for p in changed if p.suffix in SOURCE_SUFFIXES))
+    return now | before, changed
 
 
 def selection_line(ref: str, files: list[Path], kernels: set[str], chosen: int, total: int) -> str:
