@@ -115,6 +115,18 @@ def _auto_level(subj):
                             f"{WHAT_RUNS_IT}. --parity-level cpu runs the reference's case machinery alone.")
 
 
+def _executor(spec: str):
+    """An instance of --parity-executor MODULE:CLASS; a usage error for one that cannot be made."""
+    import importlib
+    mod, _, cls = spec.partition(":")
+    if not mod or not cls:
+        raise pytest.UsageError(f"--parity-executor {spec!r}: expected MODULE:CLASS, e.g. my_port.executor:Broken")
+    try:
+        return getattr(importlib.import_module(mod), cls)()
+    except Exception as e:          # (ImportError, AttributeError, TypeError from its __init__, ...)
+        raise pytest.UsageError(f"--parity-executor {spec}: {type(e).__name__}: {e}") from None
+
+
 class _Session:
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -124,9 +136,11 @@ class _Session:
         from parity.run.cases import Filters
         from parity.run.session import SessionError, csv_list, select_cases
         sweep = config.getoption("parity_sweep")
+        profile = self._subject().profile            # a port's declared profile, as `parity run` takes it
         try:
             cases = select_cases(sweep, Filters(csv_list(config.getoption("parity_ops")),
-                                                csv_list(config.getoption("parity_dtypes"))), allow_empty=True)
+                                                csv_list(config.getoption("parity_dtypes")), profile=profile),
+                                 profile=profile, allow_empty=True)
         except SessionError as e:
             raise pytest.UsageError(f"--parity-sweep {sweep}: {e}") from None
         from parity.render import baseline
@@ -145,33 +159,40 @@ class _Session:
                 item.add_marker(pytest.mark.xfail(reason=entry.reason or "parity baseline", strict=strict))
             items.append(item)
 
+    def _subject(self):
+        """The suite, its port and profile, as `parity run --hip-src/--cuda-src` work them out (a folder
+        that does not exist is a usage error, not a sweep of `missing` kernels or a reference-only pass)."""
+        subj = getattr(self, "_subj", None)
+        if subj is None:
+            from parity.run.session import SessionError, subject
+            try:
+                subj = subject(self.config.getoption("parity_hip_src"), self.config.getoption("parity_cuda_src"))
+                subj.check_folders()
+            except SessionError as e:
+                raise pytest.UsageError(f"parity: {e}") from None
+            self._subj = subj
+        return subj
+
     def _state(self) -> dict:
         st = self.config.stash.get(_KEY, None)
         if st is None:
             from parity.core.suggest import unknown
             from parity.run.levels import ALL_LEVELS as LEVELS
-            from parity.run.session import SessionError, build_levels, subject
+            from parity.run.session import SessionError, build_levels
             name = self.config.getoption("parity_level")
             if name not in LEVELS + ("auto",):
                 raise pytest.UsageError(f"--parity-level: {unknown('level', name, ('auto',) + LEVELS)}")
             custom = self.config.getoption("parity_executor")
-            try:
-                subj = subject(self.config.getoption("parity_hip_src"), self.config.getoption("parity_cuda_src"))
-            except SessionError as e:
-                raise pytest.UsageError(f"parity: {e}") from None
+            subj = self._subject()
             if custom:
-                import importlib
-
                 from parity.executors.base import Availability
                 from parity.run.levels import Level
-                mod, _, cls = custom.partition(":")
-                ex = getattr(importlib.import_module(mod), cls)()
-                lv = Level("cpu" if name == "auto" else name, Availability(True, device=custom), ex)
+                lv = Level("cpu" if name == "auto" else name, Availability(True, device=custom), _executor(custom))
             elif name == "auto":
                 lv = _auto_level(subj)
             else:
                 try:                                   # a named level that cannot run: as `parity run --levels`
-                    (lv,) = build_levels([name], subj)
+                    (lv,) = build_levels([name], subj, named="--parity-level")
                 except SessionError as e:
                     raise pytest.UsageError(f"--parity-level {name}: {e}") from None
             st = {"level": lv}

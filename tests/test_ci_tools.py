@@ -380,6 +380,32 @@ def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
     assert r.ret == pytest.ExitCode.USAGE_ERROR
 
 
+def test_pytest_plugin_takes_the_suites_profile_and_refuses_what_run_refuses(pytester, tmp_path):
+    """The plugin swept Candle's cases over a port declaring its own kernels (9,931 `missing`), took a
+    --parity-hip-src that does not exist (16 cpu passes), and a bad --parity-executor was an
+    INTERNALERROR traceback."""
+    hip = Path(__file__).parent.parent / "docs" / "examples" / "declared-port" / "hip"
+    r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-hip-src", str(hip),
+                           "--parity-level", "cpu", "--parity-ops", "blas.axpy", "-p", "no:cacheprovider")
+    from parity import profiles
+    from parity.run.cases import Filters, load_sweep
+    vecops = profiles.load(hip / "parity-kernels.toml")
+    cases = load_sweep("smoke", Filters(["blas.axpy"], profile=vecops), profile=vecops)
+    assert cases and all(c.id.startswith("vecops.blas.axpy/") for c in cases)
+    r.assert_outcomes(passed=len(cases))
+    for args, says in ((("--parity-hip-src", str(tmp_path / "nowhere")), f"kernel suite folder {tmp_path / 'nowhere'} "
+                                                                          "does not exist"),
+                       (("--parity-cuda-src", "/etc/passwd"), "kernel suite folder /etc/passwd does not exist"),
+                       (("--parity-executor", "os:path"), "--parity-executor os:path: TypeError"),
+                       (("--parity-executor", "no_such_module:X"), "--parity-executor no_such_module:X: "
+                                                                   "ModuleNotFoundError"),
+                       (("--parity-executor", "nocolon"), "expected MODULE:CLASS")):
+        r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
+                               "--parity-level", "cpu", *args)
+        assert r.ret == pytest.ExitCode.USAGE_ERROR and says in r.stderr.str(), (args, r.stderr.str())
+        assert "Traceback" not in r.stderr.str() + r.stdout.str()
+
+
 def test_pytest_plugin_is_inert_without_a_sweep(pytester):
     pytester.makepyfile("def test_x():\n    import sys\n    assert 'parity.run.engine' not in sys.modules\n")
     r = pytester.runpytest_subprocess(*_plugin_args())         # a fresh process: nothing imported yet

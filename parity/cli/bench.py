@@ -81,7 +81,7 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
     if levels == "auto":                # the CUDA suite is the comparison when given, else the CuPy reference
         names = [n for n in names if n != ("cupy" if cuda_src else "cuda")]
     with setup_errors():
-        lvls = session.build_levels(names, subj, case_timeout=case_timeout, named=False)
+        lvls = session.build_levels(names, subj, case_timeout=case_timeout, named=None)
     runnable = [l for l in lvls if l.availability.available]
     if not runnable:
         why = "; ".join(f"{l.name}: {l.availability.reason}" for l in lvls)

@@ -87,7 +87,7 @@ def _judged_on(level: str, subj, spec, built, expected, launch):
     """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
     level gives (unavailable, its reason, None, None)."""
     from parity.run import session
-    (lv,) = session.build_levels([level], subj, named=False)
+    (lv,) = session.build_levels([level], subj, named=None)
     if not lv.availability.available:
         return Verdict.UNAVAILABLE, lv.availability.reason, None, None
     try:

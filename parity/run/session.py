@@ -173,9 +173,11 @@ def changed_cases(cases: list[Case], ref: str, subj: Subject) -> tuple[list[Case
 
 # ------------------------------------------------------------------------------------- the levels
 def build_levels(levels: str | list[str], subj: Subject, wave: str | int = "64", case_timeout: float = 30.0,
-                 gpus: str | None = None, require: str | None = None, named: bool = True) -> list[Level]:
+                 gpus: str | None = None, require: str | None = None,
+                 named: str | None = "--levels") -> list[Level]:
     """The selected levels, built ("auto": cpu and every GPU level of levels.LEVELS). A level named
-    in `levels` (unless named=False) or in `require` that is unavailable is a SessionError; `auto`
+    in `levels` (by the option `named`; None: not the user's choice) or in `require` that is
+    unavailable is a SessionError; `auto`
     keeps the unavailable ones as rows of the report."""
     from parity.run.levels import ALL_LEVELS, LEVELS, expand_waves, make, parse_waves
     auto = levels == "auto"
@@ -190,7 +192,7 @@ def build_levels(levels: str | list[str], subj: Subject, wave: str | int = "64",
         raise SessionError(str(e))
     lvls = [make(n, subj.hip_src, subj.cuda_src, case_timeout, gpus=gpus, port=subj.port, profile=subj.profile.name,
                  suite=subj.suite) for n in names]
-    must = [] if auto or not named else [(lv, "named in --levels") for lv in lvls]
+    must = [] if auto or not named else [(lv, f"named in {named}") for lv in lvls]
     for r in required:
         lv = next((lv for lv in lvls if lv.name == r or lv.name.split("/")[0] == r), None)
         if lv is None:
