@@ -397,3 +397,20 @@ def test_peak_table_and_fallback():
     got = peak("Some GPU", measure=lambda dt: {"f16": 100, "bf16": 90, "f32": 20, "f64": 10}[dt])
     assert got["peaks"]["bf16"] == 90 and got["source"].startswith("measured")
     assert peak("Some GPU")["peaks"] == {}
+
+
+def test_peak_cli_never_labels_a_measurement_with_another_devices_name():
+    """`parity peak --device MI300X` measured this machine's GPU under that name (or, without one, was an
+    internal error); with --no-measure it printed no peak and exited 0."""
+    import json
+
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    for extra in ((), ("--no-measure",), ("--json",)):
+        r = CliRunner().invoke(main, ["peak", "--device", "MI300X", *extra])
+        assert (r.exit_code, r.output) == (2, "Error: --device MI300X: not in parity's table (H200, H100 PCIe, H100, "
+                                              "A100); run `parity peak` without --device on a machine with that GPU "
+                                              "to measure it\n")
+    r = CliRunner().invoke(main, ["peak", "--device", "NVIDIA H100 80GB HBM3", "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["peaks"]["f32"] == 66.9

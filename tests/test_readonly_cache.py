@@ -66,3 +66,21 @@ def test_compile_with_an_unwritable_cache_dir_warns_and_has_no_traceback(tmp_pat
     assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
     assert r.output.count("warning: compile cache") == 1
     assert "0 compile errors" in r.output
+
+
+def test_environment_folders_expand_home_and_flags_read_off_values(monkeypatch, tmp_path):
+    """PARITY_CACHE_DIR='~/c' (a CI env: block does not expand it) made a folder named `~` where the
+    command ran; PARITY_FORCE_RECOMPILE=0 forced recompiles (bool("0"))."""
+    from parity.core import env
+    from parity.suite.compile_cache import cache_dir
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PARITY_CACHE_DIR", "~/c")
+    assert cache_dir() == tmp_path / "c"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PARITY_CACHE_DIR", "rel")
+    assert cache_dir() == tmp_path / "rel"
+    for off in ("", "0", "false", "No", " off "):
+        monkeypatch.setenv("PARITY_FORCE_RECOMPILE", off)
+        assert not env.flag("PARITY_FORCE_RECOMPILE")
+    monkeypatch.setenv("PARITY_FORCE_RECOMPILE", "1")
+    assert env.flag("PARITY_FORCE_RECOMPILE")

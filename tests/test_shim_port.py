@@ -60,6 +60,8 @@ def _write(tmp_path: Path, text: str) -> Path:
     ('defines = { X = true }\n', "the value of X must be a string or a number"),
     ('language = "cuda"\n', "unknown language 'cuda'"),
     ('sources = ["../*.cu"]\n', "leaves the sources' folder"),
+    ('sources = ["/etc/*"]\n', "leaves the sources' folder"),
+    ('sources = [" "]\n', "is empty: a glob such as 'src/*.hip'"),
     ('sources = [\n', "not valid TOML"),
 ])
 def test_port_file_mistakes_are_one_line_naming_file_and_key(tmp_path, text, said):
@@ -93,6 +95,11 @@ def test_cli_port_mistakes_exit_2_in_one_line(tmp_path):
     assert r.exit_code == 2 and "'1X' is not a macro name" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--port-include", str(tmp_path), "--out", str(tmp_path)])
     assert r.exit_code == 2 and "give --hip-src" in r.output
+    for glob, said in (("/etc/passwd", "--port-source '/etc/passwd' leaves the sources' folder"),
+                       ("", "--port-source '' is empty")):   # (were internal errors: Path.glob refused them)
+        for cmd in ("run", "compile"):
+            r = CliRunner().invoke(main, [cmd, "--hip-src", str(PORT_DIR), "--port-source", glob])
+            assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
     r = CliRunner().invoke(main, ["run", "--hip-src", str(PORT_DIR), "--levels", "cpu", "--port-source", "none/*.cu",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0     # globs add to the port's own src/*.cu

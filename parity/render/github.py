@@ -1,8 +1,7 @@
 """GitHub Actions workflow commands: one `::error` annotation per finding (root cause), capped."""
 from __future__ import annotations
 
-import os
-
+from parity.core import env
 from parity.render.findings import of
 from parity.render.outcome import of as outcome_of
 from parity.run.results import Results
@@ -11,7 +10,7 @@ CAP = 50
 
 
 def enabled() -> bool:
-    return os.environ.get("GITHUB_ACTIONS", "").lower() not in ("", "0", "false")
+    return env.flag("GITHUB_ACTIONS")
 
 
 def _data(s: str) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from parity.core import env
 from parity.suite.includes import include_walk
 
 CACHE_VERSION = "1"
@@ -41,7 +42,7 @@ _LOC = re.compile(r'^(?P<file>[^\s:()][^:()\n]*?)(?::(?P<l1>\d+)(?::\d+)?|\((?P<
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "parity")
+    return env.folder("PARITY_CACHE_DIR") or Path.home() / ".cache" / "parity"
 
 
 @dataclass
@@ -105,9 +106,9 @@ def toolchain_version(argv: tuple[str, ...], env_items: tuple[tuple[str, str], .
     exe = shutil.which(argv[0])
     if not exe:
         return ""
-    env = {**os.environ, **dict(env_items)}
+    run_env = {**os.environ, **dict(env_items)}
     try:
-        p = subprocess.run([exe, *argv[1:], "--version"], capture_output=True, text=True, env=env,
+        p = subprocess.run([exe, *argv[1:], "--version"], capture_output=True, text=True, env=run_env,
                            errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -261,7 +262,7 @@ def cached_build(key: str, build: Builder, command: list[str] = (), root: Path |
     a miss compiles into a private scratch folder, with one warning line."""
     root = Path(root) if root else cache_dir()
     source = Path(source) if source is not None else None
-    forced = force or bool(os.environ.get("PARITY_FORCE_RECOMPILE"))
+    forced = force or env.flag("PARITY_FORCE_RECOMPILE")
     if not forced:
         hit = _load(root / key[:2] / key, key, source)
         if hit:

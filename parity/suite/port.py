@@ -113,7 +113,7 @@ class Port:
         """This port with command-line additions (--port-source, --port-include, ...) after its own."""
         d = dict(self.defines)
         d.update(dict(parse_defines(list(defines), "--port-define")))
-        return replace(self, sources=self.sources + tuple(sources),
+        return replace(self, sources=self.sources + _source_globs(sources, "--port-source"),
                        include_dirs=self.include_dirs + tuple(_cli_path(p, "--port-include", dir_=True)
                                                               for p in include_dirs),
                        force_includes=self.force_includes + tuple(_cli_path(p, "--port-force-include")
@@ -161,6 +161,16 @@ def _inside(base: Path, value: str, where: str, dir_: bool) -> Path:
     return path
 
 
+def _source_globs(globs, where: str) -> tuple[str, ...]:
+    """Source globs as Path.glob takes them: relative to the sources' folder, inside it, not empty."""
+    for s in globs:
+        if not s.strip():
+            raise PortError(f"{where} {s!r} is empty: a glob such as 'src/*.hip'")
+        if os.path.isabs(s) or ".." in Path(s).parts:
+            raise PortError(f"{where} {s!r} leaves the sources' folder (globs are relative to it)")
+    return tuple(globs)
+
+
 def _strings(data: dict, key: str, where: str) -> list[str]:
     items = data.get(key, [])
     if not all(isinstance(i, str) for i in items):
@@ -195,12 +205,9 @@ def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) ->
     lang = data.get("language", "hip")
     if lang not in LANGUAGES:
         raise PortError(f"{file}: {unknown('language', lang, LANGUAGES)}")
-    sources = _strings(data, "sources", str(file))
-    for s in sources:
-        if os.path.isabs(s) or ".." in Path(s).parts:
-            raise PortError(f"{file}: sources: {s!r} leaves the sources' folder (globs are relative to it)")
+    sources = _source_globs(_strings(data, "sources", str(file)), f"{file}: sources:")
     return Port(
-        root=Path(root) if root is not None else base, sources=tuple(sources),
+        root=Path(root) if root is not None else base, sources=sources,
         include_dirs=tuple(_inside(base, d, f"{file}: include_dirs", True)
                            for d in _strings(data, "include_dirs", str(file))),
         force_includes=tuple(_inside(base, f, f"{file}: force_includes", False)
