@@ -90,7 +90,7 @@ class CudaToolchain:
             version = "nvrtc %d.%d" % nvrtc.getVersion()
         except Exception as e:  # library absent
             return CompileResult(False, "", error=CompileError(
-                f"NVRTC unavailable ({e}); install nvcc or `pip install nvidia-cuda-nvrtc-cu12`"))
+                f"NVRTC unavailable ({e}); {nvrtc_hint()}"))
         incs = list(self.include_dirs) + ([CUDA_RTC_STUBS] if CUDA_RTC_STUBS.is_dir() else [])
         incs += [Path(p) for p in _cuda_include_dirs()]
         flags = self.flags(source)
@@ -144,6 +144,15 @@ def _cupy_dist() -> str:
     names = sorted({d.metadata["Name"] for d in md.distributions()
                     if (d.metadata["Name"] or "").lower().startswith("cupy")})
     return ", ".join(f"{n} {md.version(n)}" for n in names) or "CuPy"
+
+
+def nvrtc_hint() -> str:
+    """What gives CuPy an NVRTC: the CUDA major its wheel was built for (cupy-cuda13x: 13, whose
+    libnvrtc.so.13 it loads; a cu12 wheel was suggested whatever the CuPy)."""
+    import re
+    major = re.search(r"cupy-cuda(\d+)x", _cupy_dist())
+    cuda = f"CUDA {major.group(1)}" if major else "the CUDA that CuPy was built for"
+    return f"install NVRTC for {cuda} (its toolkit's nvcc, or NVIDIA's NVRTC wheel for {cuda})"
 
 
 def _cuda_error(lib, rc: int) -> str:
@@ -421,8 +430,7 @@ class HipOnNvidiaExecutor(Executor):
                 from cupy_backends.cuda.libs import nvrtc
                 nvrtc.getVersion()
             except Exception as e:
-                return Availability(False, f"no nvcc on PATH and NVRTC unusable ({e}): "
-                                           "install the CUDA toolkit or pip install nvidia-cuda-nvrtc-cu12")
+                return Availability(False, f"no nvcc on PATH and NVRTC unusable ({e}): {nvrtc_hint()}")
         return Availability(True, device=f"{name} (sm_{cc}), {self.toolchain.compiler}")
 
     def warm(self) -> None:

@@ -37,7 +37,7 @@ def _gpu() -> Check:
 
 
 def _cupy() -> list[Check]:
-    from parity.executors.hip_nvidia import CUPY_PIP, cuda_device
+    from parity.executors.hip_nvidia import CUPY_PIP, cuda_device, nvrtc_hint
     try:
         import cupy
     except Exception:                          # not installed, or installed and broken: cuda_device says which
@@ -54,7 +54,7 @@ def _cupy() -> list[Check]:
         rows.append(Check("nvrtc", True, "NVRTC %d.%d" % nvrtc.getVersion(), ""))
     except Exception as e:
         rows.append(Check("nvrtc", False, f"NVRTC not loadable: {str(e).splitlines()[0]}",
-                          "pip install nvidia-cuda-nvrtc-cu12"))
+                          nvrtc_hint()))
     return rows
 
 

@@ -141,6 +141,8 @@ def parse_defines(items, where: str) -> list[tuple[str, str]]:
 
 
 def _cli_path(p, option: str, dir_: bool = False) -> Path:
+    if not str(p).strip():                       # ('' resolved to the current folder)
+        raise PortError(f"{option} is empty ({str(p)!r}): give a {'folder' if dir_ else 'file'}")
     path = Path(p).resolve()
     if not (path.is_dir() if dir_ else path.is_file()):
         raise PortError(f"{option} {p}: no such {'folder' if dir_ else 'file'}")
@@ -223,8 +225,8 @@ def find_port(hip_src: Path | None, port_file: Path | None) -> Port | None:
     """The port of a run: --port FILE, else DIR/parity-port.toml of --hip-src DIR, else None."""
     if port_file is not None:
         return load_port(port_file, hip_src)
-    if hip_src is not None and (Path(hip_src) / PORT_FILE).is_file():
-        return load_port(Path(hip_src) / PORT_FILE, hip_src)
+    if hip_src is not None and files.kind(Path(hip_src) / PORT_FILE) != "nothing":   # (a folder or a FIFO
+        return load_port(Path(hip_src) / PORT_FILE, hip_src)                        # there: load_port says so)
     return None
 
 
