@@ -100,6 +100,11 @@ def test_cli_port_mistakes_exit_2_in_one_line(tmp_path):
         for cmd in ("run", "compile"):
             r = CliRunner().invoke(main, [cmd, "--hip-src", str(PORT_DIR), "--port-source", glob])
             assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(PORT_DIR), "--port-include", "", "--levels", "cpu"])
+    assert r.exit_code == 2 and "--port-include is empty ('')" in r.output, r.output
+    (tmp_path / "suite" / "parity-port.toml").mkdir(parents=True)        # not a file: refused, not ignored
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(tmp_path / "suite"), "--levels", "cpu"])
+    assert r.exit_code == 2 and "parity-port.toml is a folder, not a regular file" in r.output, r.output
     r = CliRunner().invoke(main, ["run", "--hip-src", str(PORT_DIR), "--levels", "cpu", "--port-source", "none/*.cu",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0     # globs add to the port's own src/*.cu
