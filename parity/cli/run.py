@@ -102,7 +102,8 @@ class RunOptions:
               help="Run shard K of N (K/N, 1-based; split by case-ID hash); join with `parity merge`.")
 @click.option("--since", "since", type=Text(), metavar="REF",
               help="Only the cases whose kernels are defined in suite files changed since this git ref "
-                   "(committed, staged, unstaged or untracked; a changed header selects the files including it).")
+                   "(committed, staged, unstaged, untracked or git-ignored; a changed header selects the files "
+                   "including it; the kernels a changed or deleted file defined at REF count too).")
 @click.option("--every-fault", is_flag=True,
               help="Launch every case. By default, once a kernel crashes or times out on a code path (in place, "
                    "empty, a layout class), its later cases on that path are `not-run` (failing, counted, listed): "
