@@ -62,7 +62,7 @@ def kernels_at(ref: str, source: Path, include_dirs: list[Path] = ()) -> set[str
     """The kernels `source` defined at `ref` (none where it did not exist): scanned from a copy
     outside the suite, its own folder first on the include path, as its quoted includes read it."""
     source = Path(source).resolve()
-    top = _top(source.parent if source.parent.is_dir() else _existing_parent(source))
+    top = _top(_existing_parent(source.parent))          # (a deleted file's folder may be gone too)
     try:
         old = _git(["show", f"{ref}:{source.relative_to(top).as_posix()}"], top, text=False)
     except SinceError:                            # not in REF: a new file defined nothing there
@@ -78,6 +78,7 @@ def kernels_at(ref: str, source: Path, include_dirs: list[Path] = ()) -> set[str
 
 
 def _existing_parent(p: Path) -> Path:
+    """`p`, or its nearest folder above that exists."""
     while not p.is_dir():
         p = p.parent
     return p
