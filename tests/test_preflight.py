@@ -149,3 +149,24 @@ def test_a_narrow_pointer_is_signature_mismatch_on_the_gpu_level(tmp_path: Path)
         level.executor.close()
     assert [r["verdict"] for r in rows] == ["signature-mismatch", "pass"], [r["message"][:300] for r in rows]
     assert "(2-byte elements, not 4)" in rows[0]["message"]
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not installed")
+def test_a_narrow_pointer_is_signature_mismatch_on_amd_static_too(tmp_path: Path):
+    """amd-static compared parameter lists by ABI class only: `const uint32_t *info` (one of the bugs
+    ports ship) was `compiled`, exit 0, while coverage and the GPU level called it a mismatch."""
+    from parity.run.engine import run_cases
+    from parity.run.levels import make
+    (tmp_path / "unary.hip").write_text(
+        '#include <hip/hip_runtime.h>\n#include <stdint.h>\n'
+        'extern "C" __global__ void uneg_f32(size_t numel, size_t num_dims, const uint32_t* info, '
+        'const float* inp, float* out) { }\n'
+        'extern "C" __global__ void uexp_f32(size_t numel, size_t num_dims, const size_t* info, '
+        'const float* inp, float* out) { }\n')
+    level = make("amd-static", tmp_path, None)
+    level.executor.targets = ("gfx90a",)
+    rows = run_cases([Case.parse("unary.neg/f32/contiguous/normal/s0"), Case.parse("unary.exp/f32/contiguous/normal/s0")],
+                     level.executor)
+    assert [r["verdict"] for r in rows] == ["signature-mismatch", "compiled"], [r["message"][:300] for r in rows]
+    assert "uneg_f32(size_t, size_t, const u32*, const f32*, f32*) but the ABI passes (size_t, size_t, " \
+           "const size_t*, const f32*, f32*)" in rows[0]["message"], rows[0]["message"]

@@ -16,13 +16,12 @@ from typing import Callable, Iterable
 
 from parity import profiles
 from parity.executors.base import Availability, Executor
-from parity.executors.preflight import compile_failure, not_found
+from parity.executors.preflight import compile_failure, declared_mismatch, not_found
 from parity.host.routines import suite_kernels
 from parity.ops.base import ExecResult
 from parity.suite.amd_static import (accepted_targets, compile_for_arch, hipcc, kernel_notes, parse_resource_usage,
                                      toolchain, wavefront_size)
 from parity.suite.compile_cache import CompileResult
-from parity.suite.coverage import compare_signature
 from parity.suite.elf import kernels_from_binary
 from parity.suite.port import Port, subject_suite
 from parity.suite.scan import Suite
@@ -144,16 +143,11 @@ class AmdStaticExecutor(Executor):
                 v = compile_failure(src, res)
                 return ExecResult(v.status, message=f"hipcc --offload-arch={arch}: {v.message}", detail=v.detail)
         op_key = self._expected.get(kernel)
-        if op_key is not None and decl.params is not None:
+        if op_key is not None:                           # (pointees too: `const uint32_t *info` for size_t)
             op, key = op_key
-            expected = op.signature(key)
-            ok, note = compare_signature(expected, decl.params)
-            if not ok:
-                return ExecResult("signature-mismatch",
-                                  message=f"{decl.where()}: {kernel}({', '.join(decl.params)}) but the ABI passes "
-                                          f"({', '.join(expected)}): {note}",
-                                  detail={"source": str(src), "expected_params": list(expected),
-                                          "found_params": list(decl.params)})
+            wrong = declared_mismatch(decl, op.signature(key), profiles.typed_signature(op, key))
+            if wrong is not None:
+                return wrong
         if kernel not in self._symbols_of(src):
             return not_found(kernel, self.suite, str(self.suite_dir), [])
         return ExecResult("compiled", message=f"compiles for {', '.join(self.targets)}; not executed",

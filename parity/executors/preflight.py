@@ -77,17 +77,26 @@ def signature_mismatch(suite: Suite, launch: Launch) -> ExecResult | None:
     profile knows the pointees (launch.typed), with a pointer to elements of another width (`float*`
     where f16 elements go): the same judgement as `parity coverage`. None otherwise."""
     decl = suite.kernels.get(launch.kernel)
-    if decl is None or decl.params is None:
+    if decl is None:
         return None
-    expected = [a.ctype() for a in launch.args]
-    ok, note = compare_signature(expected, decl.params, launch.typed, decl.types)
+    return declared_mismatch(decl, [a.ctype() for a in launch.args], launch.typed, "; not launched")
+
+
+def declared_mismatch(decl, expected: list[str], expected_typed: list[str] | None, tail: str = "") -> ExecResult | None:
+    """`signature-mismatch` when the kernel's declaration `decl` (parity.suite.scan.KernelDecl) takes
+    other parameters than `expected` (by ABI class), or, where the pointees are known (`expected_typed`),
+    a pointer to elements of another width (`const uint32_t *info` for size_t); None otherwise. The one
+    judgement of coverage, a launch's preflight and the amd-static level."""
+    if decl.params is None:
+        return None
+    ok, note = compare_signature(expected, decl.params, expected_typed, decl.types)
     if ok:
         return None
-    typed = launch.typed is not None and decl.types is not None and [abi_class(t) for t in expected] == \
+    typed = expected_typed is not None and decl.types is not None and [abi_class(t) for t in expected] == \
         [abi_class(t) for t in decl.params]       # the classes agree: the difference is a pointee
-    found, passed = (decl.types, launch.typed) if typed else (decl.params, expected)
+    found, passed = (decl.types, expected_typed) if typed else (decl.params, expected)
     return ExecResult("signature-mismatch",
-                      message=f"{decl.where()}: {launch.kernel}({', '.join(found)}) but the ABI passes "
-                              f"({', '.join(passed)}): {note}; not launched",
+                      message=f"{decl.where()}: {decl.name}({', '.join(found)}) but the ABI passes "
+                              f"({', '.join(passed)}): {note}{tail}",
                       detail={"source": str(decl.file) if decl.file else "", "expected_params": list(passed),
                               "found_params": list(found)})
