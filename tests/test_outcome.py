@@ -314,3 +314,22 @@ def test_the_header_names_the_suites_the_levels_that_ran_read():
     both = dict(cuda, levels=[{"level": "cuda", "available": True}, {"level": "hip-on-nvidia", "available": True}])
     assert suites_line(both) == "HIP suite `backends/hip` · CUDA suite `candle/src`"
     assert suites_line(dict(cuda, levels=[{"level": "cpu", "available": True}])) == "no suite ran (reference levels only)"
+
+
+def test_baselined_failures_are_said_and_never_counted_as_passes():
+    """A baseline over every failure of a port whose file does not compile gave `compiled — 0/1 kernels
+    compile`, and one over a GPU run `14/14 cases pass` with 5 of them xfail: the headline counts
+    passes only and says how many failures the baseline accepted."""
+    import pandas as pd
+
+    from parity.render.outcome import decide
+    gpu = {"level": "hip-on-nvidia", "available": True}
+    rows = [{"case_id": f"unary.neg/f32/c{i}", "op": "unary.neg", "level": "hip-on-nvidia", "kernel": "uneg_f32",
+             "verdict": "xfail" if i < 5 else "pass"} for i in range(14)]
+    o = decide(pd.DataFrame(rows), {"levels": [gpu], "planned_rows": 14})
+    assert (o.status, o.headline) == ("pass", "parity: 9/14 cases pass on hip-on-nvidia — 1 kernel executed · "
+                                              "5 known failures accepted by the baseline (xfail)")
+    static = [dict(r, level="amd-static", verdict="xfail") for r in rows]
+    o = decide(pd.DataFrame(static), {"levels": [dict(gpu, level="amd-static")], "planned_rows": 14})
+    assert o.status == "compiled" and o.headline.startswith("parity: compiled, not executed — 0/1 kernels compile")
+    assert o.headline.endswith(" · 14 known failures accepted by the baseline (xfail)")
