@@ -756,3 +756,20 @@ def test_resume_of_a_run_whose_kernels_changed_is_exit_2_and_of_a_cpu_run_is_not
         else:
             line = one_line_error(invoke("run", "--resume", folder, "-q"))
             assert "the kernel sources changed since that run: hip:good.hip (changed)" in line, line
+
+
+def test_diff_never_calls_a_baselined_failure_fixed_and_says_when_only_the_reference_was_compared(tmp_path):
+    """compile-error -> xfail was `16 fixed`, pass -> xfail was `No regressions` with no word of it,
+    and a diff whose common rows were all cpu rows said `No regressions.` as if kernels were compared."""
+    c = ids("unary.neg", 3)
+    old = write(tmp_path / "old.json", {c[0]: "compile-error", c[1]: "pass", c[2]: "fail"}, levels=(GPU,))
+    new = write(tmp_path / "new.json", {c[0]: "xfail", c[1]: "xfail", c[2]: "pass"}, levels=(GPU,))
+    r = invoke("diff", old, new)
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0] == ("## ⚠️ parity diff: 0 new failure(s), 1 fixed, 2 failing now accepted by "
+                                        "the baseline, 0 slowdown(s) > 1.1x")
+    assert "### Failing now, accepted by the baseline (xfail) (2)" in r.output
+    a = write(tmp_path / "a.json", {c[0]: "pass"})
+    r = invoke("diff", a, a)
+    assert r.exit_code == 0 and r.output.startswith("## ⚠️ parity diff") and \
+        "⚠️ Every compared row is from cpu, the reference: no kernel of the suite was compared." in r.output

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from parity.core.row import Verdict
+from parity.run.levels import REFERENCE, role
 from parity.run.results import FAILING, Results
 
 
@@ -41,6 +42,7 @@ class Diff:
     new_failures: list[Change] = field(default_factory=list)
     fixed: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)       # failing in both, different verdict
+    baselined: list[Change] = field(default_factory=list)     # xfail now, not before: failing, the baseline accepts it
     still_failing: int = 0
     slowdowns: list[Slowdown] = field(default_factory=list)
     speedups: list[Slowdown] = field(default_factory=list)
@@ -50,6 +52,12 @@ class Diff:
     timed: int = 0
     threshold: float = 1.10
     differs: list[str] = field(default_factory=list)           # "sweep smoke vs pr", from scope_differences
+    levels: set[str] = field(default_factory=set)              # the levels of the compared rows
+
+    @property
+    def reference_only(self) -> bool:
+        """Every compared row is a reference level's (cpu, cupy): no kernel of the suite was compared."""
+        return bool(self.levels) and all(role(lv) == REFERENCE for lv in self.levels)
 
     @property
     def regressions(self) -> bool:
@@ -112,6 +120,7 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
         msg = first[0][:300] if first else ""
         if ro is not None:
             d.compared += 1
+            d.levels.add(str(key[1]))
         if vn in FAILING:
             if vo in FAILING:
                 d.still_failing += 1
@@ -119,7 +128,9 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
                     d.changed.append(Change(key[0], key[1], vo, vn, msg))
             else:
                 d.new_failures.append(Change(key[0], key[1], vo, vn, msg))
-        elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.XFAIL):
+        elif vn == Verdict.XFAIL and ro is not None and vo != Verdict.XFAIL:   # never `fixed`: it still fails
+            d.baselined.append(Change(key[0], key[1], vo, vn, msg))
+        elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.COMPILED):
             d.fixed.append(Change(key[0], key[1], vo, vn))
         if ro is None:
             continue
@@ -148,12 +159,16 @@ def partial_line(d: Diff) -> str:
 
 def render(d: Diff, limit: int = 50) -> str:
     """Markdown-ish text for a terminal or a PR comment."""
-    icon = "❌" if d.regressions else "⚠️" if d.partial else "✅"
+    icon = "❌" if d.regressions else "⚠️" if d.partial or d.baselined or d.reference_only else "✅"
     head = (f"## {icon} parity diff: {len(d.new_failures)} new failure(s), {len(d.fixed)} fixed, "
-            f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
+            + (f"{len(d.baselined)} failing now accepted by the baseline, " if d.baselined else "")
+            + f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
     lines = [head, ""]
     if d.partial:
         lines += [partial_line(d), ""]
+    if d.reference_only:
+        lines += [f"⚠️ Every compared row is from {', '.join(sorted(d.levels))}, the reference: no kernel of the "
+                  "suite was compared.", ""]
     lines += [f"{d.compared} cases in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
               f"{d.still_failing} still failing; {d.timed} with kernel times in both.", ""]
 
@@ -172,6 +187,9 @@ def render(d: Diff, limit: int = 50) -> str:
            for c in d.new_failures], len(d.new_failures))
     table("Fixed", "| case | level | was | now |",
           [f"| `{c.case_id}` | {c.level} | {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
+    table("Failing now, accepted by the baseline (xfail)", "| case | level | was | now | message |",
+          [f"| `{c.case_id}` | {c.level} | {c.old} | **{c.new}** | {c.detail} |" for c in d.baselined],
+          len(d.baselined))
     table("Verdict changed (still failing)", "| case | level | was | now |",
           [f"| `{c.case_id}` | {c.level} | {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
     table(f"Slowdowns beyond {d.threshold:g}x", "| case | level | old ms | new ms | ratio |",
