@@ -130,6 +130,7 @@ def _executor(spec: str):
 class _Session:
     def __init__(self, config: pytest.Config):
         self.config = config
+        self._subj = None                          # the suite (_subject), worked out once
 
     @pytest.hookimpl(tryfirst=True)            # before -k/-m deselection sees the item list
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
@@ -162,7 +163,7 @@ class _Session:
     def _subject(self):
         """The suite, its port and profile, as `parity run --hip-src/--cuda-src` work them out (a folder
         that does not exist is a usage error, not a sweep of `missing` kernels or a reference-only pass)."""
-        subj = getattr(self, "_subj", None)
+        subj = self._subj
         if subj is None:
             from parity.run.session import SessionError, subject
             try:

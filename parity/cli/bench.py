@@ -172,9 +172,11 @@ def _distinct(paths: list) -> list[Path]:
     """`paths` without a second name for a file already named (the same results.json again, or through
     its run folder or a link)."""
     import os
+
+    from parity.run.results import results_path
     seen, out = set(), []
     for p in map(Path, paths):
-        real = os.path.realpath(p / "results.json" if p.is_dir() else p)
+        real = os.path.realpath(results_path(p))
         if real not in seen:
             seen.add(real)
             out.append(p)

@@ -81,9 +81,11 @@ def not_an_input(output: Path, inputs) -> None:
     """-o naming a file the command reads (a run folder's results.json) is exit 2: the output would
     replace what it is made from."""
     import os
+
+    from parity.run.results import results_path
     out = os.path.realpath(output)
     for p in map(Path, inputs):
-        if os.path.realpath(p / "results.json" if p.is_dir() else p) == out:
+        if os.path.realpath(results_path(p)) == out:
             raise SetupError(f"-o {output} is the input {p}: writing it would replace what it is made from; "
                              "name another file")
 

@@ -190,6 +190,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     from parity.render import baseline, terminal
     from parity.run import session
     from parity.run.cases import Filters
+    from parity.run.shard import apply_shard
 
     if resume:
         o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
@@ -204,8 +205,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
                            port_include=port_include, port_force_include=port_force_include, port_define=port_define)
     profile = subj.profile
     filters = Filters(csv_list(ops), csv_list(dtypes), csv_list(layouts), csv_list(value_classes), profile=profile)
-    cases = session.select_cases(sweep, filters, shard=opts.shard, profile=profile, allow_empty=bool(opts.shard))
-    shard_of = len(session.select_cases(sweep, filters, profile=profile)) if opts.shard and not cases else None
+    selected = session.select_cases(sweep, filters, profile=profile)
+    cases = apply_shard(selected, opts.shard)
+    shard_of = len(selected) if opts.shard and not cases else None     # (a shard may hold no case)
     if profile.name != "candle" and not subj.given and levels != "cpu":
         raise SetupError(f"profile {profile.name} has no bundled suite: give --hip-src DIR (the kernels to check), "
                          "or --levels cpu for its reference alone")
@@ -241,8 +243,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         shard=opts.shard_text,
         profile_opt=profile_opt if profile_opt or profile.name == "candle"
         else profile.name if profile.source == "built-in" else profile.source, sources=sources))
-    meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of)
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
+    meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of, static)
     journal = session.open_journal(folder, cases, runnable, bool(resume))
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)
@@ -254,7 +256,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
 
 
 def _run_meta(sweep: str, filters, subj, lvls: list, levels: str, reference_only: bool, planned: int,
-              shard_of: int | None) -> dict:
+              shard_of: int | None, static) -> dict:
     """results.json's meta of a run, before it runs (the options' and timings' entries come after)."""
     from parity.run.results import environment
     from parity.suite.golden import summary as golden_summary
@@ -272,8 +274,7 @@ def _run_meta(sweep: str, filters, subj, lvls: list, levels: str, reference_only
         meta["port"] = subj.port.as_dict()
     if subj.discovery_notes():
         meta["discovery_notes"] = subj.discovery_notes()
-    static = next((lv for lv in lvls if lv.name == "amd-static" and lv.availability.available), None)
-    if static is not None:
+    if static is not None:                       # (the amd-static level, when it runs)
         meta["amd_targets"] = list(static.executor.targets)
     return meta
 

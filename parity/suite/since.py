@@ -58,11 +58,11 @@ def changed_files(ref: str, folder: Path) -> list[Path]:
     return out
 
 
-def kernels_at(ref: str, source: Path, include_dirs: list[Path] = ()) -> set[str]:
-    """The kernels `source` defined at `ref` (none where it did not exist): scanned from a copy
-    outside the suite, its own folder first on the include path, as its quoted includes read it."""
+def kernels_at(ref: str, source: Path, top: Path, include_dirs: list[Path] = ()) -> set[str]:
+    """The kernels `source` (a file of the repository whose work tree is `top`; it may be deleted)
+    defined at `ref` (none where it did not exist): scanned from a copy outside the suite, its own
+    folder first on the include path, as its quoted includes read it."""
     source = Path(source).resolve()
-    top = _top(_existing_parent(source.parent))          # (a deleted file's folder may be gone too)
     try:
         old = _git(["show", f"{ref}:{source.relative_to(top).as_posix()}"], top, text=False)
     except SinceError:                            # not in REF: a new file defined nothing there
@@ -75,13 +75,6 @@ def kernels_at(ref: str, source: Path, include_dirs: list[Path] = ()) -> set[str
         except (SuiteError, OSError):            # what cannot be read now (a header gone) names nothing
             return set()
     return {k.name for k in decls}
-
-
-def _existing_parent(p: Path) -> Path:
-    """`p`, or its nearest folder above that exists."""
-    while not p.is_dir():
-        p = p.parent
-    return p
 
 
 def _changed(ref: str, suite_dir: Path, include_dirs: list[Path],
@@ -117,7 +110,9 @@ def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = (),
     files = {p.resolve() for p in hit}
     now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set()
-    before = set().union(*(kernels_at(ref, p, list(include_dirs)) for p in changed if p.suffix in SOURCE_SUFFIXES))
+    old = [p for p in changed if p.suffix in SOURCE_SUFFIXES]
+    top = _top(Path(suite_dir).resolve()) if old else None
+    before = set().union(*(kernels_at(ref, p, top, list(include_dirs)) for p in old))
     return now | before, changed
 
 
