@@ -477,41 +477,58 @@ template <class T, int V> PK_DEV SmC<T> pack_max(const Vec<T, V>& x, SmC<T> m) {
 // of a kernel that issue slots bound (ncu, H200, softmax f16 4096x4096: 61% of issue slots busy at
 // 3.7 warps a scheduler). f32 keeps expf: its 16-ulp tolerance is narrower than that product error.
 constexpr float kLog2e = 1.44269504088896341f;
-// 2^x for an e rounded to T. f16 rounds every result under 2^-25 to 0, so flushing results and
-// inputs under 2^-126 cannot change an f16 e: on NVIDIA, ex2.approx.ftz alone, where exp2f adds a
-// range test and two multiplies for subnormal results (the same MUFU.EX2 above 2^-126; H200, % of
-// copy: f16 4096x4096 79 -> 84, 512-16384 columns -2 to +3). bf16 keeps exp2f: Candle's bf16 exp
-// returns subnormals (its uexp_bf16(-88.5) is 0x0028). ex2.approx.ftz for a bf16 pack whose every
-// x - max is >= -87 (each result normal), exp2f otherwise, passed the pr and nightly sweeps but was
-// no faster (H100, side by side: 4096x4096 79 -> 79.7, 512 columns +2, 8192 / 16384 columns -3).
-template <class T> PK_DEV float exp2_e(float x) {
+// e = exp(d), d = x - max <= 0 (or NaN), for an e rounded to T. f16 rounds every result under 2^-25
+// to 0, so flushing results and inputs under 2^-126 cannot change an f16 e: on NVIDIA,
+// ex2.approx.ftz alone, where exp2f adds a range test and two multiplies for subnormal results (the
+// same MUFU.EX2 above 2^-126; H200, % of copy: f16 4096x4096 79 -> 84, 512-16384 columns -2 to +3).
+// bf16 keeps subnormal results (Candle's uexp_bf16(-88.5) is 0x0028): 2^(v+8), always normal for
+// a result bf16 does not round to 0, times 2^-8 (exact, or the one rounding of a subnormal result),
+// with v+8 one fma: 3 instructions where exp2f took 5 (a bf16 softmax chunk 580 -> 454
+// instructions, sm_90; softmax_bf16's 28 bytes of spills gone). v+8 rounds at 2^-22 where v did at
+// 2^-25 for |v| < 1: 1.7e-7 of the result, against bf16's half ulp of 2^-9. H100, side by side
+// (% of copy, the old kernel twice): 4096x4096 77.9 / 79.0 -> 79.4, 2048x8192 69.7 / 70.4 -> 72.0,
+// 1024x16384 60.6 / 62.3 -> 62.6, 512-2048 columns -0.4 to +2.5; pr and nightly sweeps pass. (An
+// ex2.approx.ftz for a bf16 pack whose every d was >= -87, exp2f otherwise, was no faster: 8192 /
+// 16384 columns -3.)
 #if defined(PK_NVIDIA) && defined(__CUDA_ARCH__)
-  if constexpr (std::is_same<T, f16>::value) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r;
-  }
+PK_DEV float ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 #endif
-  return exp2f(x);
+template <class T> PK_DEV float exp_e(float d) {
+#if defined(PK_NVIDIA) && defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<T, f16>::value) return ex2_ftz(d * kLog2e);
+  else return ex2_ftz(fmaf(d, kLog2e, 8.f)) * 0x1p-8f;
+#endif
+  return exp2f(d * kLog2e);
 }
 template <class T> PK_DEV SmC<T> sm_exp(SmC<T> x, SmC<T> m) {
-  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp2_e<T>(Cv<T>::rd(x - m) * kLog2e));
+  if constexpr (sizeof(T) == 2) return Cv<T>::rd(exp_e<T>(Cv<T>::rd(x - m)));
   else return Cv<T>::rd(expg<T>(Cv<T>::rd(x - m)));
 }
 template <class T> PK_DEV SmC<T> sm_inv(SmC<T> sum) {
   return Cv<T>::rd((SmC<T>)((SmC<T>)1 / sum));  // f16/bf16: 1/sum rounded to T first
 }
 // x := e = exp(x - max), each rounded to T, added to s (in C). Pairs: x - max in T (one rounding,
-// as Candle's T subtraction), e rounded to T two at a time.
+// as Candle's T subtraction), e rounded to T two at a time, the pack's words summed as a tree and
+// then added to s (one dependent add on s a pack, not one a word; speed unchanged, H100).
 template <class T, int V> PK_DEV void exp_pack(Vec<T, V>& x, SmC<T> m, SmC<T>& s) {
   if constexpr (kPairs<T, V>) {
     const u32 m2 = Pair<T>::pack(m, m);  // exact: m is a T value
+    SmC<T> w[V / 2];
 #pragma unroll
     for (int i = 0; i < V / 2; ++i) {
       const u32 d = Pair<T>::sub(x.w[i], m2);
-      x.w[i] = Pair<T>::pack(exp2_e<T>(Pair<T>::lo(d) * kLog2e), exp2_e<T>(Pair<T>::hi(d) * kLog2e));
-      s += Pair<T>::lo(x.w[i]) + Pair<T>::hi(x.w[i]);
+      x.w[i] = Pair<T>::pack(exp_e<T>(Pair<T>::lo(d)), exp_e<T>(Pair<T>::hi(d)));
+      w[i] = Pair<T>::lo(x.w[i]) + Pair<T>::hi(x.w[i]);
     }
+#pragma unroll
+    for (int h = V / 4; h >= 1; h /= 2)
+#pragma unroll
+      for (int i = 0; i < h; ++i) w[i] += w[i + h];
+    s += w[0];
   } else {
 #pragma unroll
     for (int e = 0; e < V; ++e) {  // padding: exp(-inf - max) = 0
@@ -569,7 +586,7 @@ PK_DEV void softmax_batch(const T* src, T* dst, u32 ncols, u32 lg_g, SmScratch<T
 // max and sum in one pass under the warp's running max, only the chunks before its last rise summed
 // again, was slower: 4096-16384 columns -2 to -8 points, H200. The three passes' memory traffic
 // alone, bench/row_passes.py, runs at 92-93 / 92-93 / 83% of copy at 4096 / 8192 / 16384 columns,
-// the f16 kernel at 84 / 73 / 61 (exp2_e); e written to dst by the sum pass and read back by the
+// the f16 kernel at 84 / 73 / 61 (exp_e); e written to dst by the sum pass and read back by the
 // write pass, so that its exp is worked out once, was slower still: 81 -> 72, 73 -> 66, 61 -> 58.)
 // Also slower (H200, % of copy, side by side, f16 / bf16 1024x16384 first): the whole 16-bit row
 // asked of L2 at once by one thread (sm_90 bulk prefetch, as norm_stream does) 62 -> 58 / 59 -> 56,
