@@ -317,7 +317,9 @@ struct RowTile {
 // held) while f worked on this one, f16/bf16 at 64 registers: -2 to -17 from 1024 columns up (f16
 // 1024x16384 60 -> 43, 4096x4096 80 -> 72; through L1, cp.async.ca, the same). sm_90's bulk
 // prefetch into L2 of the next one to four chunks was slower on every row of two chunks or more
-// (H200, % of copy: softmax f32 1024x16384 67 -> 58-63, f16 4096x4096 78 -> 69-71).
+// (H200, % of copy: softmax f32 1024x16384 67 -> 58-63, f16 4096x4096 78 -> 69-71), and so was the
+// next chunk asked of L1 or L2 by each thread (prefetch.global, a 128-byte line a thread) before f
+// (H100: softmax f16/bf16 8192-16384 columns -2 to -7; f32 -2 to +2.5, then -7 to -2 in a rerun).
 // Keep: chunks 0 .. nkeep-1 (as many whole chunks as keep_len packs hold) are also kept in `keep`
 // (shared memory, each thread its own packs: no barrier) from their first load on, so later passes
 // read them from there rather than from memory. A compile-time choice, so that the kernels without
