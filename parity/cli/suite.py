@@ -7,10 +7,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text as Styled
 
 from parity.cli.options import (SetupError, csv_list, cuda_src_option, discover_folder, hip_src_option, port_options,
                                 selection_option, setup_errors, subject_of)
 from parity.cli.params import InputPath, Text
+from parity.core.text import one_line
 from parity.render.table import Col, fit_table
 
 
@@ -65,7 +68,7 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
         with setup_errors():
             suite = subj.suite() if label == "hip" else discover_folder(folder)
         for note in suite.notes:              # what discovery left out is said, never silently lost
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {one_line(note)}", err=True)
         rows = coverage(suite, expected, typed)
         if wanted is not None:
             rows = [r for r in rows if r.status != "extra"]
@@ -78,7 +81,8 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
         shown = [r for r in rows if show_all or r.status != "present"]
         # the header is a line of its own: as a table title rich would wrap it to the table's width
         named = "" if profile.name == "candle" and not profile_opt else f" (profile {profile.name}: {how})"
-        console.print(f"[bold]{label} suite[/] {folder}{named}: " + ", ".join(f"{n} {k}" for k, n in s.items()),
+        console.print(f"[bold]{label} suite[/] {escape(one_line(folder))}{escape(one_line(named))}: "
+                      + ", ".join(f"{n} {k}" for k, n in s.items()),
                       soft_wrap=True, highlight=False)
         if not shown:
             continue
@@ -86,7 +90,7 @@ def coverage_cmd(hip_src, cuda_src, ops, show_all, as_json, drift, snapshot_file
         cols = (Col("kernel", name=True), Col("op", drop=4), Col("dtype", drop=3), Col("status", name=True),
                 Col("suggestion / note"), Col("where", drop=2))
         console.print(fit_table(console, cols, [
-            (r.kernel, r.op, r.dtype, f"[{style.get(r.status, '')}]{r.status}[/]", r.suggestion,
+            (r.kernel, r.op, r.dtype, Styled(r.status, style=style.get(r.status, "")), r.suggestion,
              _relative(r.where, folder)) for r in shown]))
     if as_json:
         click.echo(json.dumps(out, indent=1))

@@ -75,6 +75,7 @@ from parity.core.dtypes import ALIASES, DTYPES, dtype
 from parity.core.layouts import view
 from parity.core.numerics import round_float, scalar_to_dtype, to_f64
 from parity.core.suggest import unknown
+from parity.core.text import one_line
 from parity.core.tolerance import Tolerance
 from parity.core.values import VALUE_CLASSES
 from parity.ops.base import ShapeClass
@@ -386,6 +387,8 @@ def load_declaration(path: Path) -> Profile:
     for k in ("title", "description"):
         if k in data and not isinstance(data[k], str):
             raise where.error("must be a string", k)
+    if "title" in data and one_line(data["title"]) != data["title"]:
+        raise where.error("one line, with no control characters (it heads every report)", "title")
     refs = None
     if "references" in data:
         rp = data["references"]
@@ -794,6 +797,10 @@ def _shape_classes(entry: _KernelEntry, operands: set[str], operand_shapes: dict
     table = entry.table["shapes"]
     if not isinstance(table, dict) or not table:
         raise entry.error("a table of shape classes: name = { size = N, ... }", "shapes")
+    for sname in table:
+        if not re.fullmatch(r"[A-Za-z0-9_][\w.-]*", sname):
+            raise entry.error(f"{sname!r}: a shape class name is letters, digits, '.', '-' and '_' (it is a case ID's "
+                              "layout slot)", "shapes", sname)
     return {sname: _shape_class(entry, sname, spec, operands, operand_shapes) for sname, spec in table.items()}
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Verdict
+from parity.core.text import md_code
 from parity.run.results import FAILING, Results
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.COMPILED)   # amd-static: compiled is its pass
@@ -144,9 +145,9 @@ def worst_text(w: dict | None, message: str = "") -> str:
         ulp = w.get("ulps")
         u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
         note = f" ({w['note']})" if w.get("note") else ""
-        exact = f", exact `{w['exact']}`" if w.get("exact") is not None else ""
-        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected `{w.get('expected')}` "
-                f"got `{w.get('got')}`{exact}{u}{note}")
+        exact = f", exact {md_code(w['exact'])}" if w.get("exact") is not None else ""
+        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected {md_code(w.get('expected'))} "
+                f"got {md_code(w.get('got'))}{exact}{u}{note}")
     return first_line(message)
 
 
@@ -279,7 +280,7 @@ def _compile_error(g: pd.DataFrame) -> list[Finding]:
     # "path: compiler output" when the row has no source column
     src = src.where(src.notna(), g["message"].str.extract(r"^(\S+?\.(?:hip|cu|cuh|h|hpp|cpp)):", expand=False))
     g = g.assign(_src=src.fillna("(unknown source)").astype(str))
-    return [_make(Verdict.COMPILE_ERROR, info, f"`{s}` does not compile: {_counts(info)}",
+    return [_make(Verdict.COMPILE_ERROR, info, f"{md_code(s)} does not compile: {_counts(info)}",
                   _first_error(info["message"], s),
                   key=(s,)) for (s,), info in _groups(g, ["_src"])]
 
@@ -306,7 +307,7 @@ def _mapping_gap(g: pd.DataFrame) -> list[Finding]:
     for (ident,), info in _groups(g, ["_id"]):
         msg = info["message"]
         where = first_line(msg.split(" — ", 1)[1] if " — " in msg else msg)
-        title = (f"parity's HIP→CUDA mapping lacks `{ident}`, which ROCm declares: {_counts(info)} not verified")
+        title = (f"parity's HIP→CUDA mapping lacks {md_code(ident)}, which ROCm declares: {_counts(info)} not verified")
         out.append(_make(Verdict.MAPPING_GAP, info, title, f"parity's gap, not the port's: {where}", "parity",
                          (ident,)))
     return out
@@ -332,7 +333,7 @@ def _signature(g: pd.DataFrame) -> list[Finding]:
     pairs = _collect(g, ["op"], "_pair")
     out = []
     for (op,), info in _groups(g, ["op"]):
-        title = f"`{op}`: declared parameter list differs from the ABI ({_counts(info)})"
+        title = f"{md_code(op)}: declared parameter list differs from the ABI ({_counts(info)})"
         ps = pairs[(op,)]
         detail = ps[0] if ps[0] != "expected ?, found ?" else first_line(info["message"])
         if len(ps) > 1:
@@ -365,7 +366,7 @@ def _missing(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
     dts, close = _collect(g, ["op"], "dtype"), _collect(g, ["op"], "_close")
     for (op,), info in _groups(g, ["op"]):
         near = [c for c in close[(op,)] if c]
-        title = f"`{op}`: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
+        title = f"{md_code(op)}: no kernel for {_names(dts[(op,)], 12)} ({_counts(info)})"
         out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=(op,)))
     return out
 
@@ -378,7 +379,7 @@ def _families_not_started(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
     out = []
     for (fam,), info in _groups(g[~g["family"].isin(started)], ["family"]):
         ops = list(dict.fromkeys(g.loc[g["family"] == fam, "op"]))
-        title = (f"family `{fam}` not started: no kernel of its {_plural(len(info['kernels']), 'kernel')} "
+        title = (f"family {md_code(fam)} not started: no kernel of its {_plural(len(info['kernels']), 'kernel')} "
                  f"({_names(ops, 4)}; {_plural(info['cases'], 'case')})")
         out.append(_make(Verdict.MISSING, info, title, "", key=("family", fam)))
     return out
@@ -393,7 +394,7 @@ def _missing_steps(g: pd.DataFrame, step: pd.DataFrame) -> list[Finding]:
     for k, info in _groups(g, ["op", "_step"]):
         op, label = k
         near = [c for c in close[k] if c]
-        title = f"`{op}` {label}: no kernel {_names(info['kernels'], 12)} ({_plural(info['cases'], 'case')})"
+        title = f"{md_code(op)} {label}: no kernel {_names(info['kernels'], 12)} ({_plural(info['cases'], 'case')})"
         out.append(_make(Verdict.MISSING, info, title, f"closest defined: {_names(near)}" if near else "", key=k))
     return out
 
@@ -462,7 +463,7 @@ def _not_run(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
         pd.MultiIndex.from_frame(faults[["level", "case_id"]]))
     if known.all():
         return []
-    return [_make(Verdict.NOT_RUN, info, f"`{op}`: {_plural(info['cases'], 'case')} not run after a fault "
+    return [_make(Verdict.NOT_RUN, info, f"{md_code(op)}: {_plural(info['cases'], 'case')} not run after a fault "
                   "that is not in these results", first_line(info["message"]), key=(op,))
             for (op,), info in _groups(g[~known], ["op"])]
 
@@ -508,7 +509,7 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     out = []
     for k, info in _groups(g, keys, example=worst):
         fam, dt, kind = k
-        what = f"`{ops[k][0]}`" if len(ops[k]) == 1 else f"`{fam}` ({_names(ops[k])})"
+        what = f"{md_code(ops[k][0])}" if len(ops[k]) == 1 else f"{md_code(fam)} ({_names(ops[k])})"
         w = info.get("worst")
         w = w if isinstance(w, dict) else None
         where = f"values: {_names(vals[k])}; layouts: {_names(lays[k])}"
@@ -543,21 +544,21 @@ def _reference_error(g: pd.DataFrame) -> list[Finding]:
     and message."""
     g = g.assign(_first=g["message"].map(lambda m: first_line(m, 200) or "(no message)"))
     what = lambda msg: "size expression" if msg.startswith("size expression") else "reference"   # noqa: E731
-    return [_make(Verdict.REFERENCE_ERROR, info, f"`{op}`: its declared {what(msg)} raised in "
+    return [_make(Verdict.REFERENCE_ERROR, info, f"{md_code(op)}: its declared {what(msg)} raised in "
                   f"{_plural(info['cases'], 'case')}, so they are not judged", msg, "declaration", (op, msg))
             for (op, msg), info in _groups(g, ["op", "_first"])]
 
 
 def _xpass(g: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
-    return [_make(cause, info, f"`{op}`: {_plural(info['cases'], 'baselined case')} now "
+    return [_make(cause, info, f"{md_code(op)}: {_plural(info['cases'], 'baselined case')} now "
                   f"pass{'es' if info['cases'] == 1 else ''}", "update the baseline (parity baseline update)",
                   key=(op,)) for (op,), info in _groups(g, ["op"])]
 
 
 def _generic(g: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
-    return [_make(cause, info, f"`{op}`: {cause} in {_plural(info['cases'], 'case')}", first_line(info["message"]),
+    return [_make(cause, info, f"{md_code(op)}: {cause} in {_plural(info['cases'], 'case')}", first_line(info["message"]),
                   key=(op,)) for (op,), info in _groups(g, ["op"])]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html as _html
 import json
 import math
+import re
 from pathlib import Path
 
 import jinja2
@@ -283,9 +284,22 @@ def _cases_payload(t: pd.DataFrame, keys: list[str]) -> dict:
     return {"cells": keys, "cases": rows, "colors": COLORS, "rank": RANK}
 
 
+_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")   # a code span: its fence, its text, the same fence
+
+
 def _code_spans(s: str) -> list[tuple[str, bool]]:
-    """Markdown-ish `code` spans of a finding's text as (text, is_code) parts, for the template."""
-    return [(part, i % 2 == 1) for i, part in enumerate(s.split("`")) if part] if s.count("`") % 2 == 0 else [(s, False)]
+    """The markdown code spans of a finding's text (parity.core.text.md_code: fences of one or more
+    backticks) as (text, is_code) parts, for the template."""
+    out, at = [], 0
+    for m in _SPAN.finditer(s):
+        if m.start() > at:
+            out.append((s[at:m.start()], False))
+        code = m.group(2)
+        out.append((code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " else code, True))
+        at = m.end()
+    if at < len(s):
+        out.append((s[at:], False))
+    return out
 
 
 def _root_causes(res: Results) -> dict:

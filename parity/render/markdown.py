@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from parity.core.row import Verdict
+from parity.core.text import md_code, md_text
 from parity.render import findings as fnd
 from parity.render import outcome
 from parity.run.levels import REFERENCE, role
@@ -26,9 +27,8 @@ MORE = "see index.html or results.json"
 
 
 def _md(s: str) -> str:
-    """Inline text from a compiler or a kernel: code span (no HTML, no table breaks)."""
-    s = s.replace("\n", " ").replace("|", "\\|")
-    return f"`{s}`" if s and "`" not in s else s
+    """Inline text from a compiler or a kernel: a code span on one line (no HTML, no heading, no link)."""
+    return md_code(s)
 
 
 def _head(res: Results, f: fnd.Findings) -> list[str]:
@@ -39,13 +39,14 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     if said:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
-        lines += [f"Sweep `{meta['sweep']}` · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
+        lines += [f"Sweep {md_code(meta['sweep'])} · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
     if meta.get("port"):                         # a port given by its build line (parity.suite.port)
-        lines += [f"Port (its build line, on every HIP level): `{meta['port']['description']}`", ""]
+        lines += [f"Port (its build line, on every HIP level): {md_code(meta['port']['description'])}", ""]
     prof = meta.get("profile")
     if isinstance(prof, dict) and prof.get("name") and prof["name"] != "candle":
-        lines += [f"ABI profile **{prof['name']}**: {prof.get('title', '')} ({prof.get('how', '')})", ""]
-        lines += [f"- {_md(n) if len(n) < 80 else n}" for n in prof.get("notes", [])] + ([""] if prof.get("notes") else [])
+        lines += [f"ABI profile **{md_text(prof['name'])}**: {md_text(prof.get('title', ''))} "
+                  f"({md_text(prof.get('how', ''))})", ""]
+        lines += [f"- {_md(n) if len(n) < 80 else md_text(n)}" for n in prof.get("notes", [])] + ([""] if prof.get("notes") else [])
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])
@@ -53,7 +54,7 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
         lines += ["| level | status | device / reason |", "| --- | --- | --- |"]
         for lv in levels:
             status = "ran" if lv["available"] else "**unavailable**"
-            lines.append(f"| {lv['level']} | {status} | {lv.get('device') or lv.get('reason', '')} |")
+            lines.append(f"| {md_text(lv['level'])} | {status} | {md_text(lv.get('device') or lv.get('reason', ''))} |")
         lines.append("")
         if any(not lv["available"] for lv in levels):
             lines += ["Unavailable levels were not run: they are neither passed nor failed.", ""]
@@ -102,7 +103,7 @@ def finding_lines(i: int, x: fnd.Finding) -> list[str]:
         sub.append(x.detail if x.cause == Verdict.FAIL else _md(x.detail))
     if x.kernels:
         sub.append("kernels: " + x.kernel_list())
-    sub.append(f"e.g. `{x.example}` ({x.example_level})")
+    sub.append(f"e.g. {md_code(x.example)} ({md_text(x.example_level)})")
     lines.append("   - " + " · ".join(sub))             # a nested item: GitHub would join a bare indented line
     return lines
 
@@ -159,7 +160,7 @@ def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
 
     fails = res.table[res.table["verdict"].isin(FAILING)]
     if not fails.empty and room > 600:
-        ids = [f"- `{c}` ({lv}, {v})" for c, lv, v in zip(*(fails[k].head(FIRST_CASES).tolist()
+        ids = [f"- {md_code(c)} ({md_text(lv)}, {v})" for c, lv, v in zip(*(fails[k].head(FIRST_CASES).tolist()
                                                             for k in ("case_id", "level", "verdict")))]
         lines, _ = _fit(ids, room - 300)
         more = len(fails) - len(lines)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from parity.core.row import Verdict
+from parity.core.text import md_code
 from parity.render.findings import KINDS, tally
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_WOULD_RUN_IT, role
@@ -276,11 +277,11 @@ def suites_line(meta: dict) -> str:
     led by the run's ABI profile when results.json names one."""
     ran = [lv["level"] for lv in meta.get("levels", []) if lv.get("available")]
     hip = any(r.split("/")[0] in ("hip-on-nvidia", "amd", "amd-static") for r in ran) or not ran
-    out = [f"HIP suite `{meta.get('hip_src', '')}`"] if hip and meta.get("hip_src") else []
+    out = [f"HIP suite {md_code(meta.get('hip_src', ''))}"] if hip and meta.get("hip_src") else []
     if "cuda" in ran and meta.get("cuda_src"):
-        out.append(f"CUDA suite `{meta['cuda_src']}`")
+        out.append(f"CUDA suite {md_code(meta['cuda_src'])}")
     line = " · ".join(out) or "no suite ran (reference levels only)"
     prof = meta.get("profile")
     if isinstance(prof, dict) and prof.get("name"):     # the ABI profile (parity.profiles): whose kernel conventions
-        line = f"ABI profile `{prof['name']}` · {line}"
+        line = f"ABI profile {md_code(prof['name'])} · {line}"
     return line

@@ -11,6 +11,9 @@ from typing import Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from parity.core.text import one_line
 
 _WORD_CAP = 30        # a prose column may fold a token longer than this
 
@@ -33,10 +36,12 @@ def _min_width(col: Col, values: list[str]) -> int:
     return max([min(len(w), _WORD_CAP) for w in col.header.split()] + [min(t, _WORD_CAP) for t in tokens])
 
 
-def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str]], **table_kw) -> Table:
-    """A rich Table of `rows` with the columns that fit `console.width` (markup in cells is kept)."""
-    from rich.text import Text
-    plain = [[Text.from_markup(c).plain if isinstance(c, str) else str(c) for c in r] for r in rows]
+def fit_table(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str | Text]], **table_kw) -> Table:
+    """A rich Table of `rows` with the columns that fit `console.width`. A str cell is literal text (a
+    kernel's or a file's name, a compiler's message: never read as markup, control characters shown
+    as escapes); a styled cell is a rich Text."""
+    rows = [[c if isinstance(c, Text) else Text(one_line(c)) for c in r] for r in rows]
+    plain = [[c.plain for c in r] for r in rows]
     need = [_min_width(c, [r[i] for r in plain]) for i, c in enumerate(cols)]
     keep = list(range(len(cols)))
     # heavy-head box: 3 characters per column (2 padding + 1 rule) and 1 closing rule

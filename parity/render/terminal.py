@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.core.row import Verdict
+from parity.core.text import one_line
 from parity.render import findings as fnd
 from parity.render.outcome import Outcome, explain
 from parity.run.levels import REFERENCE, role
@@ -96,10 +97,10 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
         if lv["available"]:
-            console.print(f"  level [bold]{lv['level']}[/]: ran on {escape(lv.get('device', ''))}",
+            console.print(f"  level [bold]{escape(one_line(lv['level']))}[/]: ran on {escape(one_line(lv.get('device', '')))}",
                           overflow="ellipsis", no_wrap=True)
         else:                                       # a reason is read whole: it says what to install
-            console.print(f"  level [bold]{lv['level']}[/]: [dim]unavailable[/] — {escape(lv.get('reason', ''))}")
+            console.print(f"  level [bold]{escape(one_line(lv['level']))}[/]: [dim]unavailable[/] — {escape(one_line(lv.get('reason', '')))}")
     if f.scoreboard:
         levels = list(dict.fromkeys(r.level for r in f.scoreboard))
         cell = {(r.level, r.family): r for r in f.scoreboard}
@@ -120,7 +121,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
                 ok, n = (r.cases_ok, r.cases) if role(lv) == REFERENCE else (r.kernels_ok, r.kernels)
                 cs.append(f"[{'green' if ok == n else 'red'}]{ok}/{n}[/] {(ok / n if n else 0):>4.0%}"
                           + (" cases" if role(lv) == REFERENCE else ""))
-            t.add_row("[bold]all[/]" if fam == "all" else fam, *cs)
+            t.add_row("[bold]all[/]" if fam == "all" else escape(one_line(fam)), *cs)
         if len(fams) > 20:
             t.caption = f"… {len(fams) - 20} more families in summary.md"
         console.print(t)
@@ -132,7 +133,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     t.add_column("cause", no_wrap=True, width=18, overflow="ellipsis")
     t.add_column("finding", no_wrap=True, overflow="ellipsis", width=max(20, console.width - 3 - 18 - 4))
     for i, x in enumerate(f.findings[:max_findings], 1):
-        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(x.title.replace("`", "")))
+        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(one_line(x.title.replace("`", ""))))
     console.print(t)
     more = len(f.findings) - max_findings
     console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")
@@ -141,8 +142,8 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
 def headline(outcome: Outcome, console: Console, brief: bool = False) -> None:
     """The run's one verdict, last on the screen (parity.render.outcome): the same words as summary.md's heading;
     then, unless brief (-q), what ran and what would run the rest when nothing of the suite executed."""
-    console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(outcome.title)}[/]", highlight=False,
+    console.print(f"[{HEADLINE_STYLE[outcome.status]}]{escape(one_line(outcome.title))}[/]", highlight=False,
                   soft_wrap=True)                  # one line, whatever the width: CI logs grep for it
     if not brief and outcome.status in ("compiled", "reference-only", "nothing"):
         for line in explain(outcome, not_run=False):     # show() listed the levels
-            console.print(f"  {escape(line)}", highlight=False)
+            console.print(f"  {escape(one_line(line))}", highlight=False)

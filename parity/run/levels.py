@@ -43,8 +43,9 @@ WHAT_WOULD_RUN_IT = (f"{WHAT_EXECUTES_IT}, and " + _COMPILES_IT.format("")
 
 
 def role(name: str) -> str:
-    """The role of a level name (a hip-on-nvidia wave variant is hip-on-nvidia's)."""
-    return ROLES.get(name) or ROLES.get(name.split("/")[0], EXECUTES)
+    """The role of a level name (a hip-on-nvidia wave variant is hip-on-nvidia's); a name parity does
+    not know (a results file from elsewhere) executes nothing it can vouch for: the reference's."""
+    return ROLES.get(name) or ROLES.get(name.split("/")[0], REFERENCE)
 
 
 @dataclass

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -107,8 +108,9 @@ class Results:
         meta, notes = clean_meta(meta)
         out, bad = [], []
         first: dict[tuple, int] = {}                 # (case ID, level) -> its row number
+        ran = {lv["level"]: lv["available"] for lv in meta.get("levels", [])}
         for i, r in enumerate(rows):
-            why = row_problem(r)
+            why = row_problem(r) or _level_problem(r, ran)
             if not why:
                 key = (r["case_id"], r.get("level"))
                 j = first.setdefault(key, i + 1)
@@ -127,6 +129,17 @@ class Results:
         res = Results.from_rows(out, meta)
         res.notes = [f"{path}: {n}" for n in notes]
         return res
+
+
+def _level_problem(row: dict, ran: dict[str, bool]) -> str:
+    """Why a row contradicts its file's meta (empty when it does not): a verdict on a level the meta
+    lists as unavailable, or on one it does not list (a file that lists none is not checked)."""
+    level = row["level"]
+    if not ran or row["verdict"] == Verdict.UNAVAILABLE:
+        return ""
+    if level not in ran:
+        return f"level {level} is not among the levels its meta lists ({', '.join(ran)})"
+    return "" if ran[level] else f"level {level} did not run (its meta: unavailable), yet this row has a verdict"
 
 
 def _unread(path: Path, bad: list[tuple[int, str, object]]) -> dict:
@@ -178,6 +191,29 @@ def _read_doc(path: Path) -> dict:
         raise ValueError(f"{path} is not a parity results file: too large to read into memory") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ValueError(f"{path} is not a parity results file (schema {SCHEMA!r} expected)")
+    return _without_lone_surrogates(doc) if _SURROGATE_ESCAPE.search(text) else doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # a \uD800-\uDFFF escape: half of a pair, or alone
+_LONE = re.compile("[\ud800-\udfff]")                  # what json.loads leaves of one alone
+
+
+def _without_lone_surrogates(doc):
+    """`doc` with each lone surrogate (a JSON escape no UTF-8 writer can encode) as U+FFFD: a file
+    that has one is read as its other text says, not refused by every report at its first write."""
+    fix = lambda v: _LONE.sub("\ufffd", v) if isinstance(v, str) else v
+    todo = [doc]
+    while todo:                                       # iterative: nesting is bounded by json.loads only
+        x = todo.pop()
+        items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+        for k, v in list(items):
+            if isinstance(v, (dict, list)):
+                todo.append(v)
+            elif isinstance(v, str) and _LONE.search(v):
+                x[k] = fix(v)
+        if isinstance(x, dict) and any(isinstance(k, str) and _LONE.search(k) for k in x):
+            for k in [k for k in x if _LONE.search(k)]:
+                x[fix(k)] = x.pop(k)
     return doc
 
 

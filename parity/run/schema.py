@@ -35,11 +35,21 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _finite(v) -> bool:
+    """A number a float holds (JSON's integers have no bound: 1e400 written out in digits is none)."""
+    if not _is_num(v):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 STR = _kind(lambda v: isinstance(v, str), "a string")
-NUM = _kind(lambda v: _is_num(v) and math.isfinite(v), "a number")
-INT = _kind(lambda v: _is_num(v) and math.isfinite(v) and float(v).is_integer(), "a whole number")
+NUM = _kind(_finite, "a number")
+INT = _kind(lambda v: _finite(v) and float(v).is_integer(), "a whole number")
 BOOL = _kind(lambda v: isinstance(v, bool), "true or false")
-ULPS = _kind(lambda v: (_is_num(v) and math.isfinite(v)) or v in NONFINITE, 'a number (or "inf", "-inf", "nan")')
+ULPS = _kind(lambda v: _finite(v) or v in NONFINITE, 'a number (or "inf", "-inf", "nan")')
 SCALAR = _kind(lambda v: v is None or isinstance(v, (str, int, float, bool)), "a string, number, true/false or null")
 
 

@@ -20,6 +20,7 @@ from typing import Callable
 
 from parity.core import files, toml
 from parity.core.suggest import unknown
+from parity.core.text import one_line
 from parity.suite.scan import Suite, default_defines, discover
 
 PORT_FILE = "parity-port.toml"
@@ -218,7 +219,14 @@ def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) ->
         flags=tuple(_strings(data, "flags", str(file))),
         nvidia_defines=tuple(parse_defines(data.get("nvidia_defines", {}), f"{file}: nvidia_defines")),
         nvidia_flags=tuple(_strings(data, "nvidia_flags", str(file))),
-        language=lang, name=data.get("name", ""), file=file)
+        language=lang, name=_name(data.get("name", ""), file), file=file)
+
+
+def _name(name: object, file: Path) -> str:
+    """The port's name: one line of text (it goes into every report's port line)."""
+    if not isinstance(name, str) or one_line(name) != name:
+        raise PortError(f"{file}: name: one line of text, with no control characters")
+    return name
 
 
 def find_port(hip_src: Path | None, port_file: Path | None) -> Port | None:
