@@ -347,7 +347,8 @@ def test_compile_default_target_this_hipcc_lacks_stays_an_unavailable_row(monkey
     _hipcc_compiling_for(monkeypatch, "gfx90a", "gfx908", "gfx1030")
     seen = []
     monkeypatch.setattr(amd_static, "analyze", lambda suite, targets, **k: seen.append(targets) or [
-        amd_static.StaticRow("*", "gfx940", "unavailable", message="hipcc rejects --offload-arch=gfx940")])
+        amd_static.StaticRow("*", "gfx940", "unavailable", message="hipcc rejects --offload-arch=gfx940"),
+        amd_static.StaticRow("uneg_f32", "gfx90a", "ok", vgprs=8, sgprs=16, vgpr_spill=0, sgpr_spill=0)])
     r = CliRunner().invoke(main, ["compile", "--hip-src", str(SUITES / "good")])
     assert r.exit_code == 0, r.output
     assert seen == [amd_static.DEFAULT_TARGETS]

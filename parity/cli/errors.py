@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -56,6 +57,10 @@ def internal_error(e: BaseException, folder: Path | None) -> None:
     sys.exit(INTERNAL_ERROR)
 
 
+# what the machine refused, not a defect of parity: a full disk, a quota, a read-only file system
+_MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
 class ParityGroup(click.Group):
     """The `parity` group: every command runs with parity's signal handling (parity.core.interrupts:
     the first Ctrl-C or SIGTERM stops it through its cleanup, temporary folders removed and reports of
@@ -74,6 +79,14 @@ class ParityGroup(click.Group):
             interrupts.finishing()
             click.echo(f"\ninterrupted ({'SIGTERM' if isinstance(e, Terminated) else 'Ctrl-C'})", err=True)
             sys.exit(interrupts.exit_code(e))
+        except OSError as e:
+            if e.errno not in _MACHINE_ERRNOS:
+                internal_error(e, ctx.meta.get(_FOLDER))
+            folder = ctx.meta.get(_FOLDER)
+            click.echo(f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else "")
+                       + (f" (what finished is in {folder}: `parity run --resume {folder}` goes on)" if folder else ""),
+                       err=True)
+            sys.exit(2)
         except Exception as e:
             internal_error(e, ctx.meta.get(_FOLDER))
         finally:

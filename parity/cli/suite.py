@@ -157,6 +157,9 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     rows = _analyze_with_progress(suite, targets, log_lines=not as_json, port=port)
     if not rows:
         raise SetupError(f"{len(suite.sources)} HIP source(s) in {folder}, no kernel in them: nothing compiled")
+    if all(r.status == "unavailable" for r in rows):  # nothing compiled is no pass (`parity run` says so too)
+        why = "; ".join(dict.fromkeys(f"{r.arch}: {one_line(r.message)[:300]}" for r in rows))
+        raise SetupError(f"nothing was compiled: {why}")
     errors = [r for r in rows if r.status == "compile-error"]
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:

@@ -18,4 +18,9 @@ def folder(name: str) -> Path | None:
     """The folder the variable names (`~` expanded, relative to the current folder made absolute), or
     None when it is unset or empty."""
     value = os.environ.get(name, "").strip()
-    return Path(value).expanduser().absolute() if value else None
+    if not value:
+        return None
+    try:
+        return Path(value).expanduser().absolute()
+    except OSError:                     # relative, and the current folder is gone: as unset
+        return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Callable
 
 
 class Terminated(KeyboardInterrupt):
@@ -41,10 +42,25 @@ def exit_code(exc: BaseException | None) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
+_ON_FIRST: list[Callable[[], None]] = []
+
+
+def on_first(callback: Callable[[], None]) -> None:
+    """Call `callback` when the command's first signal comes (before it is raised): work that runs
+    outside the main thread and would hold the command up stops there (the compilers)."""
+    if callback not in _ON_FIRST:
+        _ON_FIRST.append(callback)
+
+
 def handler(signum: int, frame) -> None:
     exc = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
     if _S.first is None:
         _S.first = exc
+        for callback in _ON_FIRST:
+            try:
+                callback()
+            except Exception:
+                pass                # stopping goes on whatever a callback met
         if not _S.finishing:
             raise exc
         return

@@ -384,11 +384,9 @@ def load_declaration(path: Path) -> Profile:
     for k in launch:
         if k not in ("block", "grid", "shared"):
             raise where.error(unknown("key", k, ("block", "grid", "shared")), "launch", sub=k)
-    for k in ("title", "description"):
-        if k in data and not isinstance(data[k], str):
-            raise where.error("must be a string", k)
-    if "title" in data and one_line(data["title"]) != data["title"]:
-        raise where.error("one line, with no control characters (it heads every report)", "title")
+    for k in ("title", "description"):          # a title heads every report: one line, no control character
+        if k in data and (not isinstance(data[k], str) or k == "title" and one_line(data[k]) != data[k]):
+            raise where.error("must be a string" + (" of one line" if k == "title" else ""), k)
     refs = None
     if "references" in data:
         rp = data["references"]

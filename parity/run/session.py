@@ -304,13 +304,28 @@ _RECORD_MAX_FILES = 20_000                       # a folder far larger than a ke
 
 
 def source_record(subj: Subject) -> dict[str, str]:
-    """'hip:relative/path' / 'cuda:...' -> the sha256 (16 hex digits) of each recorded file under the
-    subject's folders (hidden folders, links and non-regular files left out): run.json keeps it, so
-    that --resume knows whether the verdicts it keeps are of the code it would run now."""
+    """'hip:relative/path' / 'cuda:...' / a port's 'include0:...' and 'force-include0:name' -> the
+    sha256 (16 hex digits) of each recorded file under the subject's folders, its port's include
+    folders and forced headers (hidden folders, links and non-regular files left out): run.json keeps
+    it, so that --resume knows whether the verdicts it keeps are of the code it would run now."""
     import hashlib
     import os
     out = {}
-    for label, root in (("hip", subj.hip_src), ("cuda", subj.cuda_src)):
+
+    def digest(path: Path) -> str | None:
+        try:                                 # (a FIFO, a device or a larger file: refused, not read)
+            return hashlib.sha256(files.read_bytes(path, limit=_RECORD_MAX_BYTES)).hexdigest()[:16]
+        except (OSError, ValueError):
+            return None
+    port = subj.port
+    roots = [("hip", subj.hip_src), ("cuda", subj.cuda_src)]
+    if port is not None:        # a port's include folders and forced headers may lie outside --hip-src
+        roots += [(f"include{i}", Path(d)) for i, d in enumerate(port.include_dirs)]
+        for i, f in enumerate(port.force_includes):
+            d = digest(Path(f))
+            if d is not None:
+                out[f"force-include{i}:{Path(f).name}"] = d
+    for label, root in roots:
         if root is None or not root.is_dir():
             continue
         for top, dirs, names in os.walk(root):
@@ -319,11 +334,10 @@ def source_record(subj: Subject) -> dict[str, str]:
                 path = Path(top, name)
                 if path.suffix not in RECORDED_SUFFIXES or path.is_symlink():
                     continue
-                try:                                 # (a FIFO, a device or a larger file: refused, not read)
-                    digest = hashlib.sha256(files.read_bytes(path, limit=_RECORD_MAX_BYTES)).hexdigest()[:16]
-                except (OSError, ValueError):
+                d = digest(path)
+                if d is None:
                     continue
-                out[f"{label}:{path.relative_to(root).as_posix()}"] = digest
+                out[f"{label}:{path.relative_to(root).as_posix()}"] = d
                 if len(out) >= _RECORD_MAX_FILES:    # (in the walk's sorted order: the same ones again)
                     return out
     return out

@@ -299,6 +299,12 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
             names = set(kernels_from_binary(res.binary, arch))
         except Exception:
             names = set()
+        if not names and not usage and by_file.get(src):   # exit 0, yet no code object, no remark
+            rows += [StaticRow(n, arch, "unavailable", str(src), wavefront=wf, notes=notes.get(n, []),
+                               message="hipcc exited 0 but its output holds none of the file's kernels and it "
+                                       "printed no resource usage: the toolchain, not the source")
+                     for n in sorted(by_file[src])]
+            continue
         names |= set(by_file.get(src, []))
         for n in sorted(names | set(k for k in usage if not k.startswith("_Z"))):
             u = usage.get(n, {})

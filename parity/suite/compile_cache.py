@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from parity.core import env
+from parity.core import env, interrupts
 from parity.suite.includes import include_walk
 
 CACHE_VERSION = "1"
@@ -41,8 +42,75 @@ _LOC = re.compile(r'^(?P<file>[^\s:()][^:()\n]*?)(?::(?P<l1>\d+)(?::\d+)?|\((?P<
                   r'(?:fatal error|error|catastrophic error)\b', re.M)
 
 
+# Environment variables the compiler drivers read as part of the command (hipcc.pl, nvcc): their
+# values enter the cache key, so that a build under other appended flags or another ROCm is compiled.
+TOOL_ENV = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_COMPILE_FLAGS_PREPEND", "HIPCC_LINK_FLAGS_APPEND", "HIP_CLANG_PATH",
+            "HIP_PATH", "ROCM_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_PLATFORM", "HIP_COMPILER",
+            "HIP_RUNTIME", "HSA_PATH", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "NVCC_CCBIN")
+DEFAULT_TIMEOUT = 1800.0          # seconds; PARITY_COMPILE_TIMEOUT overrides it
+
+
+def compile_timeout() -> float:
+    """The compile timeout: PARITY_COMPILE_TIMEOUT seconds when set to a positive number, else 1800."""
+    raw = os.environ.get("PARITY_COMPILE_TIMEOUT", "").strip()
+    try:
+        t = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        t = DEFAULT_TIMEOUT
+    return t if t > 0 else DEFAULT_TIMEOUT
+
+
+_LIVE: set[subprocess.Popen] = set()   # the compilers running now (kill_compilers stops them all)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux /proc; elsewhere none), children first found first."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (d / "stat").read_text()
+            parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and every process below it (found first: a killed parent's children move to init)."""
+    for p in [*_descendants(pid), pid]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def kill_compilers() -> None:
+    """Kill every compiler this process is running, with what each started: a command stopping on its
+    first Ctrl-C or SIGTERM must not wait for them (a hung clang kept parity alive through INT, TERM
+    and INT). Their compiles fail as interrupted, and are not cached."""
+    for p in list(_LIVE):
+        _kill_tree(p.pid)
+
+
+interrupts.on_first(kill_compilers)
+
+
 def cache_dir() -> Path:
-    return env.folder("PARITY_CACHE_DIR") or Path.home() / ".cache" / "parity"
+    """PARITY_CACHE_DIR, else ~/.cache/parity; with no home (HOME empty or /: a CI container's user)
+    a folder of this user's under the temporary folder, never one at the file system's root."""
+    named = env.folder("PARITY_CACHE_DIR")
+    if named:
+        return named
+    home = Path(os.path.expanduser("~"))
+    if str(home) in ("", "/", "~", "."):
+        return Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
+    return home / ".cache" / "parity"
 
 
 @dataclass
@@ -211,6 +279,8 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
         meta = json.loads(meta_p.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(meta, dict):                # a damaged entry is a miss, compiled again
+        return None
     folder_free = meta.get("paths") == "folder-free"
     if source is not None and not folder_free and not meta.get("ok"):
         return None        # an older entry's error names the folder first compiled: compile again
@@ -219,7 +289,7 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
     command = meta.get("command", [])
     command = _serve_command(command, source) if source is not None and folder_free else command
     if meta.get("ok"):
-        if not (entry / "out.bin").is_file():
+        if not (entry / "out.bin").is_file() or (entry / "out.bin").stat().st_size == 0:
             return None
         return CompileResult(True, key, entry / "out.bin", serve(log), cached=True, command=command)
     err = CompileError(serve(meta.get("message", log)), [(serve(f), n) for f, n in meta.get("locations", [])],
@@ -228,6 +298,17 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
 
 
 Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, compiler output)
+
+# A compiler's failure that says nothing of the source: a signal (Ctrl-C, the OOM killer, a timeout's
+# kill), the machine (no temporary file, no memory, a full disk), or no word at all.
+_TRANSIENT = re.compile(r"died with signal|^Killed$|timed out after|unable to make temporary file|"
+                        r"No space left on device|Cannot allocate memory|out of memory", re.M | re.I)
+_SIGNAL_EXITS = {128 + s for s in (1, 2, 9, 15)}   # a shell's exit status for SIGHUP/INT/KILL/TERM
+
+
+def transient(rc: int | None, text: str) -> bool:
+    """Whether a failed compile may succeed when run again on the same inputs (then it is not cached)."""
+    return rc is None or rc < 0 or rc in _SIGNAL_EXITS or not text.strip() or bool(_TRANSIENT.search(text))
 
 
 _SCRATCH: list[Path] = []          # this process's private cache, for a cache folder it cannot write
@@ -292,7 +373,11 @@ def _compile_into(root: Path, key: str, build: Builder, command: list[str], forc
             except Exception as e:                 # a builder that raises is a compile error too
                 rc, text = -1, f"{type(e).__name__}: {e}"
             seconds = time.perf_counter() - t0
-            ok = rc == 0 and out.is_file()
+            ok = rc == 0 and out.is_file() and out.stat().st_size > 0
+            if not ok and transient(rc, text):         # this attempt's failure, not the source's: not kept
+                err = make_error(f"{text.strip() or f'compiler exited with {rc} and wrote no output'}\n(the "
+                                 f"compile did not finish: not cached, the next run compiles again)", command, rc)
+                return CompileResult(False, key, None, text, False, err, seconds, list(command))
             if ok:
                 _atomic_write(entry / "out.bin", out.read_bytes())
             _atomic_write(entry / "log.txt", store(text).encode())
@@ -312,10 +397,11 @@ def _compile_into(root: Path, key: str, build: Builder, command: list[str], forc
 def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[str], *,
                    target: str = "", include_dirs: list[str | os.PathLike] = (),
                    env: dict[str, str] | None = None, output_flag: str = "-o",
-                   timeout: float = 1800, cache_root: Path | None = None,
+                   timeout: float | None = None, cache_root: Path | None = None,
                    force: bool = False, nice: int = 0) -> CompileResult:
     """`compiler + flags + [source, -o out]` through the cache. Missing compiler -> error result.
-    nice: the compiler's CPU priority is lowered by this much (its subprocesses inherit it)."""
+    nice: the compiler's CPU priority is lowered by this much (its subprocesses inherit it); timeout:
+    seconds before the compiler and everything it started are killed (default compile_timeout())."""
     source = Path(source)
     env_items = tuple(sorted((env or {}).items()))
     version = toolchain_version(tuple(compiler), env_items)
@@ -331,21 +417,31 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
             headers, refused = [*headers, Path(flags[i + 1]).resolve(), *more], refused + why
     if refused:                 # the compiler would block reading a FIFO: not run
         return CompileResult(False, "", error=CompileError(refused[0], [], cmd, None), command=cmd)
-    key = cache_key(source, headers, [*compiler, *flags], version, target)
+    merged = {**os.environ, **(env or {})}
+    tool_env = [f"env:{k}={merged[k]}" for k in TOOL_ENV if merged.get(k)]
+    key = cache_key(source, headers, [*compiler, *flags, *tool_env], version, target)
+
+    limit = timeout if timeout is not None else compile_timeout()
 
     def build(out: Path) -> tuple[int, str]:
         p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              errors="replace", env={**os.environ, **(env or {})})
-        if nice:           # set before the driver forks its stages (no preexec_fn: unsafe beside threads)
-            try:
-                os.setpriority(os.PRIO_PROCESS, p.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
-            except OSError:
-                pass       # (already exited, or not permitted: priority is only a preference)
+        with _GUARD:
+            _LIVE.add(p)
         try:
-            text, _ = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
-            return -1, f"{source}: compiler timed out after {timeout:.0f} s"
-        return p.returncode, text
+            if nice:       # set before the driver forks its stages (no preexec_fn: unsafe beside threads)
+                try:
+                    os.setpriority(os.PRIO_PROCESS, p.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+                except OSError:
+                    pass   # (already exited, or not permitted: priority is only a preference)
+            try:
+                text, _ = p.communicate(timeout=limit)
+            except subprocess.TimeoutExpired:
+                _kill_tree(p.pid)                  # hipcc is perl -> sh -> clang: its clang holds the pipe
+                p.communicate()
+                return -1, f"{source}: compiler timed out after {limit:.0f} s (PARITY_COMPILE_TIMEOUT)"
+            return p.returncode, text
+        finally:
+            with _GUARD:
+                _LIVE.discard(p)
     return cached_build(key, build, cmd + ["<out>"], cache_root, force, source)
