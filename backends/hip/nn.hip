@@ -487,9 +487,10 @@ constexpr float kLog2e = 1.44269504088896341f;
 // a result bf16 does not round to 0, times 2^-8 (exact, or the one rounding of a subnormal result),
 // with v+8 one fma: 3 instructions where exp2f took 5 (a bf16 softmax chunk 580 -> 454
 // instructions, sm_90; softmax_bf16's 28 bytes of spills gone). v+8 rounds at 2^-22 where v did at
-// 2^-25 for |v| < 1: 1.7e-7 of the result, against bf16's half ulp of 2^-9. H100, side by side
-// (% of copy, the old kernel twice): 4096x4096 77.9 / 79.0 -> 79.4, 2048x8192 69.7 / 70.4 -> 72.0,
-// 1024x16384 60.6 / 62.3 -> 62.6, 512-2048 columns -0.4 to +2.5; pr and nightly sweeps pass. (An
+// 2^-25 for |v| < 1: 1.7e-7 of the result, against bf16's half ulp of 2^-9. H100, side by side,
+// two runs (% of copy): 4096x4096 78-79 -> 79.4 and 81.1 -> 81.5, 512-2048 columns -0.4 to +3.4,
+// 2048x8192 70-70.4 -> 72.0 and 73.0 -> 72.5, 1024x16384 61-62 -> 62.6 and 63.2 -> 63.9; the pr and
+// nightly sweeps pass. (An
 // ex2.approx.ftz for a bf16 pack whose every d was >= -87, exp2f otherwise, was no faster: 8192 /
 // 16384 columns -3.)
 #if defined(PK_NVIDIA) && defined(__CUDA_ARCH__)
