@@ -10,6 +10,7 @@ import click
 from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, not_an_input,
                                 read_results, writing)
 from parity.cli.params import InputPath, Number, OutputFile, Text
+from parity.core.text import one_line
 
 
 # ------------------------------------------------------------------------------- report
@@ -35,7 +36,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     except ValueError as e:
         raise SetupError(str(e))
     if note:
-        click.echo(note, err=True)
+        click.echo(one_line(note), err=True)
     res = read_results(path)
     if res.meta.get("shards_missing"):
         click.echo(f"⚠️ partial merge: shard(s) {', '.join(res.meta['shards_missing'])} missing "
@@ -92,7 +93,7 @@ def baseline_update(results: tuple[Path, ...], output: Path) -> None:
     except ValueError as e:
         raise SetupError(str(e))
     if note:
-        click.echo(note, err=True)
+        click.echo(one_line(note), err=True)
     res = read_results(path)
     try:
         old_text = bl.read(output) if files.kind(output) != "nothing" else None   # (read once: parsed and kept)

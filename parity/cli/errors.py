@@ -77,7 +77,7 @@ class ParityGroup(click.Group):
             raise                                 # click's own: usage errors (2), sys.exit, a closed pipe
         except KeyboardInterrupt as e:
             interrupts.finishing()
-            click.echo(f"\ninterrupted ({'SIGTERM' if isinstance(e, Terminated) else 'Ctrl-C'})", err=True)
+            click.echo(f"\ninterrupted ({interrupts.name(e)})", err=True)
             sys.exit(interrupts.exit_code(e))
         except OSError as e:
             if e.errno not in _MACHINE_ERRNOS:

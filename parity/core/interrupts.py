@@ -1,4 +1,4 @@
-"""How a parity command stops on Ctrl-C (SIGINT) or SIGTERM: once, cleanly, saying what it finished.
+"""How a parity command stops on Ctrl-C (SIGINT), SIGTERM or SIGHUP: once, cleanly, saying what it finished.
 
 The CLI installs `handler` for both signals around every command (parity.cli.main). The first signal
 raises KeyboardInterrupt (SIGINT) or `Terminated` (SIGTERM) in the main thread, as Python's own
@@ -24,7 +24,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI job cancelled): handled as an interrupt, exit 143."""
 
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+class HungUp(KeyboardInterrupt):
+    """SIGHUP (the terminal closed, an ssh session dropped): handled as an interrupt, exit 129."""
+
+
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
 
 class _State:
@@ -38,8 +42,13 @@ _S = _State()
 
 
 def exit_code(exc: BaseException | None) -> int:
-    """130 for Ctrl-C, 143 for SIGTERM."""
-    return 143 if isinstance(exc, Terminated) else 130
+    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
+    return 143 if isinstance(exc, Terminated) else 129 if isinstance(exc, HungUp) else 130
+
+
+def name(exc: BaseException | None) -> str:
+    """What stopped the command, as its message says it."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "SIGHUP" if isinstance(exc, HungUp) else "Ctrl-C"
 
 
 _ON_FIRST: list[Callable[[], None]] = []
@@ -53,7 +62,7 @@ def on_first(callback: Callable[[], None]) -> None:
 
 
 def handler(signum: int, frame) -> None:
-    exc = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    exc = {signal.SIGTERM: Terminated, signal.SIGHUP: HungUp}.get(signum, KeyboardInterrupt)()
     if _S.first is None:
         _S.first = exc
         for callback in _ON_FIRST:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from parity.core.row import Verdict
+from parity.core.text import md_code, md_text
 from parity.run.levels import REFERENCE, role
 from parity.run.results import FAILING, Results
 
@@ -183,20 +184,20 @@ def render(d: Diff, limit: int = 50) -> str:
         lines.append("")
 
     table("New failures", "| case | level | was | now | worst element / message |",
-          [f"| `{c.case_id}` | {c.level} | {c.old or '(new case)'} | **{c.new}** | {c.detail} |"
+          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old or '(new case)'} | **{c.new}** | {md_code(c.detail, True)} |"
            for c in d.new_failures], len(d.new_failures))
     table("Fixed", "| case | level | was | now |",
-          [f"| `{c.case_id}` | {c.level} | {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
+          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
     table("Failing now, accepted by the baseline (xfail)", "| case | level | was | now | message |",
-          [f"| `{c.case_id}` | {c.level} | {c.old} | **{c.new}** | {c.detail} |" for c in d.baselined],
+          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.baselined],
           len(d.baselined))
     table("Verdict changed (still failing)", "| case | level | was | now |",
-          [f"| `{c.case_id}` | {c.level} | {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
+          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
     table(f"Slowdowns beyond {d.threshold:g}x", "| case | level | old ms | new ms | ratio |",
-          [f"| `{s.case_id}` | {s.level} | {s.old_ms:.4g} | {s.new_ms:.4g} | **{s.ratio:.2f}x** |"
+          [f"| {md_code(s.case_id, True)} | {md_text(s.level)} | {s.old_ms:.4g} | {s.new_ms:.4g} | **{s.ratio:.2f}x** |"
            for s in d.slowdowns], len(d.slowdowns))
     table("Speedups", "| case | level | old ms | new ms | ratio |",
-          [f"| `{s.case_id}` | {s.level} | {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
+          [f"| {md_code(s.case_id, True)} | {md_text(s.level)} | {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
            for s in d.speedups], len(d.speedups))
     lines.append("Regressions found: exit 1." if d.regressions
                  else "No regressions among the cases both runs have." if d.partial else "No regressions.")

@@ -8,6 +8,7 @@ from parity.core.row import Verdict
 from parity.render import outcome
 from parity.run.results import FAILING, Results
 
+BODY_LIMIT = 20_000     # characters of a failure's message in its body (a 200 MB message made a 209 MB file)
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -50,8 +51,10 @@ def render(res: Results) -> str:
                      if r.get(k) is not None]
             msg = str(r.get("message") or "")
             if r["verdict"] in FAILING:
+                body = msg if len(msg) <= BODY_LIMIT else (msg[:BODY_LIMIT] + f"\n… {len(msg) - BODY_LIMIT:,} more "
+                                                                      "characters in results.json")
                 out.append(f"      <failure type={_q(r['verdict'])} message={_q(msg[:500])}>"
-                           f"{_t(str(r.get('launch') or '') + chr(10) + msg)}</failure>")
+                           f"{_t(str(r.get('launch') or '') + chr(10) + body)}</failure>")
             elif r["verdict"] in (Verdict.UNAVAILABLE, Verdict.XFAIL):
                 out.append(f"      <skipped message={_q(msg or r['verdict'])} />")
             out.append(f"      <system-out>{_t(chr(10).join(facts))}</system-out>")
