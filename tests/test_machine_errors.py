@@ -54,3 +54,10 @@ def test_diff_table_cells_keep_their_columns():
     text = diff_md.render(diff_md.diff(old, new))
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "img" in ln]
     assert rows and all(ln.replace("\\|", "").count("|") == 6 for ln in rows), rows
+
+
+def test_report_of_a_run_that_has_not_finished_says_how_to_finish_it(tmp_path):
+    from parity.run.journal import NAME
+    (tmp_path / NAME).write_text("")
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 2 and f"parity run --resume {tmp_path}" in r.output, r.output

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from parity.core import files
-from parity.run.results import Results, _from_json, row_json
+from parity.run.results import JOURNAL, Results, _from_json, row_json
 from parity.run.schema import row_problem
 
-NAME = "results.partial.jsonl"
+NAME = JOURNAL
 LOCK = "run.lock"           # held (fcntl.flock) by the one parity run writing the folder
 
 

@@ -168,6 +168,9 @@ def results_path(path: str | Path) -> Path:
     return path / "results.json" if path.is_dir() else path
 
 
+JOURNAL = "results.partial.jsonl"   # a run folder's rows as they come (parity.run.journal), before results.json
+
+
 def _read_doc(path: Path) -> dict:
     """The parsed results document; ValueError (one line, naming the file) when it is not one."""
     try:
@@ -175,6 +178,9 @@ def _read_doc(path: Path) -> dict:
     except OSError as e:
         runs = sorted(str(p.parent) for p in path.parent.glob("*/results.json")) if path.name == "results.json" else []
         hint = f" (a folder of runs: name one, e.g. {runs[-1]}, or several)" if runs else ""
+        if path.name == "results.json" and (path.parent / JOURNAL).is_file():
+            hint = (f" (a run that has not finished: it is still running, or it stopped before its reports; "
+                    f"`parity run --resume {path.parent}` finishes it)")
         raise ValueError(f"cannot read results {path}: {e.strerror or e}{hint}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
