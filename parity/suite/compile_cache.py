@@ -307,8 +307,9 @@ _SIGNAL_EXITS = {128 + s for s in (1, 2, 9, 15)}   # a shell's exit status for S
 
 
 def transient(rc: int | None, text: str) -> bool:
-    """Whether a failed compile may succeed when run again on the same inputs (then it is not cached)."""
-    return rc is None or rc < 0 or rc in _SIGNAL_EXITS or not text.strip() or bool(_TRANSIENT.search(text))
+    """Whether a failed compile may succeed when run again on the same inputs (then it is not cached);
+    rc 0 here is a compiler that said it succeeded and wrote no object."""
+    return rc is None or rc <= 0 or rc in _SIGNAL_EXITS or not text.strip() or bool(_TRANSIENT.search(text))
 
 
 _SCRATCH: list[Path] = []          # this process's private cache, for a cache folder it cannot write
