@@ -124,7 +124,10 @@ def test_mutate_case_selection_is_worked_out_per_kernel_not_per_case(monkeypatch
 
 
 def _fake_compile(source, arch, extra_flags=(), cache_root=None, include_dirs=()):
-    return CompileResult(True, "k", None, log="")
+    """A compile that succeeded: its log has a resource-usage remark (one that has none, and no code
+    object, compiled nothing: amd_static.analyze says so)."""
+    return CompileResult(True, "k", None, log=f"{source}:1:1: remark: Function Name: uneg_f32 [-Rpass-analysis=kernel-resource-usage]\n"
+                                              f"{source}:1:1: remark:     VGPRs: 4 [-Rpass-analysis=kernel-resource-usage]\n")
 
 
 def test_compile_shows_progress_per_file_and_target(monkeypatch):
