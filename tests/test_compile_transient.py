@@ -179,3 +179,13 @@ def test_resume_sees_a_port_s_headers_outside_its_folder_change(tmp_path):
     middle = source_record(subj)
     (ext / "forced.h").write_text("#error broken\n")
     assert before != middle != source_record(subj)
+
+
+def test_a_cached_object_that_changed_is_compiled_again(tmp_path):
+    comp = _compiler(tmp_path, "open(out, 'w').write('object')")
+    src = _source(tmp_path)
+    first = compile_source(src, [str(comp)], [])
+    assert compile_source(src, [str(comp)], []).cached
+    (cc.cache_dir() / first.key[:2] / first.key / "out.bin").write_bytes(b"obj")      # truncated
+    again = compile_source(src, [str(comp)], [])
+    assert again.ok and not again.cached and again.read() == b"object"

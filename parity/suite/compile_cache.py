@@ -289,12 +289,21 @@ def _load(entry: Path, key: str, source: Path | None = None) -> CompileResult | 
     command = meta.get("command", [])
     command = _serve_command(command, source) if source is not None and folder_free else command
     if meta.get("ok"):
-        if not (entry / "out.bin").is_file() or (entry / "out.bin").stat().st_size == 0:
-            return None
+        if not _intact(entry / "out.bin", meta.get("sha256")):
+            return None                           # truncated, replaced or lost: compiled again
         return CompileResult(True, key, entry / "out.bin", serve(log), cached=True, command=command)
     err = CompileError(serve(meta.get("message", log)), [(serve(f), n) for f, n in meta.get("locations", [])],
                        command, meta.get("returncode"))
     return CompileResult(False, key, None, serve(log), cached=True, error=err, command=command)
+
+
+def _intact(binary: Path, digest: object) -> bool:
+    """An entry's object is there, not empty, and (where its meta recorded one) of its digest."""
+    try:
+        data = binary.read_bytes()
+    except OSError:
+        return False
+    return bool(data) and (not isinstance(digest, str) or hashlib.sha256(data).hexdigest() == digest)
 
 
 Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, compiler output)
@@ -379,10 +388,13 @@ def _compile_into(root: Path, key: str, build: Builder, command: list[str], forc
                 err = make_error(f"{text.strip() or f'compiler exited with {rc} and wrote no output'}\n(the "
                                  f"compile did not finish: not cached, the next run compiles again)", command, rc)
                 return CompileResult(False, key, None, text, False, err, seconds, list(command))
+            binary = out.read_bytes() if ok else b""
             if ok:
-                _atomic_write(entry / "out.bin", out.read_bytes())
+                _atomic_write(entry / "out.bin", binary)
             _atomic_write(entry / "log.txt", store(text).encode())
             meta = {"ok": ok, "command": list(command), "returncode": rc, "seconds": seconds}
+            if ok:
+                meta["sha256"] = hashlib.sha256(binary).hexdigest()
             if source is not None:
                 meta.update(paths="folder-free", command=_store_command(command, source))
             err = None
