@@ -83,9 +83,9 @@ class ParityGroup(click.Group):
             if e.errno not in _MACHINE_ERRNOS:
                 internal_error(e, ctx.meta.get(_FOLDER))
             folder = ctx.meta.get(_FOLDER)
+            # (the folder is --out's, or the run's: a run or a mutate goes on with --resume on its run folder)
             click.echo(f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else "")
-                       + (f" (what finished is in {folder}: `parity run --resume {folder}` goes on)" if folder else ""),
-                       err=True)
+                       + (f" (what finished is kept under {folder})" if folder else ""), err=True)
             sys.exit(2)
         except Exception as e:
             internal_error(e, ctx.meta.get(_FOLDER))

@@ -158,6 +158,11 @@ def partial_line(d: Diff) -> str:
             f"{d.compared:,} common cases: {verdict}")
 
 
+def _key(c: Change | Slowdown) -> str:
+    """A table row's first cells, case and level (a port's text: escaped, `|` kept inside its cell)."""
+    return f"| {md_code(c.case_id, True)} | {md_text(c.level)} |"
+
+
 def render(d: Diff, limit: int = 50) -> str:
     """Markdown-ish text for a terminal or a PR comment."""
     icon = "❌" if d.regressions else "⚠️" if d.partial or d.baselined or d.reference_only else "✅"
@@ -184,20 +189,19 @@ def render(d: Diff, limit: int = 50) -> str:
         lines.append("")
 
     table("New failures", "| case | level | was | now | worst element / message |",
-          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old or '(new case)'} | **{c.new}** | {md_code(c.detail, True)} |"
-           for c in d.new_failures], len(d.new_failures))
+          [f"{_key(c)} {c.old or '(new case)'} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.new_failures],
+          len(d.new_failures))
     table("Fixed", "| case | level | was | now |",
-          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
+          [f"{_key(c)} {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
     table("Failing now, accepted by the baseline (xfail)", "| case | level | was | now | message |",
-          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.baselined],
-          len(d.baselined))
+          [f"{_key(c)} {c.old} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.baselined], len(d.baselined))
     table("Verdict changed (still failing)", "| case | level | was | now |",
-          [f"| {md_code(c.case_id, True)} | {md_text(c.level)} | {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
+          [f"{_key(c)} {c.old} | **{c.new}** |" for c in d.changed], len(d.changed))
     table(f"Slowdowns beyond {d.threshold:g}x", "| case | level | old ms | new ms | ratio |",
-          [f"| {md_code(s.case_id, True)} | {md_text(s.level)} | {s.old_ms:.4g} | {s.new_ms:.4g} | **{s.ratio:.2f}x** |"
+          [f"{_key(s)} {s.old_ms:.4g} | {s.new_ms:.4g} | **{s.ratio:.2f}x** |"
            for s in d.slowdowns], len(d.slowdowns))
     table("Speedups", "| case | level | old ms | new ms | ratio |",
-          [f"| {md_code(s.case_id, True)} | {md_text(s.level)} | {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
+          [f"{_key(s)} {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
            for s in d.speedups], len(d.speedups))
     lines.append("Regressions found: exit 1." if d.regressions
                  else "No regressions among the cases both runs have." if d.partial else "No regressions.")

@@ -146,8 +146,8 @@ def worst_text(w: dict | None, message: str = "") -> str:
         u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
         note = f" ({w['note']})" if w.get("note") else ""
         exact = f", exact {md_code(w['exact'])}" if w.get("exact") is not None else ""
-        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → expected {md_code(w.get('expected'))} "
-                f"got {md_code(w.get('got'))}{exact}{u}{note}")
+        return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → "
+                f"expected {md_code(w.get('expected'))} got {md_code(w.get('got'))}{exact}{u}{note}")
     return first_line(message)
 
 
@@ -307,7 +307,8 @@ def _mapping_gap(g: pd.DataFrame) -> list[Finding]:
     for (ident,), info in _groups(g, ["_id"]):
         msg = info["message"]
         where = first_line(msg.split(" — ", 1)[1] if " — " in msg else msg)
-        title = (f"parity's HIP→CUDA mapping lacks {md_code(ident)}, which ROCm declares: {_counts(info)} not verified")
+        title = (f"parity's HIP→CUDA mapping lacks {md_code(ident)}, which ROCm declares: {_counts(info)} "
+                 "not verified")
         out.append(_make(Verdict.MAPPING_GAP, info, title, f"parity's gap, not the port's: {where}", "parity",
                          (ident,)))
     return out
@@ -509,7 +510,7 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     out = []
     for k, info in _groups(g, keys, example=worst):
         fam, dt, kind = k
-        what = f"{md_code(ops[k][0])}" if len(ops[k]) == 1 else f"{md_code(fam)} ({_names(ops[k])})"
+        what = md_code(ops[k][0]) if len(ops[k]) == 1 else f"{md_code(fam)} ({_names(ops[k])})"
         w = info.get("worst")
         w = w if isinstance(w, dict) else None
         where = f"values: {_names(vals[k])}; layouts: {_names(lays[k])}"
@@ -558,8 +559,8 @@ def _xpass(g: pd.DataFrame) -> list[Finding]:
 
 def _generic(g: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
-    return [_make(cause, info, f"{md_code(op)}: {cause} in {_plural(info['cases'], 'case')}", first_line(info["message"]),
-                  key=(op,)) for (op,), info in _groups(g, ["op"])]
+    return [_make(cause, info, f"{md_code(op)}: {cause} in {_plural(info['cases'], 'case')}",
+                  first_line(info["message"]), key=(op,)) for (op,), info in _groups(g, ["op"])]
 
 
 _BUILDERS = {Verdict.COMPILE_ERROR: _compile_error, Verdict.MAPPING_GAP: _mapping_gap,

@@ -39,14 +39,16 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     if said:
         lines += [f"- {line}" for line in said] + [""]
     if meta.get("sweep"):
-        lines += [f"Sweep {md_code(meta['sweep'])} · {outcome.suites_line(meta)} · {meta.get('elapsed_s', 0):.1f} s", ""]
+        lines += [f"Sweep {md_code(meta['sweep'])} · {outcome.suites_line(meta)} · "
+                  f"{meta.get('elapsed_s', 0):.1f} s", ""]
     if meta.get("port"):                         # a port given by its build line (parity.suite.port)
         lines += [f"Port (its build line, on every HIP level): {md_code(meta['port']['description'])}", ""]
     prof = meta.get("profile")
     if isinstance(prof, dict) and prof.get("name") and prof["name"] != "candle":
         lines += [f"ABI profile **{md_text(prof['name'])}**: {md_text(prof.get('title', ''))} "
                   f"({md_text(prof.get('how', ''))})", ""]
-        lines += [f"- {_md(n) if len(n) < 80 else md_text(n)}" for n in prof.get("notes", [])] + ([""] if prof.get("notes") else [])
+        notes = prof.get("notes", [])
+        lines += [f"- {_md(n) if len(n) < 80 else md_text(n)}" for n in notes] + ([""] if notes else [])
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])

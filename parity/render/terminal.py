@@ -96,11 +96,12 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     f = fnd.of(res)
     console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
     for lv in res.meta.get("levels", []):
+        name = escape(one_line(lv["level"]))
         if lv["available"]:
-            console.print(f"  level [bold]{escape(one_line(lv['level']))}[/]: ran on {escape(one_line(lv.get('device', '')))}",
+            console.print(f"  level [bold]{name}[/]: ran on {escape(one_line(lv.get('device', '')))}",
                           overflow="ellipsis", no_wrap=True)
         else:                                       # a reason is read whole: it says what to install
-            console.print(f"  level [bold]{escape(one_line(lv['level']))}[/]: [dim]unavailable[/] — {escape(one_line(lv.get('reason', '')))}")
+            console.print(f"  level [bold]{name}[/]: [dim]unavailable[/] — {escape(one_line(lv.get('reason', '')))}")
     if f.scoreboard:
         levels = list(dict.fromkeys(r.level for r in f.scoreboard))
         cell = {(r.level, r.family): r for r in f.scoreboard}
