@@ -13,6 +13,8 @@ def entry() -> None:
     parity.core.interrupts) takes over before it makes anything."""
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _starting)
+    from parity.core import ci_log
+    ci_log.guard()                              # before anything is printed
     from parity.cli.main import main
     from parity.core import interrupts
     interrupts.own_process()

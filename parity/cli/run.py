@@ -15,6 +15,7 @@ from parity.cli.errors import report_folder
 from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
                                 setup_errors)
 from parity.cli.params import InputPath, Number, OutFolder, Seconds, Text
+from parity.core import ci_log
 
 if TYPE_CHECKING:
     from parity.timing import TimingOptions
@@ -382,7 +383,7 @@ def _write_reports(rows: list[dict], recheck: list[dict], meta: dict, folder: Pa
     files.write_text(folder / "summary.md", markdown.render(res, appendix=appendix))   # one 60,000-char budget
     for line in write_extra_reports(res, folder):
         if not quiet:
-            click.echo(line)
+            ci_log.command(line)
     files.write_text(folder / "junit.xml", junit.render(res))
     return res
 
