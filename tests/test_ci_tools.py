@@ -313,6 +313,64 @@ def test_interrupted_run_keeps_rows_and_resumes(tmp_path, monkeypatch):
     assert invoke(*args, "--resume", tmp_path / "nope").exit_code == 2
 
 
+def one_line_error(r) -> str:
+    assert r.exit_code == 2, r.output
+    (line,) = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    return line
+
+
+def _interrupt_after(monkeypatch, n: int) -> None:
+    """run_case raises KeyboardInterrupt at its n-th call (a Ctrl-C in the middle of a run)."""
+    real, calls = parity.run.engine.run_case, []
+
+    def interrupting(case, executor, device=""):
+        calls.append(case.id)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(case, executor, device)
+    monkeypatch.setattr(parity.run.engine, "run_case", interrupting)
+
+
+def test_resume_after_the_sweep_changed_is_refused_and_drops_nothing(tmp_path, monkeypatch):
+    """run.json records which cases the run selected; a resume that would select others (its sweep file
+    edited, a parity upgrade's bundled sweeps) dropped the finished rows not selected now and said
+    `pass`: it is exit 2, the journal kept."""
+    sweep = tmp_path / "mine.toml"
+    sweep.write_text('seeds = [0]\n[[group]]\nops = ["unary.neg", "unary.exp"]\ndtypes = ["f32"]\n')
+    _interrupt_after(monkeypatch, 5)
+    r = invoke("run", "--sweep", sweep, "--levels", "cpu", "-q", "--out", tmp_path / "out")
+    assert r.exit_code == 130, r.output
+    (folder,) = (tmp_path / "out").iterdir()
+    kept = (folder / JOURNAL).read_text()
+    sweep.write_text('seeds = [0]\n[[group]]\nops = ["binary.add"]\ndtypes = ["f32"]\n')
+    line = one_line_error(invoke("run", "--resume", folder, "-q"))
+    assert line.startswith(f"Error: --resume {folder}: this command selects other cases than that run (") and \
+        line.endswith("start a new run"), line
+    assert (folder / JOURNAL).read_text() == kept
+
+
+def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):
+    """A port's --port-* options are the run's too: the bare resume parity prints after Ctrl-C found the
+    sources `changed` (its include folder gone from the record); another --port-define mixed two build
+    lines' verdicts."""
+    suite, inc = tmp_path / "suite", tmp_path / "inc"
+    suite.mkdir(), inc.mkdir()
+    (suite / "good.hip").write_text((Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text())
+    (inc / "extra.h").write_text("// a header of the port's build line\n")
+    _interrupt_after(monkeypatch, 3)
+    r = invoke("run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q", "--out",
+               tmp_path / "out", "--hip-src", suite, "--port-include", inc, "--port-define", "PORT_X=1")
+    assert r.exit_code == 130, r.output
+    (folder,) = (tmp_path / "out").iterdir()
+    line = one_line_error(invoke("run", "--resume", folder, "-q", "--port-define", "PORT_X=2"))
+    assert line == (f"Error: --resume {folder} continues a run with --port-define PORT_X=1; this command says "
+                    "--port-define PORT_X=2: drop the option, or start a new run")
+    monkeypatch.undo()
+    r = invoke("run", "--resume", folder, "-q")
+    assert r.exit_code == 0, r.output
+    assert Results.from_json(folder / "results.json").meta["resumed_rows"] == 2
+
+
 # ------------------------------------------------------------------------ GitHub annotations
 def test_github_annotations_capped_and_escaped(failing, tmp_path):
     lines = github.annotations(failing, cap=1)          # one annotation per finding: f16 and f32 minimum

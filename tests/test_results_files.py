@@ -737,6 +737,28 @@ def test_a_resume_after_the_kernel_sources_changed_is_refused(tmp_path):
         check_sources_unchanged(tmp_path, {"sources": ["x"]}, {})
 
 
+def test_the_record_holds_a_declaration_outside_the_suite_and_its_references(tmp_path):
+    """--profile FILE in another folder than --hip-src: a resume after its declaration or references
+    changed kept the old verdicts (even of a reference-only run, which runs its references)."""
+    import shutil
+    from parity.run.session import SessionError, check_sources_unchanged, source_record, subject
+    example = Path(__file__).parents[1] / "docs" / "examples" / "declared-port" / "hip"
+    src, decl = tmp_path / "src", tmp_path / "decl"
+    src.mkdir(), decl.mkdir()
+    shutil.copy(example / "vecops.hip", src)
+    for name in ("parity-kernels.toml", "refs.py"):
+        shutil.copy(example / name, decl)
+    subj = subject(src, profile=str(decl / "parity-kernels.toml"))
+    before = source_record(subj)
+    assert {"profile:parity-kernels.toml", "profile:refs.py", "hip:vecops.hip"} <= before.keys()
+    (decl / "refs.py").write_text((decl / "refs.py").read_text() + "\n# changed\n")
+    for reference_only in (False, True):
+        with pytest.raises(SessionError, match=r"the kernel sources changed since that run: profile:refs.py \(changed\)"):
+            check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj), reference_only)
+    (src / "vecops.hip").write_text("// another kernel file\n")
+    check_sources_unchanged(tmp_path, {"sources": {**before, "hip:vecops.hip": "0"}}, before, reference_only=True)
+
+
 @pytest.mark.skipif(not __import__("shutil").which("hipcc"), reason="hipcc not installed")
 @pytest.mark.slow
 def test_resume_of_a_run_whose_kernels_changed_is_exit_2_and_of_a_cpu_run_is_not(tmp_path):

@@ -30,7 +30,7 @@ Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 
 3 parity's internal error (traceback saved in --out), 130/143 interrupted.
 """
 RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
-           "profile_opt")
+           "profile_opt", "since", "port_file", "port_source", "port_include", "port_force_include", "port_define")
 
 
 @dataclass(frozen=True)
@@ -148,11 +148,12 @@ def _resume_options(folder: Path, given: dict) -> dict:
             continue
         now = given.get(k)
         if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE and _norm(now) != _norm(saved[k]):
-            flag = {"value_classes": "--values", "profile_opt": "--profile"}.get(k, "--" + k.replace("_", "-"))
-            raise SetupError(f"--resume {folder} continues a run with {flag} {saved[k] or '(none)'}; "
-                             f"this command says {flag} {now}: drop the option, or start a new run")
-        out[k] = saved[k]
-    out["sources"] = saved.get("sources")
+            flag = {"value_classes": "--values", "profile_opt": "--profile", "port_file": "--port"}.get(
+                k, "--" + k.replace("_", "-"))
+            raise SetupError(f"--resume {folder} continues a run with {flag} {_shown(saved[k])}; "
+                             f"this command says {flag} {_shown(now)}: drop the option, or start a new run")
+        out[k] = tuple(saved[k]) if isinstance(saved[k], list) else saved[k]
+    out["sources"], out["selection"] = saved.get("sources"), saved.get("selection")
     return out
 
 
@@ -181,7 +182,14 @@ def _resumed(folder: Path, opts: RunOptions, given: dict) -> tuple[dict, RunOpti
 
 
 def _norm(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(str(x) for x in v) or None
     return None if v in (None, "") else str(v)
+
+
+def _shown(v) -> str:
+    v = _norm(v)
+    return "(none)" if v is None else " ".join(v) if isinstance(v, tuple) else v
 
 
 def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, levels: str, require, hip_src,
@@ -197,10 +205,12 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         o, opts = _resumed(Path(resume), opts, dict(sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts,
                                                    value_classes=value_classes, levels=levels, wave=wave,
                                                    hip_src=hip_src, cuda_src=cuda_src,
-                                                   shard=opts.shard_text,
-                                                   profile_opt=profile_opt, out=out))
-        sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt = (
-            o[k] for k in RESUMED if k != "shard")
+                                                   shard=opts.shard_text, profile_opt=profile_opt, since=since,
+                                                   port_file=port_file, port_source=port_source,
+                                                   port_include=port_include, port_force_include=port_force_include,
+                                                   port_define=port_define, out=out))
+        (sweep, ops, dtypes, layouts, value_classes, levels, wave, hip_src, cuda_src, profile_opt, since, port_file,
+         port_source, port_include, port_force_include, port_define) = (o[k] for k in RESUMED if k != "shard")
     console = Console(stderr=False, quiet=quiet)
     subj = session.subject(hip_src, cuda_src, profile=profile_opt, port_file=port_file, port_source=port_source,
                            port_include=port_include, port_force_include=port_force_include, port_define=port_define)
@@ -220,8 +230,8 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     lvls = session.build_levels(levels, subj, wave, case_timeout, opts.gpus, require)
     reference_only = session.reference_only(lvls, levels, subj)
     sources = session.source_record(subj)
-    if resume and not reference_only:          # (the reference alone runs none of them)
-        session.check_sources_unchanged(Path(resume), o, sources)
+    if resume:                                 # (the reference alone runs the profile's code only)
+        session.check_sources_unchanged(Path(resume), o, sources, reference_only)
     if since:
         cases, line = session.changed_cases(cases, since, subj)
         if not quiet:
@@ -237,13 +247,19 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         known = baseline.load_optional(baseline_path, strict)
     except ValueError as e:
         raise SetupError(str(e))
+    selection = session.selection_record(cases)
+    if resume:
+        session.check_selection_unchanged(Path(resume), o, selection)
     folder = Path(resume) if resume else session.run_folder(out, Path(sweep).stem)
     session.write_run_file(folder, dict(
         sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes, levels=levels, wave=wave,
         hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
         shard=opts.shard_text,
         profile_opt=profile_opt if profile_opt or profile.name == "candle"
-        else profile.name if profile.source == "built-in" else profile.source, sources=sources))
+        else profile.name if profile.source == "built-in" else profile.source, since=since,
+        port_file=str(port_file) if port_file else None, port_source=list(port_source),
+        port_include=list(port_include), port_force_include=list(port_force_include),
+        port_define=list(port_define), sources=sources, selection=selection))
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
     meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of, static)
     journal = session.open_journal(folder, cases, runnable, bool(resume))

@@ -285,6 +285,10 @@ def read_run_file(folder: Path) -> dict:
         raise SessionError(f"--resume {folder}: cannot read {path}: nested too deeply") from None
     except (OSError, ValueError) as e:
         raise SessionError(f"--resume {folder}: cannot read {path}: {e}")
+    for key in PORT_LISTS:
+        value = saved.get(key, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise SessionError(f"--resume {folder}: {path}: {key} must be a list of strings")
     for key, value in saved.items():
         if key in RUN_KEYS and not (value is None and key != "sweep" or isinstance(value, str) and
                                     (value or key != "sweep")):
@@ -319,6 +323,14 @@ def source_record(subj: Subject) -> dict[str, str]:
             return None
     port = subj.port
     roots = [("hip", subj.hip_src), ("cuda", subj.cuda_src)]
+    if subj.profile is not None and subj.profile.source != "built-in":
+        decl = Path(subj.profile.source)        # a declaration and its references module, wherever they are
+        # (the files beside it only: not walked, it may sit in a large folder)
+        for path in sorted(decl.parent.glob("*")):
+            if path.suffix in (".toml", ".py") and path.is_file() and not path.is_symlink():
+                d = digest(path)
+                if d is not None:
+                    out[f"profile:{path.name}"] = d
     if port is not None:        # a port's include folders and forced headers may lie outside --hip-src
         roots += [(f"include{i}", Path(d)) for i, d in enumerate(port.include_dirs)]
         for i, f in enumerate(port.force_includes):
@@ -343,15 +355,18 @@ def source_record(subj: Subject) -> dict[str, str]:
     return out
 
 
-def check_sources_unchanged(folder: Path, saved: dict, now: dict[str, str]) -> None:
+def check_sources_unchanged(folder: Path, saved: dict, now: dict[str, str], reference_only: bool = False) -> None:
     """SessionError when the sources recorded in `folder`'s run.json (saved["sources"]) are not the ones
-    there now: the verdicts a resume keeps would be of other code. A run.json without the record (an
-    older parity's) is not checked."""
+    there now: the verdicts a resume keeps would be of other code (reference_only: of the profile's
+    declaration and references alone, the only code such a run runs). A run.json without the record
+    (an older parity's) is not checked."""
     record = saved.get("sources")
     if record is None:
         return
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
         raise SessionError(f"--resume {folder}: {folder / RUN_FILE}: sources must be an object of file digests")
+    if reference_only:
+        record, now = ({k: v for k, v in d.items() if k.startswith("profile:")} for d in (record, now))
     changed = sorted(k for k in record.keys() & now.keys() if record[k] != now[k])
     added, removed = sorted(now.keys() - record.keys()), sorted(record.keys() - now.keys())
     if not (changed or added or removed):
@@ -364,7 +379,30 @@ def check_sources_unchanged(folder: Path, saved: dict, now: dict[str, str]) -> N
 
 # run.json's fields (what `parity run` writes; each a string, or null where an option was not given)
 RUN_KEYS = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
-            "profile_opt")
+            "profile_opt", "since", "port_file")
+PORT_LISTS = ("port_source", "port_include", "port_force_include", "port_define")   # each a list of strings
+
+
+def selection_record(cases: list[Case]) -> dict:
+    """The cases a run selected, as run.json keeps them: their number and a digest of their ids. A
+    resume that selects others (its sweep file edited, parity's bundled sweeps or catalog changed,
+    --since's ref moved) would drop the verdicts of the cases no longer selected."""
+    import hashlib
+    ids = "\n".join(sorted(c.id for c in cases))
+    return {"cases": len(cases), "digest": hashlib.sha256(ids.encode()).hexdigest()[:16]}
+
+
+def check_selection_unchanged(folder: Path, saved: dict, now: dict) -> None:
+    """SessionError when the cases a resume selects are not the run's (run.json's `selection`; one
+    without it, an older parity's, is not checked): nothing it finished is dropped."""
+    record = saved.get("selection")
+    if record is None or record == now:
+        return
+    if not isinstance(record, dict) or not isinstance(record.get("cases"), int):
+        raise SessionError(f"--resume {folder}: {folder / RUN_FILE}: selection must be an object with a case count")
+    raise SessionError(f"--resume {folder}: this command selects other cases than that run ({record['cases']} then, "
+                       f"{now['cases']} now: its sweep file, parity's bundled sweeps or catalog, or the --since ref "
+                       "changed since); resuming would drop verdicts it finished: start a new run")
 
 
 def write_run_file(folder: Path, options: dict) -> None:
