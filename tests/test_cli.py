@@ -104,6 +104,15 @@ def test_junit_has_one_testcase_per_case_and_failures():
     assert outcome.find("testcase").get("name") == "fail" and outcome.get("failures") == "1"
 
 
+def test_junit_counts_compiled_rows_as_skipped_never_passed():
+    """amd-static's `compiled` is no pass (nothing ran): a CI's test report counted 16 of them as passed."""
+    rows = [{**r, "level": "amd-static", "verdict": "compiled", "message": ""} for r in _fake_rows(4, fail_every=99)]
+    root = ET.fromstring(junit.render(Results.from_rows(rows, {})))
+    (suite,) = root.findall("testsuite[@name='parity.amd-static']")
+    assert suite.get("tests") == "4" and suite.get("skipped") == "4" and suite.get("failures") == "0"
+    assert [s.get("message") for s in suite.iter("skipped")] == ["compiled for the AMD targets, not executed"] * 4
+
+
 @pytest.mark.slow
 def test_smoke_sweep_under_60_seconds(tmp_path):
     t = time.perf_counter()
