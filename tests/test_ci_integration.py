@@ -46,7 +46,7 @@ def test_action_is_a_composite_with_the_documented_inputs_and_steps():
             assert re.fullmatch(r"[\w-]+/[\w-]+@v\d+", s["uses"]), s["name"]
     assert "parity \"${args[@]}\"" in steps["Run parity"]["run"]
     assert "parity diff" in steps["Compare with the baseline"]["run"]
-    assert steps["Compare with the baseline"]["if"] == "inputs.baseline != ''"
+    assert steps["Compare with the baseline"]["if"] == "inputs.baseline != '' && steps.run.outputs.report-dir != ''"
     assert "gh api" in steps["Comment on the pull request"]["run"]
     assert steps["Upload the reports"]["uses"].startswith("actions/upload-artifact@")
     assert {"report-dir", "run-exit-code", "diff-exit-code"} <= set(a["outputs"])
@@ -178,7 +178,7 @@ def test_action_scripts_install_run_diff_and_decide(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     action = load(ACTION)
-    ctx_run = {"levels": "cpu", "extra-args": "--ops unary.neg --dtypes f32"}
+    ctx_run = {"levels": "cpu", "extra-args": "--ops 'unary.n*' --dtypes f32"}     # quoted: no glob, one word
     r1 = Runner(action, ctx_run, work, action_path, path_env)
     r = r1.run("Install parity")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -204,9 +204,21 @@ def test_action_scripts_install_run_diff_and_decide(tmp_path):
     assert (work / r2.ctx["steps.run.outputs.report-dir"] / "diff.txt").is_file()
     assert r2.run("Fail on failures or regressions").returncode == 0
 
-    # the decision: failures without a baseline, regressions with one, setup errors always
-    for run_rc, diff_rc, baseline, want in [("1", "", "", 1), ("0", "", "", 0), ("1", "0", "b.json", 0),
-                                            ("0", "1", "b.json", 1), ("2", "", "", 2), ("2", "0", "b.json", 2)]:
+    # a run that writes no report never publishes an older run's (the folder's newest was)
+    r3 = Runner(action, {**ctx_run, "extra-args": "--require hip-on-nvidia"}, work, action_path, path_env)
+    r = r3.run("Run parity", "run")
+    assert r.returncode == 2 and r3.ctx["steps.run.outputs.rc"] == "2", r.stdout + r.stderr
+    assert "steps.run.outputs.report-dir" not in r3.ctx and "::error title=parity::parity run wrote no report" in r.stdout
+    r = Runner(action, {**ctx_run, "extra-args": "--ops 'unary.neg"}, work, action_path, path_env).run("Run parity")
+    assert r.returncode == 2 and "extra-args is not a list of words" in r.stdout
+
+    # the decision: failures without a baseline, regressions with one; a run that did not finish always
+    # fails; one that checked nothing (no report, exit 0) does not
+    for run_rc, diff_rc, baseline, dir_, want in [
+            ("1", "", "", "r", 1), ("0", "", "", "r", 0), ("1", "0", "b.json", "r", 0), ("0", "1", "b.json", "r", 1),
+            ("2", "", "", "", 2), ("2", "0", "b.json", "r", 2), ("130", "0", "b.json", "r", 130),
+            ("3", "0", "b.json", "r", 3), ("0", "", "b.json", "", 0)]:
         d = Runner(action, {"baseline": baseline}, work, action_path, path_env)
-        d.ctx.update({"steps.run.outputs.rc": run_rc, "steps.diff.outputs.rc": diff_rc})
-        assert d.run("Fail on failures or regressions").returncode == want, (run_rc, diff_rc, baseline)
+        d.ctx.update({"steps.run.outputs.rc": run_rc, "steps.diff.outputs.rc": diff_rc,
+                      "steps.run.outputs.report-dir": dir_})
+        assert d.run("Fail on failures or regressions").returncode == want, (run_rc, diff_rc, baseline, dir_)
