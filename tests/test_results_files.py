@@ -417,6 +417,21 @@ def test_a_skipped_row_that_failed_keeps_the_run_failing(tmp_path):
     good = write(tmp_path / "good.json", {c: "pass" for c in ids("unary.neg", 6)})
     r = invoke("diff", good, p)
     assert r.exit_code == 1 and "1 unreadable row(s) with a failing verdict" in r.stderr
+    # the diff itself says so (a CI posts stdout as its comment): it said `No regressions` with exit 1
+    assert r.stdout.startswith("## ❌ parity diff: 0 new failure(s)") and \
+        "❌ NEW has 1 unreadable row(s) with a failing verdict: a regression cannot be ruled out." in r.stdout
+    assert r.stdout.rstrip().endswith("A regression cannot be ruled out: exit 1.")
+
+
+def test_diff_against_a_run_that_did_not_finish_says_so(tmp_path):
+    """An interrupted NEW was compared as if complete: `No regressions`, no word that it stopped."""
+    c = ids("unary.neg", 6)
+    old = write(tmp_path / "old.json", dict.fromkeys(c, "pass"))
+    new = write(tmp_path / "new.json", dict.fromkeys(c[:2], "pass"), interrupted=True, planned_rows=6)
+    r = invoke("diff", old, new)
+    assert r.exit_code == 0 and r.stdout.startswith("## ⚠️ parity diff"), r.output
+    assert "⚠️ NEW did not finish (interrupted after 2 of 6 case runs): the cases it did not run are not compared." \
+        in r.stdout and r.stdout.rstrip().endswith("No regressions among the cases both runs have.")
 
 
 @pytest.mark.parametrize("key,value,note", [

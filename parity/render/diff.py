@@ -54,6 +54,8 @@ class Diff:
     threshold: float = 1.10
     differs: list[str] = field(default_factory=list)           # "sweep smoke vs pr", from scope_differences
     levels: set[str] = field(default_factory=set)              # the levels of the compared rows
+    unread_failing: int = 0        # NEW's rows with a failing verdict it could not read: no regression ruled out
+    new_stopped: str = ""          # NEW did not finish ("interrupted after 574 of 7,540 case runs")
 
     @property
     def reference_only(self) -> bool:
@@ -62,12 +64,13 @@ class Diff:
 
     @property
     def regressions(self) -> bool:
-        return bool(self.new_failures or self.slowdowns)
+        """A regression found, or one that cannot be ruled out (a failing row NEW could not read)."""
+        return bool(self.new_failures or self.slowdowns or self.unread_failing)
 
     @property
     def partial(self) -> bool:
-        """Some cases could not be compared: the runs differ in what they ran."""
-        return bool(self.differs or self.added or self.removed)
+        """Some cases could not be compared: the runs differ in what they ran, or NEW did not finish."""
+        return bool(self.differs or self.added or self.removed or self.new_stopped)
 
 
 SCOPE = ("kind", "sweep", "filters", "levels", "shard")
@@ -110,8 +113,10 @@ def _ms(v) -> float | None:
 
 
 def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0) -> Diff:
+    from parity.render.outcome import stop_reason, unread_counts
     a, b = _index(old), _index(new)
-    d = Diff(threshold=slowdown, differs=scope_differences(old.meta, new.meta))
+    d = Diff(threshold=slowdown, differs=scope_differences(old.meta, new.meta),
+             unread_failing=unread_counts(new.meta)[1], new_stopped=stop_reason(new.meta, len(new.table)))
     d.added = len(b.keys() - a.keys())
     d.removed = len(a.keys() - b.keys())
     for key, rn in b.items():
@@ -170,6 +175,11 @@ def render(d: Diff, limit: int = 50) -> str:
             + (f"{len(d.baselined)} failing now accepted by the baseline, " if d.baselined else "")
             + f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
     lines = [head, ""]
+    if d.unread_failing:
+        lines += [f"❌ NEW has {d.unread_failing:,} unreadable row(s) with a failing verdict: a regression cannot be "
+                  "ruled out.", ""]
+    if d.new_stopped:
+        lines += [f"⚠️ NEW did not finish ({d.new_stopped}): the cases it did not run are not compared.", ""]
     if d.partial:
         lines += [partial_line(d), ""]
     if d.reference_only:
@@ -203,7 +213,8 @@ def render(d: Diff, limit: int = 50) -> str:
     table("Speedups", "| case | level | old ms | new ms | ratio |",
           [f"{_key(s)} {s.old_ms:.4g} | {s.new_ms:.4g} | {s.ratio:.2f}x |"
            for s in d.speedups], len(d.speedups))
-    lines.append("Regressions found: exit 1." if d.regressions
+    lines.append("Regressions found: exit 1." if d.new_failures or d.slowdowns
+                 else "A regression cannot be ruled out: exit 1." if d.regressions
                  else "No regressions among the cases both runs have." if d.partial else "No regressions.")
     return "\n".join(lines) + "\n"
 

@@ -97,7 +97,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
     not_run = [f"{lv['level']}: {lv.get('reason') or 'unavailable'}" for lv in levels if not lv.get("available")]
     executed = _kernels(by_role[EXECUTES])
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
-    stopped = _stopped(meta, len(table))
+    stopped = stop_reason(meta, len(table))
     common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
                   kernels_compiled=compiled, notes=merge_notes(meta) + unread_notes(meta))
     ok = int(t["verdict"].isin(PASSED).sum()) if len(t) else 0
@@ -219,7 +219,8 @@ def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING)) -> int:
     return int(g["kernel"].dropna().astype(str).nunique())
 
 
-def _stopped(meta: dict, rows: int) -> str:
+def stop_reason(meta: dict, rows: int) -> str:
+    """Why a run's rows are fewer than it planned (interrupted, rows without a result); '' when complete."""
     planned = meta.get("planned_rows")
     if meta.get("interrupted"):
         if planned and rows >= planned:          # the signal came while the reports were written
