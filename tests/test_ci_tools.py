@@ -251,6 +251,20 @@ def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
     compile(snippet, "replay.py", "exec")                       # the printed script is valid Python
 
 
+def test_repro_that_runs_nothing_keeps_an_earlier_output(tmp_path):
+    """A repro on a level unavailable here (a usage mistake: --level cuda without --cuda-src) replaced
+    the .npz a GPU repro had written with one without its `got`."""
+    case, out = "unary.exp/f32/transposed/special/s0", tmp_path / "case.npz"
+    assert invoke("repro", case, "-o", out, "--no-snippet").exit_code == 0
+    before = out.read_bytes()
+    r = invoke("repro", case, "--level", "cuda", "-o", out, "--no-snippet")
+    assert r.exit_code == 2 and f"# kept {out} as it was: it holds the output of an earlier run" in r.output, r.output
+    assert out.read_bytes() == before
+    fresh = tmp_path / "fresh.npz"                             # nothing there yet: the inputs are written
+    assert invoke("repro", case, "--level", "cuda", "-o", fresh, "--no-snippet").exit_code == 2
+    assert "got" not in np.load(fresh).files and "buf_x" in np.load(fresh).files
+
+
 def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch):
     from fakes import NanDroppingMinimum
     from parity.run import levels
@@ -261,8 +275,9 @@ def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch)
     z = np.load(out)
     assert not np.array_equal(z["expected"], z["got"])
     assert z["expected"].view(np.uint16)[0, 21] == 0x7FFF
-    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "--level", "cuda", "-o", out, "--no-snippet")
-    assert r.exit_code == 2 and "unavailable" in r.output and "got" not in np.load(out).files
+    other = tmp_path / "other.npz"
+    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "--level", "cuda", "-o", other, "--no-snippet")
+    assert r.exit_code == 2 and "unavailable" in r.output and "got" not in np.load(other).files
     assert invoke("repro", "not-a-case").exit_code == 2
     assert invoke("repro", "binary.minimum/f17/contiguous/special/s0", "-o", out).exit_code == 2
 

@@ -156,8 +156,8 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here or runs no
-    case (amd-static: the kernel compiled, nothing ran; the .npz is still written, without `got`) or
-    the case ID or an option is wrong.
+    case (amd-static: the kernel compiled, nothing ran; the .npz is still written, without `got`, unless
+    the file there holds an earlier run's `got`: it is kept) or the case ID or an option is wrong.
     """
     from parity.core import files
     from parity.core.row import Verdict
@@ -184,7 +184,11 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     if not no_snippet:
         click.echo(r.snippet)
     click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
-    click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
+    if r.kept:                           # a usage mistake never costs a captured output
+        click.echo(f"# kept {r.npz} as it was: it holds the output of an earlier run of the kernel, and this one "
+                   "ran none (-o names another file)", err=True)
+    else:
+        click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
     if r.verdict in (Verdict.UNAVAILABLE, Verdict.COMPILED):
         sys.exit(2)
     sys.exit(0 if r.verdict == Verdict.PASS else 1)

@@ -37,6 +37,7 @@ class Repro:
     npz: Path | None
     source: Path | None          # the suite file defining the kernel (when found)
     snippet: str
+    kept: bool = False           # npz is an earlier repro's, left as it was: it holds a `got`, this run has none
 
 
 def _raw(a: np.ndarray, dt: str) -> np.ndarray:
@@ -187,6 +188,9 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
         got = got[b.out_name] if isinstance(got, dict) else got
     source = find_source(launch.kernel, level, subj)
     npz = None
+    if out is not None and got is None and _holds_got(npz_path(out)):
+        return Repro(case.id, level, launch.kernel, verdict, message, npz_path(out), source,
+                     snippet(npz_path(out), source, level, launch.kernel), kept=True)
     if out is not None:
         npz = npz_path(out)
         npz.parent.mkdir(parents=True, exist_ok=True)
@@ -215,6 +219,15 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
         np.savez(npz, **arrays)
     return Repro(case.id, level, launch.kernel, verdict, message, npz, source,
                  snippet(npz or Path("case.npz"), source, level, launch.kernel))
+
+
+def _holds_got(npz: Path) -> bool:
+    """Whether an .npz there holds a kernel's output (an earlier repro that ran it)."""
+    try:
+        with np.load(npz) as f:
+            return "got" in f.files
+    except (OSError, ValueError, EOFError):     # none there, or no npz
+        return False
 
 
 def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
