@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -183,7 +184,7 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
     click.echo(f"reports: {folder}/ (mutants.json, mutants.jsonl, summary.md, index.html)")
     if interrupted:                      # lanes still compiling are not waited for
         click.echo(f"interrupted: {len(outcomes)} of {len(mutants)} mutants done; the score covers those "
-                   f"(the same command with --resume {folder} runs the rest)")
+                   f"(the same command with --resume {shlex.quote(str(folder))} runs the rest)")
         sys.stdout.flush()
         os._exit(130)
     sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -367,7 +368,7 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
     terminal.headline(outcome, console if not console.quiet else Console(highlight=False), brief=console.quiet)
     if signal_ is not None:
         click.echo(f"interrupted: {len(rows)} finished case(s) kept in {folder}/; resume with:\n  "
-                   f"parity run --resume {folder}")
+                   f"parity run --resume {shlex.quote(str(folder))}")
         sys.exit(interrupts.exit_code(signal_))
     sys.exit(outcome.exit_code)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import platform
 import re
+import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -180,7 +181,7 @@ def _read_doc(path: Path) -> dict:
         hint = f" (a folder of runs: name one, e.g. {runs[-1]}, or several)" if runs else ""
         if path.name == "results.json" and (path.parent / JOURNAL).is_file():
             hint = (f" (a run that has not finished: it is still running, or it stopped before its reports; "
-                    f"`parity run --resume {path.parent}` finishes it)")
+                    f"`parity run --resume {shlex.quote(str(path.parent))}` finishes it)")
         raise ValueError(f"cannot read results {path}: {e.strerror or e}{hint}") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not a parity results file: byte 0x{e.object[e.start]:02x} at offset "
