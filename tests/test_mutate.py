@@ -130,6 +130,15 @@ def test_cli_list_needs_no_gpu():
     assert any(ln.startswith("not sampled, out of the sweep's reach: ") and "past 2^32 elements" in ln for ln in lines)
 
 
+def test_cli_names_the_profile_of_a_suite_it_cannot_score():
+    """A declared port's suite got `no suite file defines a kernel of the selected cases`, as if it had none."""
+    decl = Path(__file__).parents[1] / "docs" / "examples" / "declared-port" / "hip"
+    r = CliRunner().invoke(main, ["mutate", "--list", "--max", "3", "--hip-src", str(decl)])
+    assert r.exit_code == 2 and r.output.strip() == (
+        f"Error: parity mutate scores suites in Candle's kernel ABI; {decl} has profile vecops (declared in "
+        f"{decl / 'parity-kernels.toml'}): check its kernels with parity run")
+
+
 def test_cli_without_gpu_level_says_so_in_one_line(monkeypatch):
     from parity.executors.base import Availability
     from parity.executors.hip_nvidia import HipOnNvidiaExecutor

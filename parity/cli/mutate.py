@@ -58,7 +58,11 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     from parity.run.cases import Filters
     from parity.run.session import check_report_files, check_writable, select_cases
     report_folder(resume or out)
-    suite = subject_of(hip_src).hip_src
+    subj = subject_of(hip_src)
+    if subj.profile.name != "candle":        # its sweeps and catalog are Candle's: no case would reach a kernel
+        raise SetupError(f"parity mutate scores suites in Candle's kernel ABI; {subj.hip_src} has profile "
+                         f"{subj.profile.name} ({subj.how}): check its kernels with parity run")
+    suite = subj.hip_src
     lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
     if equivalent_file and not Path(equivalent_file).is_file():
         raise SetupError(f"--equivalent {equivalent_file}: no such file")
