@@ -28,6 +28,23 @@ def test_a_full_disk_is_one_line_and_exit_2(tmp_path, monkeypatch):
     assert "No space left on device" in r.output and "internal error" not in r.output
 
 
+def test_a_run_that_fills_the_disk_names_its_folder_and_resume(tmp_path, monkeypatch):
+    """The run's journal cannot grow: the message names the run folder and the command that finishes
+    it (it named --out's folder only)."""
+    from parity.run import journal
+
+    def full(self, row):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(journal.Journal, "append", full)
+    out = tmp_path / "my out"
+    r = CliRunner().invoke(main, ["run", "--ops", "unary.neg", "--dtypes", "f32", "--levels", "cpu", "-q",
+                                  "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    (folder,) = out.iterdir()
+    assert r.output.strip().splitlines()[-1] == (f"Error: No space left on device (what finished is kept in {folder}; "
+                                                 f"once there is room: parity run --resume '{folder}')")
+
+
 def test_sighup_stops_a_command_as_an_interrupt_with_exit_129():
     previous = interrupts.install()
     try:

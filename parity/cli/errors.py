@@ -26,11 +26,22 @@ INTERNAL_ERROR = 3
 _FOLDER = "parity.report_folder"           # ctx.meta key: where a command writes its reports
 
 
+_RESUME = "parity.resume"                    # ctx.meta key: (the run's folder, the command that finishes it)
+
+
 def report_folder(folder: str | Path | None) -> None:
     """Say where the running command writes its reports: an internal error's traceback goes there."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None and folder:
         ctx.meta[_FOLDER] = Path(folder)
+
+
+def resumable(folder: Path, command: str) -> None:
+    """Say which run folder the running command fills and the command that finishes it: a full disk's
+    message names them."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[_RESUME] = (folder, command)
 
 
 def save_traceback(folder: Path | None, text: str) -> Path | None:
@@ -82,10 +93,11 @@ class ParityGroup(click.Group):
         except OSError as e:
             if e.errno not in _MACHINE_ERRNOS:
                 internal_error(e, ctx.meta.get(_FOLDER))
-            folder = ctx.meta.get(_FOLDER)
-            # (the folder is --out's, or the run's: a run or a mutate goes on with --resume on its run folder)
+            folder, resume = ctx.meta.get(_FOLDER), ctx.meta.get(_RESUME)
+            # (the folder is --out's until a run has its own folder: then its resume command is known)
             click.echo(f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else "")
-                       + (f" (what finished is kept under {folder})" if folder else ""), err=True)
+                       + (f" (what finished is kept in {resume[0]}; once there is room: {resume[1]})" if resume
+                          else f" (what finished is kept under {folder})" if folder else ""), err=True)
             sys.exit(2)
         except Exception as e:
             internal_error(e, ctx.meta.get(_FOLDER))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from parity.cli.errors import report_folder
+from parity.cli.errors import report_folder, resumable
 from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_option, port_options, selection_option,
                                 setup_errors)
 from parity.cli.params import InputPath, Number, OutFolder, Seconds, Text
@@ -252,6 +252,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     if resume:
         session.check_selection_unchanged(Path(resume), o, selection)
     folder = Path(resume) if resume else session.run_folder(out, Path(sweep).stem)
+    resumable(folder, f"parity run --resume {shlex.quote(str(folder))}")
     session.write_run_file(folder, dict(
         sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes, levels=levels, wave=wave,
         hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
