@@ -333,3 +333,19 @@ def test_baselined_failures_are_said_and_never_counted_as_passes():
     o = decide(pd.DataFrame(static), {"levels": [dict(gpu, level="amd-static")], "planned_rows": 14})
     assert o.status == "compiled" and o.headline.startswith("parity: compiled, not executed — 0/1 kernels compile")
     assert o.headline.endswith(" · 14 known failures accepted by the baseline (xfail)")
+
+
+def test_reference_failures_beside_a_port_score_are_in_the_headline():
+    """A declared kernel's reference that raised (16 reference-errors on cpu) beside 8 compiled kernels:
+    the headline gave the port's score alone, `8 compile`, and exit 1 with no word of why."""
+    import pandas as pd
+
+    from parity.render.outcome import decide
+    static = [{"case_id": f"vec.axpy/f32/c{i}", "op": "vec.axpy", "family": "vec", "level": "amd-static",
+               "kernel": "axpy_f32", "verdict": "compiled"} for i in range(4)]
+    ref = [dict(r, level="cpu", verdict="reference-error") for r in static[:3]] + [dict(static[3], level="cpu",
+                                                                                          verdict="pass")]
+    levels = [{"level": "amd-static", "available": True}, {"level": "cpu", "available": True}]
+    o = decide(pd.DataFrame(static + ref), {"levels": levels, "planned_rows": 8})
+    assert o.status == "fail" and o.exit_code == 1
+    assert o.headline.endswith(" · 3 failing on cpu, the reference"), o.headline

@@ -107,6 +107,10 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         head = ("parity: " + (_port_score(subject, causes, good) if len(subject) else
                               f"{ok:,}/{len(t):,} cases pass, {failing:,} failing — {_plural(n_findings, 'finding')}")
                 + _on(by_role))
+        ref = by_role[REFERENCE]
+        ref_failing = int(ref["verdict"].isin(FAILING).sum()) if len(subject) and len(ref) else 0
+        if ref_failing:                          # the port's score leaves them out: said, never hidden
+            head += f" · {ref_failing:,} failing on {_names(ref)}, the reference"
         status = "stopped" if stopped else "fail"
     elif len(by_role[EXECUTES]):
         e = by_role[EXECUTES]
