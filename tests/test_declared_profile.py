@@ -483,3 +483,19 @@ def test_roundings_tolerance_passes_a_fused_axpy_and_fails_a_wrong_operand():
     assert any((r.get("max_ulp") or 0) > 1 for r in fused), [r.get("max_ulp") for r in fused]
     wrong = run_cases(cases, _AxpyBuild("wrong"), "cpu")
     assert sum(r["verdict"] == "fail" for r in wrong) >= 30
+
+
+def test_a_declared_shape_too_large_to_build_is_the_declaration_s_error(tmp_path):
+    """rows = 400000000000 was `error (parity's gap) — parity internal error: MemoryError`."""
+    port = tmp_path / "port"
+    shutil.copytree(EXAMPLE / "hip", port)
+    decl = port / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace("small = { rows = 4, cols = 3 }", "small = { rows = 400000000000, cols = 3 }"))
+    r = CliRunner().invoke(main, ["run", "--hip-src", str(port), "--levels", "cpu", "--ops", "reduce.rowsum", "-q",
+                                  "--out", str(tmp_path / "out")])
+    assert r.exit_code == 1, r.output
+    (res,) = (tmp_path / "out").glob("*/results.json")
+    bad = [row for row in json.loads(res.read_text())["results"] if row["verdict"] != "pass"]
+    assert bad and {row["verdict"] for row in bad} == {"reference-error"}
+    assert all(row["message"].startswith("the declaration's shape class 'small' does not fit in memory here (")
+               and row["message"].endswith("): declare smaller sizes") for row in bad)

@@ -222,9 +222,14 @@ def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
         op = case.catalog_op
         family, kernel = op.family, op.kernel_name(case.dtype)
     except Exception:                            # the op itself is what failed
-        family = kernel = None
+        op = family = kernel = None
+    too_big = isinstance(e, MemoryError) or isinstance(e, ValueError) and "array is too big" in str(e)
     if isinstance(e, ReferenceRaised):
         verdict, message = Verdict.REFERENCE_ERROR, str(e)
+    elif too_big and getattr(op, "profile", ""):  # a declared shape class this machine cannot build
+        verdict = Verdict.REFERENCE_ERROR
+        message = (f"the declaration's shape class {case.layout!r} does not fit in memory here "
+                   f"({type(e).__name__}: {e}): declare smaller sizes")
     else:
         verdict, message = Verdict.ERROR, f"parity internal error: {type(e).__name__}: {e}"
     return Row(case.id, case.op, family=family, kernel=kernel, dtype=case.dtype, layout=case.layout,
