@@ -150,3 +150,17 @@ def test_a_cpu_only_run_does_not_claim_the_kernels_passed():
     levels[1]["available"] = True
     head = markdown.render(Results.from_rows(rows + hip, {"sweep": "smoke", "levels": levels})).splitlines()[0]
     assert head == "## ✅ parity: 14/14 cases pass on hip-on-nvidia — 1 kernel executed"
+
+
+def test_an_empty_selection_names_what_emptied_it(tmp_path):
+    """A sweep file whose own groups select nothing was told `the filters select no case` with no filter given."""
+    sweep = tmp_path / "empty.toml"
+    sweep.write_text('seeds = [0]\n[[group]]\nops = ["unary.exp"]\ndtypes = ["u8"]\n')
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--sweep", str(sweep), "--out", str(tmp_path)])
+    assert r.exit_code == 2 and r.output.strip() == (
+        f"Error: sweep {sweep} selects no case: its groups name no op, dtype, layout or value class that goes "
+        "together (see `parity list` and `parity run --help`)")
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.exp", "--dtypes", "u8", "--out",
+                                  str(tmp_path)])
+    assert r.exit_code == 2 and r.output.strip() == (
+        "Error: the filters select no case of sweep smoke (see `parity list` and `parity run --help`)")

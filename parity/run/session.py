@@ -143,7 +143,10 @@ def select_cases(sweep: str, filters: Filters | None = None, shard: tuple[int, i
     except (KeyError, ValueError, FileNotFoundError) as e:
         raise SessionError(str(e.args[0]) if e.args else str(e)) from None
     if not cases and not allow_empty:
-        raise SessionError("the filters select no case (see `parity list` and `parity run --help`)")
+        given = filters is not None and any((filters.ops, filters.dtypes, filters.layouts, filters.values))
+        raise SessionError(("the filters select no case of sweep " if given else "sweep ") + f"{sweep}"
+                           + ("" if given else " selects no case: its groups name no op, dtype, layout or value "
+                              "class that goes together") + " (see `parity list` and `parity run --help`)")
     return cases
 
 
