@@ -56,6 +56,14 @@ def doc(rows, **extra) -> dict:
 
 
 # ---------------------------------------------------------------------------- baseline update
+def test_a_results_file_given_as_baseline_says_how_to_make_one(tmp_path):
+    """It said `unknown key 'meta'; known: known, schema`."""
+    res = write(tmp_path / "results.json", {c: "fail" for c in ids("unary.neg", 2)})
+    line = one_line_error(invoke("run", "--ops", "unary.neg", "--levels", "cpu", "--baseline", res, "--out", tmp_path))
+    assert line == (f"Error: baseline {res}: a run's results, not a baseline of known failures: write one from it "
+                    f"with `parity baseline update {res} -o known.toml` (to compare two runs: parity diff)")
+
+
 def test_baseline_update_keeps_entries_for_levels_and_cases_not_run(tmp_path):
     cases = ids("binary.minimum", 3)
     results = write(tmp_path / "r.json", {cases[0]: "fail", cases[1]: "pass", cases[2]: "pass"})

@@ -127,6 +127,9 @@ def _entries_of(doc, path: Path) -> list:
         return doc
     if not isinstance(doc, dict):
         raise ValueError(f"baseline {path}: expected a table with a `known` list of entries")
+    if "results" in doc and "meta" in doc:     # a run's results.json: the action's `baseline` input takes one
+        raise ValueError(f"baseline {path}: a run's results, not a baseline of known failures: write one from it "
+                         f"with `parity baseline update {path} -o known.toml` (to compare two runs: parity diff)")
     for k in doc:
         if k not in ("known", "schema"):
             raise ValueError(f"baseline {path}: {unknown('key', k, ['known', 'schema'])}")
