@@ -189,3 +189,14 @@ def test_a_cached_object_that_changed_is_compiled_again(tmp_path):
     (cc.cache_dir() / first.key[:2] / first.key / "out.bin").write_bytes(b"obj")      # truncated
     again = compile_source(src, [str(comp)], [])
     assert again.ok and not again.cached and again.read() == b"object"
+
+
+def test_a_compile_timeout_that_is_no_number_is_said_once(monkeypatch, capsys):
+    from parity.suite import compile_cache
+    monkeypatch.setattr(compile_cache, "_TIMEOUT_NOTED", set())
+    monkeypatch.setenv("PARITY_COMPILE_TIMEOUT", "abc")
+    assert compile_cache.compile_timeout() == compile_cache.compile_timeout() == compile_cache.DEFAULT_TIMEOUT
+    assert capsys.readouterr().err == ("note: PARITY_COMPILE_TIMEOUT='abc' is not a positive number of seconds: "
+                                       "using 1800\n")
+    monkeypatch.setenv("PARITY_COMPILE_TIMEOUT", "90")
+    assert compile_cache.compile_timeout() == 90.0 and capsys.readouterr().err == ""

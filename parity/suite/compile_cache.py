@@ -50,14 +50,24 @@ TOOL_ENV = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_COMPILE_FLAGS_PREPEND", "HIPCC_
 DEFAULT_TIMEOUT = 1800.0          # seconds; PARITY_COMPILE_TIMEOUT overrides it
 
 
+_TIMEOUT_NOTED: set[str] = set()
+
+
 def compile_timeout() -> float:
-    """The compile timeout: PARITY_COMPILE_TIMEOUT seconds when set to a positive number, else 1800."""
+    """The compile timeout: PARITY_COMPILE_TIMEOUT seconds when set to a positive number, else 1800
+    (another value is said once on stderr, never silently dropped)."""
     raw = os.environ.get("PARITY_COMPILE_TIMEOUT", "").strip()
     try:
         t = float(raw) if raw else DEFAULT_TIMEOUT
     except ValueError:
-        t = DEFAULT_TIMEOUT
-    return t if t > 0 else DEFAULT_TIMEOUT
+        t = float("nan")
+    if t > 0:                                  # (inf: no limit)
+        return t
+    if raw not in _TIMEOUT_NOTED:
+        _TIMEOUT_NOTED.add(raw)
+        print(f"note: PARITY_COMPILE_TIMEOUT={raw!r} is not a positive number of seconds: "
+              f"using {DEFAULT_TIMEOUT:.0f}", file=sys.stderr)
+    return DEFAULT_TIMEOUT
 
 
 _LIVE: set[subprocess.Popen] = set()   # the compilers running now (kill_compilers stops them all)
