@@ -181,3 +181,13 @@ def test_the_bundled_record_keeps_every_pointers_pointee():
     assert "ptr" not in params
     assert rec["kernels"]["affine_f32"]["params"][2] == "const size_t*"
     assert rec["kernels"]["fill_f32"]["params"][0] == "f32*"
+
+
+def test_a_snapshot_of_a_folder_without_kernels_is_refused(tmp_path):
+    """It recorded 0 kernels and said `the catalog is current`: every later drift would compare with nothing."""
+    empty, snap = tmp_path / "src", tmp_path / "snap.json"
+    empty.mkdir()
+    r = _cli("coverage", "--drift", "--cuda-src", str(empty), "--update-snapshot", "--snapshot", str(snap))
+    assert r.exit_code == 2 and not snap.exists()
+    assert r.output.strip() == (f"Error: --update-snapshot: {empty} defines no kernel: nothing to record "
+                                "(is it candle-kernels/src?)")

@@ -217,6 +217,9 @@ def _drift(cuda_src: Path | None, as_json: bool, profile_opt: str | None = None,
     if why:
         raise SetupError(why)
     suite = discover_folder(folder)
+    if update and not suite.kernels:             # a record of nothing would call every later drift current
+        raise SetupError(f"--update-snapshot: {folder} defines no kernel: nothing to record (is it "
+                         "candle-kernels/src?)")
     if update:
         try:
             record.write_text(snapshot_text(upstream_snapshot(suite, source or str(folder))))
