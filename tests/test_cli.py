@@ -164,3 +164,13 @@ def test_an_empty_selection_names_what_emptied_it(tmp_path):
                                   str(tmp_path)])
     assert r.exit_code == 2 and r.output.strip() == (
         "Error: the filters select no case of sweep smoke (see `parity list` and `parity run --help`)")
+
+
+def test_per_op_table_counts_the_suite_s_rows_not_the_reference_s():
+    """`unary.exp | 4 | 2 | 2` when nothing compiled: the cpu reference's passes were counted as the op's."""
+    rows = [{**r, "level": "amd-static", "verdict": "compile-error", "message": "x"} for r in _fake_rows(2, 99)]
+    rows += [{**r, "level": "cpu", "verdict": "pass"} for r in _fake_rows(2, 99)]
+    levels = [{"level": "amd-static", "available": True}, {"level": "cpu", "available": True}]
+    md = markdown.render(Results.from_rows(rows, {"levels": levels}))
+    block = md[md.index("<details><summary>Per op (amd-static)</summary>"):]
+    assert "| `unary.exp` | 1 | 2 | 0 | 2 |" in block
