@@ -485,10 +485,9 @@ def test_roundings_tolerance_passes_a_fused_axpy_and_fails_a_wrong_operand():
     assert sum(r["verdict"] == "fail" for r in wrong) >= 30
 
 
-def test_a_declared_shape_too_large_to_build_is_the_declaration_s_error(tmp_path):
+def test_a_declared_shape_too_large_to_build_is_the_declaration_s_error(tmp_path, monkeypatch):
     """rows = 400000000000 was `error (parity's gap) — parity internal error: MemoryError`."""
-    port = tmp_path / "port"
-    shutil.copytree(EXAMPLE / "hip", port)
+    port = _renamed_copy(tmp_path, monkeypatch, "vecops_huge")
     decl = port / "parity-kernels.toml"
     decl.write_text(decl.read_text().replace("small = { rows = 4, cols = 3 }", "small = { rows = 400000000000, cols = 3 }"))
     r = CliRunner().invoke(main, ["run", "--hip-src", str(port), "--levels", "cpu", "--ops", "reduce.rowsum", "-q",

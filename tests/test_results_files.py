@@ -760,7 +760,7 @@ def test_a_resume_after_the_kernel_sources_changed_is_refused(tmp_path):
         check_sources_unchanged(tmp_path, {"sources": ["x"]}, {})
 
 
-def test_the_record_holds_a_declaration_outside_the_suite_and_its_references(tmp_path):
+def test_the_record_holds_a_declaration_outside_the_suite_and_its_references(tmp_path, monkeypatch):
     """--profile FILE in another folder than --hip-src: a resume after its declaration or references
     changed kept the old verdicts (even of a reference-only run, which runs its references)."""
     import shutil
@@ -771,7 +771,11 @@ def test_the_record_holds_a_declaration_outside_the_suite_and_its_references(tmp
     shutil.copy(example / "vecops.hip", src)
     for name in ("parity-kernels.toml", "refs.py"):
         shutil.copy(example / name, decl)
-    subj = subject(src, profile=str(decl / "parity-kernels.toml"))
+    toml = decl / "parity-kernels.toml"                # one process holds one `vecops`: renamed
+    toml.write_text(toml.read_text().replace('name = "vecops"', 'name = "vecops_outside"'))
+    from parity import profiles
+    monkeypatch.setenv(profiles.ENV, os.environ.get(profiles.ENV, ""))      # restored after the test
+    subj = subject(src, profile=str(toml))
     before = source_record(subj)
     assert {"profile:parity-kernels.toml", "profile:refs.py", "hip:vecops.hip"} <= before.keys()
     (decl / "refs.py").write_text((decl / "refs.py").read_text() + "\n# changed\n")
