@@ -260,6 +260,9 @@ def test_repro_that_runs_nothing_keeps_an_earlier_output(tmp_path):
     r = invoke("repro", case, "--level", "cuda", "-o", out, "--no-snippet")
     assert r.exit_code == 2 and f"# kept {out} as it was: it holds the output of an earlier run" in r.output, r.output
     assert out.read_bytes() == before
+    other = "unary.neg/f32/contiguous/normal/s0"              # another case named the same file: its own
+    r = invoke("repro", other, "--level", "cuda", "-o", out, "--no-snippet")
+    assert r.exit_code == 2 and f"# wrote {out}" in r.output and json.loads(str(np.load(out)["meta"]))["case_id"] == other
     fresh = tmp_path / "fresh.npz"                             # nothing there yet: the inputs are written
     assert invoke("repro", case, "--level", "cuda", "-o", fresh, "--no-snippet").exit_code == 2
     assert "got" not in np.load(fresh).files and "buf_x" in np.load(fresh).files
@@ -362,6 +365,31 @@ def test_resume_after_the_sweep_changed_is_refused_and_drops_nothing(tmp_path, m
     assert line.startswith(f"Error: --resume {folder}: this command selects other cases than that run (") and \
         line.endswith("start a new run"), line
     assert (folder / JOURNAL).read_text() == kept
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_resume_of_a_since_run_after_new_commits_is_refused(tmp_path, monkeypatch):
+    """Resumed after the change was committed, --since HEAD selects nothing: it said `nothing to run`,
+    exit 0, with most of the run's cases never run."""
+    import subprocess
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "good.hip").write_text((Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text())
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    with (suite / "good.hip").open("a") as f:
+        f.write("// edited\n")
+    _interrupt_after(monkeypatch, 3)
+    r = invoke("run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q", "--out",
+               tmp_path / "out", "--hip-src", suite, "--since", "HEAD")
+    assert r.exit_code == 130, r.output
+    subprocess.run([*git, "commit", "-qam", "edit"], check=True)
+    (folder,) = (tmp_path / "out").iterdir()
+    monkeypatch.undo()
+    line = one_line_error(invoke("run", "--resume", folder, "-q"))
+    assert "this command selects other cases than that run (" in line and "0 now" in line, line
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):

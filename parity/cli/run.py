@@ -239,6 +239,9 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
             click.echo(line, err=True)
     for note in subj.discovery_notes():        # what discovery left out is said, never silently lost
         click.echo(f"note: {note}", err=True)
+    selection = session.selection_record(cases)
+    if resume:          # (before --since's "nothing to run": resumed after new commits, it selects other cases)
+        session.check_selection_unchanged(Path(resume), o, selection)
     if since and not cases:
         click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
         sys.exit(0)
@@ -248,11 +251,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         known = baseline.load_optional(baseline_path, strict)
     except ValueError as e:
         raise SetupError(str(e))
-    selection = session.selection_record(cases)
-    if resume:
-        session.check_selection_unchanged(Path(resume), o, selection)
     folder = Path(resume) if resume else session.run_folder(out, Path(sweep).stem)
-    resumable(folder, f"parity run --resume {shlex.quote(str(folder))}")
     session.write_run_file(folder, dict(
         sweep=sweep, ops=ops, dtypes=dtypes, layouts=layouts, value_classes=value_classes, levels=levels, wave=wave,
         hip_src=str(subj.hip_src), cuda_src=str(subj.cuda_src) if subj.cuda_src else None,
@@ -262,6 +261,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
         port_file=str(port_file) if port_file else None, port_source=list(port_source),
         port_include=list(port_include), port_force_include=list(port_force_include),
         port_define=list(port_define), sources=sources, selection=selection))
+    resumable(folder, f"parity run --resume {shlex.quote(str(folder))}")     # (its run.json written)
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
     meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of, static)
     journal = session.open_journal(folder, cases, runnable, bool(resume))
