@@ -784,6 +784,14 @@ def test_the_record_holds_a_declaration_outside_the_suite_and_its_references(tmp
             check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj), reference_only)
     (src / "vecops.hip").write_text("// another kernel file\n")
     check_sources_unchanged(tmp_path, {"sources": {**before, "hip:vecops.hip": "0"}}, before, reference_only=True)
+    (decl / "sub").mkdir()                              # a references module in a subfolder, as it may be
+    (decl / "refs.py").rename(decl / "sub" / "refs.py")
+    toml.write_text(toml.read_text().replace('references = "refs.py"', 'references = "sub/refs.py"'))
+    before = source_record(subj)
+    assert "profile:sub/refs.py" in before
+    (decl / "sub" / "refs.py").write_text((decl / "sub" / "refs.py").read_text() + "\n# changed again\n")
+    with pytest.raises(SessionError, match=r"profile:sub/refs.py \(changed\)"):
+        check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj), reference_only=True)
 
 
 @pytest.mark.skipif(not __import__("shutil").which("hipcc"), reason="hipcc not installed")

@@ -328,12 +328,13 @@ def source_record(subj: Subject) -> dict[str, str]:
     roots = [("hip", subj.hip_src), ("cuda", subj.cuda_src)]
     if subj.profile is not None and subj.profile.source != "built-in":
         decl = Path(subj.profile.source)        # a declaration and its references module, wherever they are
-        # (the files beside it only: not walked, it may sit in a large folder)
-        for path in sorted(decl.parent.glob("*")):
-            if path.suffix in (".toml", ".py") and path.is_file() and not path.is_symlink():
+        # (the files beside it and the module it names: its folder is not walked, it may be a large one)
+        named = [p for p in sorted(decl.parent.glob("*")) if p.suffix in (".toml", ".py")] + _references_of(decl)
+        for path in dict.fromkeys(named):
+            if path.is_file() and not path.is_symlink():
                 d = digest(path)
                 if d is not None:
-                    out[f"profile:{path.name}"] = d
+                    out[f"profile:{path.relative_to(decl.parent).as_posix()}"] = d
     if port is not None:        # a port's include folders and forced headers may lie outside --hip-src
         roots += [(f"include{i}", Path(d)) for i, d in enumerate(port.include_dirs)]
         for i, f in enumerate(port.force_includes):
@@ -356,6 +357,20 @@ def source_record(subj: Subject) -> dict[str, str]:
                 if len(out) >= _RECORD_MAX_FILES:    # (in the walk's sorted order: the same ones again)
                     return out
     return out
+
+
+def _references_of(decl: Path) -> list[Path]:
+    """The references module a declaration names (`references = "sub/refs.py"`), when it names one
+    inside its folder (the declaration's loader refuses any other)."""
+    from parity.core import toml
+    try:
+        rp = toml.loads(files.read_text(decl, "declaration")).get("references")
+    except (OSError, ValueError):              # (undecodable, refused, no TOML: the loader says so)
+        return []
+    if not isinstance(rp, str):
+        return []
+    path = decl.parent / rp
+    return [path] if path.resolve().is_relative_to(decl.parent.resolve()) else []
 
 
 def check_sources_unchanged(folder: Path, saved: dict, now: dict[str, str], reference_only: bool = False) -> None:
