@@ -37,7 +37,8 @@ class Repro:
     npz: Path | None
     source: Path | None          # the suite file defining the kernel (when found)
     snippet: str
-    kept: bool = False           # npz is an earlier repro's, left as it was: it holds a `got`, this run has none
+    kept: bool = False           # npz is an earlier repro's of this case, left as it was: it holds a `got`,
+                                 # and this run executed nothing (unavailable, compiled)
 
 
 def _raw(a: np.ndarray, dt: str) -> np.ndarray:
@@ -188,7 +189,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
         got = got[b.out_name] if isinstance(got, dict) else got
     source = find_source(launch.kernel, level, subj)
     npz = None
-    if out is not None and got is None and _holds_got(npz_path(out)):
+    if out is not None and verdict in (Verdict.UNAVAILABLE, Verdict.COMPILED) and _holds_got(npz_path(out), case.id):
         return Repro(case.id, level, launch.kernel, verdict, message, npz_path(out), source,
                      snippet(npz_path(out), source, level, launch.kernel), kept=True)
     if out is not None:
@@ -221,12 +222,12 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
                  snippet(npz or Path("case.npz"), source, level, launch.kernel))
 
 
-def _holds_got(npz: Path) -> bool:
-    """Whether an .npz there holds a kernel's output (an earlier repro that ran it)."""
+def _holds_got(npz: Path, case_id: str) -> bool:
+    """Whether an .npz there holds this case's kernel output (an earlier repro that ran it)."""
     try:
         with np.load(npz) as f:
-            return "got" in f.files
-    except (OSError, ValueError, EOFError):     # none there, or no npz
+            return "got" in f.files and json.loads(str(f["meta"])).get("case_id") == case_id
+    except (OSError, ValueError, KeyError, EOFError, AttributeError):     # none there, or no repro's npz
         return False
 
 
