@@ -223,7 +223,9 @@ def _error_row(case: Case, executor: Executor, e: Exception) -> dict:
         family, kernel = op.family, op.kernel_name(case.dtype)
     except Exception:                            # the op itself is what failed
         op = family = kernel = None
-    too_big = isinstance(e, MemoryError) or isinstance(e, ValueError) and "array is too big" in str(e)
+    # NumPy's own (the case's host arrays), never a device's out-of-memory (CuPy's is a MemoryError too)
+    too_big = (isinstance(e, MemoryError) and type(e).__module__.startswith("numpy")
+               or isinstance(e, ValueError) and "array is too big" in str(e))
     if isinstance(e, ReferenceRaised):
         verdict, message = Verdict.REFERENCE_ERROR, str(e)
     elif too_big and getattr(op, "profile", ""):  # a declared shape class this machine cannot build
