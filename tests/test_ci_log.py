@@ -106,3 +106,22 @@ def test_run_annotations_still_reach_the_runner(tmp_path):
                        capture_output=True, text=True, env=_env(), timeout=600)
     found = commands(r.stdout)
     assert found and all(re.match(r"::(warning|error|notice) title=parity", ln) for ln in found), r.stdout[-3000:]
+
+
+def test_a_kernel_process_s_own_descriptors_are_guarded_too():
+    """A port's kernel prints through device printf, straight to descriptor 1 of the worker that runs
+    it (past sys.stdout); so do native libraries and child processes there."""
+    code = ("import os, sys\n"
+            "from parity.core import ci_log\n"
+            "ci_log.guard_fds()\n"
+            "os.write(1, b'::error::from printf\\n')\n"
+            "os.system('echo \"##[warning]from a child\" 1>&2')\n"
+            "print('::notice::from python', flush=True)\n"
+            "os.write(1, b'tail without newline ::')\n"
+            "import ctypes; ctypes.CDLL(None).printf(b'\\n::error::from C stdio, flushed at exit\\n')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert commands(r.stdout) == [] and commands(r.stderr) == []
+    assert r.stdout.replace(MARK, "") == ("::error::from printf\n::notice::from python\ntail without newline ::"
+                                          "\n::error::from C stdio, flushed at exit\n")
+    assert r.stderr.replace(MARK, "") == "##[warning]from a child\n"

@@ -11,8 +11,12 @@ reads as before. parity's own annotations are written past the guard (`command`)
 """
 from __future__ import annotations
 
+import atexit
+import codecs
+import os
 import re
 import sys
+import threading
 from typing import TextIO
 
 from parity.core import env
@@ -87,6 +91,62 @@ def guard() -> None:
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, GuardedStream):
             setattr(sys, name, GuardedStream(stream))
+
+
+_PUMPS: list[tuple[int, int, threading.Thread]] = []     # (descriptor, its saved target, the pump)
+
+
+def guard_fds() -> None:
+    """In a process that runs a port's kernels (a kernel's device printf, a native library: written to
+    file descriptors 1 and 2, past sys.stdout), under GitHub Actions: each descriptor through a pipe
+    that a thread reads and writes on through the guard. Not for parity's main process, whose own
+    annotations pass the guard through sys.stdout."""
+    if not env.flag("GITHUB_ACTIONS") or _PUMPS:
+        return
+    for fd in (1, 2):
+        try:
+            saved = os.dup(fd)
+            r, w = os.pipe()
+            os.dup2(w, fd)
+            os.close(w)
+        except OSError:                       # no such descriptor: nothing to guard
+            continue
+        out = GuardedStream(open(saved, "w", encoding="utf-8", errors="replace", closefd=False))
+        pump = threading.Thread(target=_pump, args=(r, out), name=f"ci-log-{fd}", daemon=True)
+        pump.start()
+        _PUMPS.append((fd, saved, pump))
+    atexit.register(_unpump)
+
+
+def _pump(r: int, out: GuardedStream) -> None:
+    decode = codecs.getincrementaldecoder("utf-8")("replace")
+    while True:
+        chunk = os.read(r, 1 << 16)
+        text = decode.decode(chunk, final=not chunk)
+        if text:
+            out.write(text)
+        out.flush()
+        if not chunk:
+            os.close(r)
+            return
+
+
+def _unpump() -> None:
+    """At exit: what is buffered written, the descriptors pointed back (the pipes then end), the pumps
+    drained."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:                                       # C's stdio too (a device printf's text waits there, a pipe's
+        import ctypes                          # stdout being fully buffered), or it is written at exit, past
+        ctypes.CDLL(None).fflush(None)         # the pumps
+    except (OSError, AttributeError):
+        pass
+    for fd, saved, pump in _PUMPS:
+        os.dup2(saved, fd)
+        pump.join(timeout=2.0)
 
 
 def command(line: str) -> None:

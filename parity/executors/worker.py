@@ -88,7 +88,7 @@ def _serve(conn, cls, kwargs, env=None, preload=()) -> None:
     import signal  # Ctrl-C reaches the terminal's whole process group:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops this worker (no traceback per worker)
     from parity.core import ci_log
-    ci_log.guard()                               # what a library prints here reaches the CI log too
+    ci_log.guard_fds()                           # a kernel's printf here reaches the CI log too
     try:
         _answer(conn, cls, kwargs, env, preload)
     except (BrokenPipeError, ConnectionResetError):   # the parent is gone (interrupted, os._exit):

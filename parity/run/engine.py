@@ -654,7 +654,7 @@ ROW_BATCH_S = 0.1               # a drive process sends its rows at least this o
 def _drive_process(conn, member: Executor, cases: list[Case], device: str, timing, prepare: int,
                    every_fault: bool = False) -> None:
     from parity.core import ci_log
-    ci_log.guard()                               # what a library prints here reaches the CI log too
+    ci_log.guard_fds()                           # a kernel's printf here reaches the CI log too
     batch: list[dict] = []
     sent = time.perf_counter()
 
