@@ -7,7 +7,9 @@ form, `##[error]...`). A port controls much of what parity prints: compiler mess
 source lines, kernel and file names, terminal wrapping that puts a name's tail at a line's start. So
 one guard on the two streams covers them all: it puts U+2060 (WORD JOINER: zero-width, and no
 whitespace to the runner's TrimStart) before a line's leading `::` and inside each `##[`, and the log
-reads as before. parity's own annotations are written past the guard (`command`).
+reads as before. parity's own annotations are written past the guard (`command`). In the processes
+that run a port's kernels, descriptors 1 and 2 themselves go through it (`guard_fds`): a kernel's
+device printf writes there, past sys.stdout.
 """
 from __future__ import annotations
 
