@@ -198,6 +198,12 @@ def test_merge_refuses_files_of_different_runs(tmp_path):
     assert not (tmp_path / "m.json").exists()
 
 
+def junit_outcome(xml: str):
+    import xml.etree.ElementTree as ET
+    (suite,) = ET.fromstring(xml).findall("testsuite[@name='parity.outcome']")
+    return suite
+
+
 def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     s1, s2, s3 = shards(tmp_path)
     out = tmp_path / "m.json"
@@ -210,6 +216,13 @@ def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     assert Results.from_json(out).meta["shards_missing"] == ["2/3"]
     r = invoke("report", out)
     assert r.stderr == "⚠️ partial merge: shard(s) 2/3 missing (their cases are in no report)\n"
+    # never a green pass: its missing shard's cases are not verified (it read `✅ ... 26/26 cases pass`)
+    assert r.stdout.startswith("## ⚠️ parity: ") and r.exit_code == 0
+    outcome = junit_outcome(invoke("report", out, "--format", "junit").stdout)
+    assert outcome.get("skipped") == "1" and outcome.find("testcase").get("name") == "partial"
+    again = tmp_path / "again.json"                            # merged once more, it stays partial
+    assert invoke("merge", out, "-o", again).exit_code == 0
+    assert Results.from_json(again).meta["shards_missing"] == ["2/3"]
     r = invoke("merge", s1, s2, s3, "-o", out)                 # complete: nothing to say
     assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s): 6 pass\n"
     assert "shards_missing" not in Results.from_json(out).meta

@@ -160,11 +160,16 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     unread = [e for m in metas for e in m.get("unread_rows", [])]
     if unread:
         meta["unread_rows"] = unread
+    # an input that is itself a partial merge, or had conflicts, passes that on: merged again it was a
+    # whole run (the missing shards' cases unverified, and no word of it)
+    missing = sorted({*missing, *(k for m in metas for k in (m.get("shards_missing") or []) if isinstance(k, str))})
+    earlier = [m.get("merge_conflicts") for m in metas if isinstance(m.get("merge_conflicts"), dict)]
+    count = len(conflicts) + sum(c.get("count", 0) for c in earlier if isinstance(c.get("count"), int))
     if missing:
         meta["shards_missing"] = missing
-    if conflicts:
-        meta["merge_conflicts"] = {"count": len(conflicts), "rule": "the worst verdict is kept",
-                                   "first": conflicts[:MAX_CONFLICTS]}
+    if count:
+        first = conflicts + [x for c in earlier for x in (c.get("first") or []) if isinstance(c.get("first"), list)]
+        meta["merge_conflicts"] = {"count": count, "rule": "the worst verdict is kept", "first": first[:MAX_CONFLICTS]}
     return Results.from_rows(rows, meta)
 
 

@@ -44,7 +44,7 @@ COLORS = {Verdict.PASS: "#2e9e4f", Verdict.FAIL: "#d62828", Verdict.CRASH: "#8b0
 # the badge says the run's outcome (parity.render.outcome) in the words of the markdown headline
 BADGES = {"pass": ("PASS", "#2e9e4f"), "fail": ("FAIL", "#d62828"), "compiled": ("COMPILED, NOT RUN", "#b08900"),
           "reference-only": ("REFERENCE ONLY", "#b08900"), "nothing": ("NOTHING VERIFIED", "#d62828"),
-          "empty-shard": ("EMPTY SHARD", "#b08900"),
+          "empty-shard": ("EMPTY SHARD", "#b08900"), "partial": ("PARTIAL MERGE", "#b08900"),
           "stopped": ("STOPPED EARLY", "#b08900")}
 HIP_LEVELS = ("hip-on-nvidia", "hip-on-nvidia/w32", "amd")
 MAX_FAILURE_ROWS = 2000

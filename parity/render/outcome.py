@@ -11,6 +11,8 @@ verified none of the port's code, `0/0` is never a pass, and a run that stopped 
     reference-only  0     only the reference ran, and the user asked for exactly that (--levels cpu)
     empty-shard     0     a `--shard K/N` that holds none of the selected cases (a CI matrix wider
                           than the selection): nothing to run in it; the merge of the shards decides
+    partial         0     a merge the user allowed to lack shards (--allow-partial), no case failing:
+                          the missing shards' cases are not verified, so it is never a green pass
     fail            1     a case failed (fail, missing, compile-error, crash, ...)
     nothing         2     no level ran or compiled any kernel of the suite (a setup problem)
     stopped         130   interrupted before every case ran (a failure seen so far is still named)
@@ -32,9 +34,10 @@ OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)     # not failing (a baselined
 PASSED = (Verdict.PASS, Verdict.XPASS)                 # what the headline counts as passing
 PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the port is not verified there
 DECLARATIONS = (Verdict.REFERENCE_ERROR,)           # a declared kernel's reference raised: not verified either
-ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "empty-shard": "⚠️", "nothing": "❌",
-         "stopped": "⏹️"}
-EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "empty-shard": 0, "fail": 1, "nothing": 2, "stopped": 130}
+ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "empty-shard": "⚠️", "partial": "⚠️",
+         "nothing": "❌", "stopped": "⏹️"}
+EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "empty-shard": 0, "partial": 0, "fail": 1, "nothing": 2,
+        "stopped": 130}
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         head = f"{head} · stopped early: {stopped}"
     if meta.get("shards_missing"):               # a merge the user allowed to be partial says so first
         head = f"{head} · partial merge: shard(s) {', '.join(meta['shards_missing'])} missing"
+        if status in ("pass", "compiled", "reference-only"):
+            status = "partial"
     return Outcome(status, head, **common)
 
 
