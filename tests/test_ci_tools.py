@@ -392,6 +392,37 @@ def test_resume_of_a_since_run_after_new_commits_is_refused(tmp_path, monkeypatc
     assert "this command selects other cases than that run (" in line and "0 now" in line, line
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_since_selects_before_the_shard_splits(tmp_path):
+    """--since was applied to each shard's own cases: a shard holding none of the changed ones said
+    `nothing to run` and wrote no report, and the merge of the matrix then failed (`shard 1/8 missing`)."""
+    import subprocess
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "good.hip").write_text((Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text())
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    with (suite / "good.hip").open("a") as f:
+        f.write("// edited\n")
+    outs = []
+    for k in range(1, 41):                                     # more shards than changed cases
+        out = tmp_path / f"s{k}"
+        r = invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--levels", "cpu", "-q", "--out", out,
+                   "--hip-src", suite, "--since", "HEAD", "--shard", f"{k}/40")
+        assert r.exit_code == 0, r.output
+        (folder,) = out.iterdir()
+        outs.append(folder)
+    r = invoke("merge", *outs, "-o", tmp_path / "m.json")
+    assert r.exit_code == 0, r.output
+    whole = invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--levels", "cpu", "-q", "--out",
+                   tmp_path / "w", "--hip-src", suite, "--since", "HEAD")
+    assert whole.exit_code == 0
+    (w,) = (tmp_path / "w").iterdir()
+    assert len(Results.from_json(tmp_path / "m.json").table) == len(Results.from_json(w / "results.json").table)
+
+
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):
     """A port's --port-* options are the run's too: the bare resume parity prints after Ctrl-C found the
     sources `changed` (its include folder gone from the record); another --port-define mixed two build

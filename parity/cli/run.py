@@ -218,8 +218,6 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     profile = subj.profile
     filters = Filters(csv_list(ops), csv_list(dtypes), csv_list(layouts), csv_list(value_classes), profile=profile)
     selected = session.select_cases(sweep, filters, profile=profile)
-    cases = apply_shard(selected, opts.shard)
-    shard_of = len(selected) if opts.shard and not cases else None     # (a shard may hold no case)
     if profile.name != "candle" and not subj.given and levels != "cpu":
         raise SetupError(f"profile {profile.name} has no bundled suite: give --hip-src DIR (the kernels to check), "
                          "or --levels cpu for its reference alone")
@@ -233,16 +231,18 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     sources = session.source_record(subj)
     if resume:                                 # (the reference alone runs the profile's code only)
         session.check_sources_unchanged(Path(resume), o, sources, reference_only)
-    if since:
-        cases, line = session.changed_cases(cases, since, subj)
+    if since:                                  # before the shard: the shards split what changed
+        selected, line = session.changed_cases(selected, since, subj)
         if not quiet:
             click.echo(line, err=True)
+    cases = apply_shard(selected, opts.shard)
+    shard_of = len(selected) if opts.shard and not cases else None     # (a shard may hold no case)
     for note in subj.discovery_notes():        # what discovery left out is said, never silently lost
         click.echo(f"note: {note}", err=True)
     selection = session.selection_record(cases)
     if resume:          # (before --since's "nothing to run": resumed after new commits, it selects other cases)
         session.check_selection_unchanged(Path(resume), o, selection)
-    if since and not cases:
+    if since and not selected:
         click.echo(f"no selected case uses a kernel defined in a file changed since {since}: nothing to run")
         sys.exit(0)
     runnable = [lv for lv in lvls if lv.availability.available]
