@@ -423,6 +423,27 @@ def test_since_selects_before_the_shard_splits(tmp_path):
     assert len(Results.from_json(tmp_path / "m.json").table) == len(Results.from_json(w / "results.json").table)
 
 
+def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
+    """Shards of one suite checked out in other paths (runners' workspaces) were `not parts of one run`
+    (hip_src A vs B), and shards of an edited suite at one path merged silently."""
+    good = (Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text()
+    suites = {name: tmp_path / name for name in ("a", "b", "edited")}
+    for name, d in suites.items():
+        d.mkdir()
+        (d / "good.hip").write_text(good + ("// edited\n" if name == "edited" else ""))
+
+    def shard(k: int, suite: Path) -> Path:
+        out = tmp_path / f"out-{k}-{suite.name}-{len(list(tmp_path.iterdir()))}"
+        r = invoke("run", "--ops", "unary.neg", "--dtypes", "f32", "--levels", "cpu", "-q", "--out", out,
+                   "--hip-src", suite, "--shard", f"{k}/2")
+        assert r.exit_code == 0, r.output
+        (folder,) = out.iterdir()
+        return folder
+    assert invoke("merge", shard(1, suites["a"]), shard(2, suites["b"]), "-o", tmp_path / "m.json").exit_code == 0
+    r = invoke("merge", shard(1, suites["a"]), shard(2, suites["edited"]), "-o", tmp_path / "m2.json")
+    assert r.exit_code == 2 and "not parts of one run (suite sources " in r.output, r.output
+
+
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):
     """A port's --port-* options are the run's too: the bare resume parity prints after Ctrl-C found the
     sources `changed` (its include folder gone from the record); another --port-define mixed two build

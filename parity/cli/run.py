@@ -264,6 +264,7 @@ def _run(opts: RunOptions, sweep: str, ops, dtypes, layouts, value_classes, leve
     resumable(folder, f"parity run --resume {shlex.quote(str(folder))}")     # (its run.json written)
     static = next((lv for lv in runnable if lv.name == "amd-static"), None)
     meta = _run_meta(sweep, filters, subj, lvls, levels, reference_only, len(cases) * len(runnable), shard_of, static)
+    meta["suite_digest"] = session.suite_digest(sources)     # what a merge of shards compares, not paths
     journal = session.open_journal(folder, cases, runnable, bool(resume))
     for why in journal.skipped:                # a damaged or foreign row is said, never counted
         click.echo(f"--resume {folder}: skipped {why}", err=True)

@@ -359,6 +359,15 @@ def source_record(subj: Subject) -> dict[str, str]:
     return out
 
 
+def suite_digest(record: dict[str, str]) -> str:
+    """One digest of a source record (source_record): the same for the same sources wherever they are
+    checked out (its keys are relative to their folders), so shards from runners with other workspace
+    paths are parts of one run, and shards of edited sources are not."""
+    import hashlib
+    text = "\n".join(f"{k}={v}" for k, v in sorted(record.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _references_of(decl: Path) -> list[Path]:
     """The references module a declaration names (`references = "sub/refs.py"`), when it names one
     inside its folder (the declaration's loader refuses any other)."""
