@@ -442,6 +442,11 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
     assert invoke("merge", shard(1, suites["a"]), shard(2, suites["b"]), "-o", tmp_path / "m.json").exit_code == 0
     r = invoke("merge", shard(1, suites["a"]), shard(2, suites["edited"]), "-o", tmp_path / "m2.json")
     assert r.exit_code == 2 and "not parts of one run (suite sources " in r.output, r.output
+    run = shard(1, suites["b"])                              # into a run's own folder: its reports and resume
+    before = (run / "results.json").read_bytes()             # would disagree with the file
+    r = invoke("merge", shard(1, suites["a"]), shard(2, suites["b"]), "-o", run / "results.json")
+    assert r.exit_code == 2 and f"{run} is a run's folder (it has run.json)" in r.output, r.output
+    assert (run / "results.json").read_bytes() == before
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):

@@ -241,10 +241,14 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     """Merge results.json files (or run folders) of one run — its shards, or its GPU workers — into one.
 
     Exit 2 when they are not parts of one run (another sweep, filters, levels or suite) or a shard
-    is missing (see --allow-partial); 1 if the merge has failures. A case with different verdicts
-    in two files keeps the worst one, and the conflict is reported."""
+    is missing (see --allow-partial), or -o is in a run's folder; 1 if the merge has failures. A case
+    with different verdicts in two files keeps the worst one, and the conflict is reported."""
     not_a_folder(output, f"the merged file, e.g. {Path(output) / 'results.json'}")
     not_an_input(output, results)
+    from parity.run.session import RUN_FILE
+    if (Path(output).parent / RUN_FILE).exists():  # a run folder's results.json is that run's own (its reports
+        raise SetupError(f"-o {output}: {Path(output).parent} is a run's folder (it has {RUN_FILE}): its "
+                         "results.json is that run's; write the merge elsewhere")   # and --resume read it)
     try:
         res = merge_results(list(results), allow_partial, read_results)
     except ValueError as e:
