@@ -183,6 +183,17 @@ def shards(tmp_path, n=3, **meta) -> list[Path]:
             for k in range(1, n + 1)]
 
 
+def test_a_merge_of_a_shard_that_did_not_finish_says_why_it_exits_1(tmp_path):
+    """It printed `6 rows ...: 6 pass` and exited 1, with no word of the interrupted shard."""
+    s1, s2, s3 = shards(tmp_path, planned_rows=2)
+    cut = write(tmp_path / "s2cut.json", {ids("unary.neg", 6)[1]: "pass"}, shard="2/3", planned_rows=2,
+                interrupted=True)
+    r = invoke("merge", s1, cut, s3, "-o", tmp_path / "m.json")
+    assert r.exit_code == 1, r.output
+    assert r.output.splitlines()[-1] == ("⚠️ stopped early: interrupted after 5 of 6 case runs (a shard that did "
+                                         "not finish: resume it, then merge again)")
+
+
 def test_merge_refuses_files_of_different_runs(tmp_path):
     a = write(tmp_path / "a.json", {ids("unary.neg", 1)[0]: "pass"})
     c = ids("unary.neg", 2)[1]

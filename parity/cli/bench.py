@@ -152,6 +152,7 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     meta["merged_from"] = [str(p) for p, _ in parts]
     meta["shards"] = [m.get("shard") for m in metas]
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
+    meta["interrupted"] = any(m.get("interrupted") is True for m in metas)   # any shard's, not the first file's
     planned = [m.get("planned_rows") for m in metas]    # a shard plans its own cases; a GPU worker's
     if all(isinstance(n, int) for n in planned):       # file (no shard) the whole run's
         per_shard: dict[str, int] = {}
@@ -277,7 +278,10 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     if unread:                                  # why a merge of passing rows can still exit 1
         click.echo(f"⚠️ {unread} unreadable row(s) skipped, {failing} of them with a failing verdict: "
                    "in no table, counted in the outcome")
-    sys.exit(outcome_of(res).file_exit_code)
+    o = outcome_of(res)
+    if o.stopped:                               # another reason it can: a shard that did not finish
+        click.echo(f"⚠️ stopped early: {o.stopped} (a shard that did not finish: resume it, then merge again)")
+    sys.exit(o.file_exit_code)
 
 
 COMMANDS = [bench_cmd, merge_cmd]
