@@ -174,3 +174,11 @@ def test_per_op_table_counts_the_suite_s_rows_not_the_reference_s():
     md = markdown.render(Results.from_rows(rows, {"levels": levels}))
     block = md[md.index("<details><summary>Per op (amd-static)</summary>"):]
     assert "| `unary.exp` | 1 | 2 | 0 | 2 |" in block
+
+
+def test_timing_options_without_time_are_said(tmp_path):
+    """--mode hot without --time was dropped without a word."""
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.neg", "--dtypes", "f32", "--mode", "hot",
+                                  "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0 and r.stderr.startswith(
+        "--mode: an option of --time, which this command does not give: nothing is timed\n"), r.output

@@ -112,9 +112,17 @@ class RunOptions:
                    "each fault costs a worker restart.")
 def run(time_cases: bool, time_mode: str, time_max_noise: float, gpus, shard, every_fault: bool, **kw) -> None:
     """Run a sweep of cases on every selected level and write the reports."""
+    from click.core import ParameterSource
+
     from parity.run.levels import resolve_gpus
     from parity.run.shard import parse_shard
     from parity.timing import TimingOptions
+    ctx = click.get_current_context()
+    given = [f for f, k in (("--mode", "time_mode"), ("--max-noise", "time_max_noise"))
+             if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE]
+    if given and not time_cases:                 # options of --time: said, never silently dropped
+        click.echo(f"{' and '.join(given)}: {'an option' if len(given) == 1 else 'options'} of --time, which this "
+                   "command does not give: nothing is timed", err=True)
     try:
         opts = RunOptions(TimingOptions(mode=time_mode, max_noise=time_max_noise) if time_cases else None,
                           gpus, parse_shard(shard), every_fault)
