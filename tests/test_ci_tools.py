@@ -367,25 +367,34 @@ def test_resume_after_the_sweep_changed_is_refused_and_drops_nothing(tmp_path, m
     assert (folder / JOURNAL).read_text() == kept
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_resume_of_a_since_run_after_new_commits_is_refused(tmp_path, monkeypatch):
-    """Resumed after the change was committed, --since HEAD selects nothing: it said `nothing to run`,
-    exit 0, with most of the run's cases never run."""
+def _edited_git_suite(tmp_path: Path):
+    """(a suite folder in a new git repository, its one file edited since the first commit; a git(*args)
+    of that repository)."""
     import subprocess
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "good.hip").write_text((Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text())
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path), *args], check=True)
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "init")
     with (suite / "good.hip").open("a") as f:
         f.write("// edited\n")
+    return suite, git
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_resume_of_a_since_run_after_new_commits_is_refused(tmp_path, monkeypatch):
+    """Resumed after the change was committed, --since HEAD selects nothing: it said `nothing to run`,
+    exit 0, with most of the run's cases never run."""
+    suite, git = _edited_git_suite(tmp_path)
     _interrupt_after(monkeypatch, 3)
     r = invoke("run", "--ops", "unary.neg,unary.exp", "--dtypes", "f32", "--levels", "cpu", "-q", "--out",
                tmp_path / "out", "--hip-src", suite, "--since", "HEAD")
     assert r.exit_code == 130, r.output
-    subprocess.run([*git, "commit", "-qam", "edit"], check=True)
+    git("commit", "-qam", "edit")
     (folder,) = (tmp_path / "out").iterdir()
     monkeypatch.undo()
     line = one_line_error(invoke("run", "--resume", folder, "-q"))
@@ -396,16 +405,7 @@ def test_resume_of_a_since_run_after_new_commits_is_refused(tmp_path, monkeypatc
 def test_since_selects_before_the_shard_splits(tmp_path):
     """--since was applied to each shard's own cases: a shard holding none of the changed ones said
     `nothing to run` and wrote no report, and the merge of the matrix then failed (`shard 1/8 missing`)."""
-    import subprocess
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "good.hip").write_text((Path(__file__).parent / "fixtures" / "suites" / "good" / "good.hip").read_text())
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], check=True)
-    with (suite / "good.hip").open("a") as f:
-        f.write("// edited\n")
+    suite, git = _edited_git_suite(tmp_path)
     outs = []
     for k in range(1, 41):                                     # more shards than changed cases
         out = tmp_path / f"s{k}"
