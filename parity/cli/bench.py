@@ -116,6 +116,7 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
 
 # ------------------------------------------------------------------------------ parity merge
 MERGE_SCOPE = ("kind", "sweep", "filters", "levels", "hip_src", "cuda_src")
+CONTENT_SCOPE = tuple(k for k in MERGE_SCOPE if not k.endswith("_src"))   # files with a suite_digest: no paths
 MAX_CONFLICTS = 50                             # conflicts listed in meta (all are counted)
 
 
@@ -136,7 +137,7 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     for p, r in parts[1:]:
         a, b = parts[0][1].meta.get("suite_digest"), r.meta.get("suite_digest")
         if a and b:                           # the suites by their content: runners check out in other paths
-            diff = scope_differences(parts[0][1].meta, r.meta, tuple(k for k in MERGE_SCOPE if not k.endswith("_src")))
+            diff = scope_differences(parts[0][1].meta, r.meta, CONTENT_SCOPE)
             diff += [f"suite sources {a} vs {b}"] if a != b else []
         else:                                 # (an older parity's file: by their paths)
             diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)

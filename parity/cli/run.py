@@ -17,6 +17,7 @@ from parity.cli.options import (SetupError, csv_list, cuda_src_option, hip_src_o
                                 setup_errors)
 from parity.cli.params import InputPath, Number, OutFolder, Seconds, Text
 from parity.core import ci_log
+from parity.run.session import PORT_LISTS, RUN_KEYS
 
 if TYPE_CHECKING:
     from parity.timing import TimingOptions
@@ -30,8 +31,7 @@ Examples:
 Exit codes: 0 every case passed, 1 a case failed (fail, missing, crash, ...), 2 usage or setup error,
 3 parity's internal error (traceback saved in --out), 130/143 interrupted.
 """
-RESUMED = ("sweep", "ops", "dtypes", "layouts", "value_classes", "levels", "wave", "hip_src", "cuda_src", "shard",
-           "profile_opt", "since", "port_file", "port_source", "port_include", "port_force_include", "port_define")
+RESUMED = RUN_KEYS + PORT_LISTS          # run.json's options: a resume takes them from there
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ PARITYS = (Verdict.ERROR, Verdict.MAPPING_GAP)     # parity's own failures: the 
 DECLARATIONS = (Verdict.REFERENCE_ERROR,)           # a declared kernel's reference raised: not verified either
 ICONS = {"pass": "✅", "fail": "❌", "compiled": "⚠️", "reference-only": "⚠️", "empty-shard": "⚠️", "partial": "⚠️",
          "nothing": "❌", "stopped": "⏹️"}
+NOTHING_FAILED = ("pass", "compiled", "reference-only")  # what unread failing rows or a partial merge overrule
 EXIT = {"pass": 0, "compiled": 0, "reference-only": 0, "empty-shard": 0, "partial": 0, "fail": 1, "nothing": 2,
         "stopped": 130}
 
@@ -145,7 +146,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
     if known:                                    # accepted, not passed: said beside the counts it is not in
         head = f"{head} · {known:,} known failure{'s' if known != 1 else ''} accepted by the baseline (xfail)"
     unread, unread_failing = unread_counts(meta)
-    if unread_failing and status in ("pass", "compiled", "reference-only"):
+    if unread_failing and status in NOTHING_FAILED:
         status = "fail"                          # a failure the file recorded is not forgotten for its damage
     if unread:
         head = (f"{head} · {unread:,} unreadable row{'s' if unread != 1 else ''} skipped"
@@ -154,7 +155,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         head = f"{head} · stopped early: {stopped}"
     if meta.get("shards_missing"):               # a merge the user allowed to be partial says so first
         head = f"{head} · partial merge: shard(s) {', '.join(meta['shards_missing'])} missing"
-        if status in ("pass", "compiled", "reference-only"):
+        if status in NOTHING_FAILED:
             status = "partial"
     return Outcome(status, head, **common)
 

@@ -22,7 +22,8 @@ STYLE = {Verdict.PASS: "green", Verdict.FAIL: "bold red", Verdict.CRASH: "bold r
          Verdict.XPASS: "yellow", Verdict.XPASS_STRICT: "bold yellow", Verdict.SIGNATURE_MISMATCH: "red",
          Verdict.MAPPING_GAP: "magenta", Verdict.COMPILED: "cyan", Verdict.REFERENCE_ERROR: "magenta"}
 HEADLINE_STYLE = {"pass": "bold green", "fail": "bold red", "nothing": "bold red", "compiled": "bold yellow",
-                  "reference-only": "bold yellow", "empty-shard": "bold yellow", "partial": "bold yellow", "stopped": "bold yellow"}
+                  "reference-only": "bold yellow", "empty-shard": "bold yellow", "partial": "bold yellow",
+                  "stopped": "bold yellow"}
 
 
 def progress(console: Console) -> "Progress | LogProgress":

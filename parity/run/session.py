@@ -310,18 +310,23 @@ _RECORD_MAX_BYTES = 64 << 20                     # a larger file is no source: n
 _RECORD_MAX_FILES = 20_000                       # a folder far larger than a kernel suite: the first ones
 
 
+def _short_digest(data: bytes) -> str:
+    """The 16 hex digits of SHA-256 run.json and results.json keep of a file, a record or a selection."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def source_record(subj: Subject) -> dict[str, str]:
     """'hip:relative/path' / 'cuda:...' / a port's 'include0:...' and 'force-include0:name' -> the
     sha256 (16 hex digits) of each recorded file under the subject's folders, its port's include
     folders and forced headers (hidden folders, links and non-regular files left out): run.json keeps
     it, so that --resume knows whether the verdicts it keeps are of the code it would run now."""
-    import hashlib
     import os
     out = {}
 
     def digest(path: Path) -> str | None:
         try:                                 # (a FIFO, a device or a larger file: refused, not read)
-            return hashlib.sha256(files.read_bytes(path, limit=_RECORD_MAX_BYTES)).hexdigest()[:16]
+            return _short_digest(files.read_bytes(path, limit=_RECORD_MAX_BYTES))
         except (OSError, ValueError):
             return None
     port = subj.port
@@ -363,9 +368,7 @@ def suite_digest(record: dict[str, str]) -> str:
     """One digest of a source record (source_record): the same for the same sources wherever they are
     checked out (its keys are relative to their folders), so shards from runners with other workspace
     paths are parts of one run, and shards of edited sources are not."""
-    import hashlib
-    text = "\n".join(f"{k}={v}" for k, v in sorted(record.items()))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _short_digest("\n".join(f"{k}={v}" for k, v in sorted(record.items())).encode())
 
 
 def _references_of(decl: Path) -> list[Path]:
@@ -414,9 +417,7 @@ def selection_record(cases: list[Case]) -> dict:
     """The cases a run selected, as run.json keeps them: their number and a digest of their ids. A
     resume that selects others (its sweep file edited, parity's bundled sweeps or catalog changed,
     --since's ref moved) would drop the verdicts of the cases no longer selected."""
-    import hashlib
-    ids = "\n".join(sorted(c.id for c in cases))
-    return {"cases": len(cases), "digest": hashlib.sha256(ids.encode()).hexdigest()[:16]}
+    return {"cases": len(cases), "digest": _short_digest("\n".join(sorted(c.id for c in cases)).encode())}
 
 
 def check_selection_unchanged(folder: Path, saved: dict, now: dict) -> None:
