@@ -373,6 +373,16 @@ def test_a_reference_that_returns_the_wrong_shape_is_the_declarations_error(tmp_
     assert row["message"] == "reference returned out of shape (3,) for an output of shape (4,) (refs.py:8, in rowsum)"
 
 
+
+def test_a_reference_that_returns_nothing_is_the_declarations_error(tmp_path, monkeypatch):
+    """A forgotten `return` gave None, judged as an all-NaN expected output: the cpu level passed."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsnone")
+    (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    acc"))
+    p = profiles.load(hip / "parity-kernels.toml")
+    (row,) = run_cases([Case.parse("vecopsnone.reduce.rowsum/f32/small/normal/s0")], CpuExecutor(p.name), "cpu")
+    assert (row["verdict"], row["message"]) == (
+        "reference-error", "reference returned out as NoneType, not numbers (refs.py:8, in rowsum)")
+
 def test_parameter_grammar():
     p = parse_param("x_dims: dims u64 of x")
     assert (p.role, p.elem, p.of) == ("dims", "u64", "x")

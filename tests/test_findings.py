@@ -360,3 +360,15 @@ def test_findings_for_60000_rows_well_under_2_seconds(port):
     assert _best_of(2, lambda: fnd.analyze(big.table, big.meta["levels"])) < 1.0
     worst = broken_port.many_causes(60_000)             # 50,000 failing rows, 30,100 distinct causes
     assert _best_of(2, lambda: fnd.analyze(worst.table, worst.meta["levels"])) < 2.0
+
+
+def test_a_share_short_of_all_never_reads_as_all():
+    """663 of 665 kernels ported was `(100%)` in the headline: a whole percent that says done."""
+    from parity.core.text import share
+    from parity.render import outcome
+    assert [share(663, 665), share(665, 665), share(1, 1000), share(0, 5), share(1, 3), share(0, 0)] == \
+        ["99%", "100%", "1%", "0%", "33%", "–"]
+    rows = [row("unary.exp", "f32", "contiguous", kernel=f"k{i}") for i in range(199)]
+    rows += [row("unary.exp", "f32", "contiguous", "missing", kernel="k199")]
+    head = outcome.of(Results.from_rows(rows, {"levels": [{"level": HIP, "available": True}]})).headline
+    assert head.startswith("parity: ported 199/200 kernels (99%) · "), head

@@ -48,3 +48,16 @@ def md_code(s: object, in_table: bool = False) -> str:
 def md_text(s: object) -> str:
     """`s` as literal markdown inline text on one line: no emphasis, link, image, HTML or heading."""
     return _MD_SPECIAL.sub(r"\\\1", one_line(s))
+
+
+def share(n: int, total: int) -> str:
+    """n of total as a whole percent that says 100% only when n is all of it and 0% only when none:
+    663 of 665 kernels is 99%, not a rounded-up 100% that reads as done."""
+    if total <= 0:
+        return "–"
+    p = round(100 * n / total)
+    if n < total:
+        p = min(p, 99)
+    if n > 0:
+        p = max(p, 1)
+    return f"{p}%"

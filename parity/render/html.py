@@ -24,6 +24,7 @@ import pandas as pd
 
 from parity.core import files
 from parity.core.row import Verdict
+from parity.core.text import share
 from parity.render import github
 from parity.render.findings import count_text, of
 from parity.render.outcome import explain
@@ -351,6 +352,7 @@ def render(res: Results) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["share"] = share
     return env.get_template("scoreboard.html.j2").render(**context(res))
 
 

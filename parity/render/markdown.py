@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from parity.core.row import Verdict
-from parity.core.text import md_code, md_text
+from parity.core.text import md_code, md_text, share
 from parity.render import findings as fnd
 from parity.render import outcome
 from parity.run.levels import REFERENCE, role
@@ -84,7 +84,7 @@ def scoreboard_lines(f: fnd.Findings, max_families: int = MAX_FAMILIES) -> list[
         for lv in levels:
             r = cell.get((lv, fam))
             cs.append("" if r is None else f"{r.cases_ok:,}/{r.cases:,} cases" if role(lv) == REFERENCE else
-                      f"{r.kernels_ok:,}/{r.kernels:,} ({r.score:.0%}) · {r.cases_ok:,}/{r.cases:,}")
+                      f"{r.kernels_ok:,}/{r.kernels:,} ({share(r.kernels_ok, r.kernels)}) · {r.cases_ok:,}/{r.cases:,}")
         return f"| {label} | " + " | ".join(cs) + " |"
 
     lines += [row(fam, fam) for fam in fams[:max_families]]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from parity.core.row import Verdict
-from parity.core.text import md_code
+from parity.core.text import md_code, share
 from parity.render.findings import KINDS, tally
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_WOULD_RUN_IT, role
@@ -182,7 +182,7 @@ def _port_score(subject: pd.DataFrame, causes: dict[str, int], good: str) -> str
     not_started = int(fams.sum())
     not_ported = len(per) - len(ported)
     ok = int(subject["verdict"].isin(PASSED + (Verdict.COMPILED,)).sum())
-    parts = [f"ported {len(ported):,}/{len(per):,} kernels ({len(ported) / len(per):.0%})"]
+    parts = [f"ported {len(ported):,}/{len(per):,} kernels ({share(len(ported), len(per))})"]
     if len(ported):
         kinds = [f"{len(ported) - broken - wrong - unverified - undeclared:,} {good}"]
         if broken or causes["compile"]:
