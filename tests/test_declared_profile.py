@@ -383,6 +383,18 @@ def test_a_reference_that_returns_nothing_is_the_declarations_error(tmp_path, mo
     assert (row["verdict"], row["message"]) == (
         "reference-error", "reference returned out as NoneType, not numbers (refs.py:8, in rowsum)")
 
+
+def test_repro_replays_a_declared_case_from_its_suite_folder(tmp_path, monkeypatch):
+    """`parity repro` read only built-in profiles: a case ID from a declared port's report was an
+    `unknown op` (exit 2), with no --profile to name it."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsrepro")
+    case = "vecopsrepro.blas.axpy/f32/contiguous/normal/s0@alpha=2.5"
+    for extra in ([], ["--profile", str(hip / "parity-kernels.toml")]):
+        r = CliRunner().invoke(main, ["repro", case, "--hip-src", str(hip), "--no-snippet",
+                                      "-o", str(tmp_path / "r.npz"), *extra])
+        assert r.exit_code == 0, r.output
+        assert f"# {case} on cpu: pass" in r.output and "kernel axpy_float, source " in r.output
+
 def test_parameter_grammar():
     p = parse_param("x_dims: dims u64 of x")
     assert (p.role, p.elem, p.of) == ("dims", "u64", "x")

@@ -92,6 +92,50 @@ def test_a_port_that_does_not_compile_fails_with_hipccs_error(tmp_path):
         in static[0]["message"]
 
 
+
+@needs_hipcc
+def test_a_kernel_two_files_define_is_checked_where_it_builds_and_the_report_says_so(tmp_path):
+    """Candle's CUDA original kept beside its port (`ref/unary.cu` sorts before `unary.hip`): the HIP
+    file's definition is checked, not the one found first, and a definition that does not compile gives
+    way to the next; summary.md names both files (a stderr note alone was lost in CI logs)."""
+    port = suite(tmp_path, NEG)
+    (port / "ref").mkdir()
+    (port / "ref" / "unary.cu").write_text("#include <cuda_fp16.h>\n" + NEG)     # no such header for hipcc
+    r = invoke(*RUN, "--hip-src", port, "--out", tmp_path / "o", "-q")
+    assert r.exit_code == 0, r.output
+    o = outputs(tmp_path / "o")
+    assert o["md"].startswith("## ⚠️ parity: compiled, not executed — 1/1 kernels compile"), o["md"]
+    summary = (o["folder"] / "summary.md").read_text()
+    assert f"- uneg\\_f32 defined twice: {md_path(port / 'unary.hip')}:2 and {md_path(port / 'ref' / 'unary.cu')}:2; " \
+           "parity checks the first file's" in summary, summary
+    (port / "unary.hip").rename(port / "unary_b.hip")                 # both .hip: the first by path fails to build
+    (port / "ref" / "unary.cu").rename(port / "unary_a.hip")
+    r = invoke(*RUN, "--hip-src", port, "--out", tmp_path / "o2", "-q")
+    assert r.exit_code == 0 and "1/1 kernels compile" in outputs(tmp_path / "o2")["md"], r.output
+
+
+
+def test_a_ports_own_header_not_found_is_said_not_silently_stubbed(tmp_path):
+    """Sources in src/, headers in include/, no include folder given: `#include "binary.h"` became an
+    empty stub without a word, and its 48 macro-stamped kernels were `missing`."""
+    from parity.suite.scan import discover
+    (tmp_path / "src").mkdir()
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "ops.h").write_text('#define NEG(T) extern "C" __global__ void uneg_##T(size_t n) {}\n')
+    for name in ("a", "b"):
+        (tmp_path / "src" / f"{name}.hip").write_text(
+            f'#include <hip/hip_runtime.h>\n#include "cuda_fp16.h"\n#include "ops.h"\nNEG({name})\n')
+    s = discover(tmp_path / "src")
+    assert (sorted(s.kernels), s.notes) == ([], [
+        "#include 'ops.h' is not found: an empty stub stood in for it, so what it defines (kernels its macros make "
+        "among them) is not seen; give its folder (--port-include DIR, or include_dirs in parity-port.toml) "
+        "(in 2 sources: a.hip, b.hip)"])
+    s = discover(tmp_path / "src", [tmp_path / "include"])
+    assert (sorted(s.kernels), s.notes) == (["uneg_a", "uneg_b"], [])
+
+def md_path(p: Path) -> str:
+    return str(p).replace("_", "\\_")
+
 def test_nothing_that_runs_the_suite_is_a_setup_error(tmp_path):
     empty_path = tmp_path / "bin"
     empty_path.mkdir()                                  # no hipcc on PATH; no GPU on this machine

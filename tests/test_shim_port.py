@@ -57,6 +57,7 @@ def _write(tmp_path: Path, text: str) -> Path:
     ('include_dirs = ["/usr/include"]\n', "leaves the port folder"),
     ('force_includes = ["shim/absent.h"]\n', "'shim/absent.h' is not a file under"),
     ('defines = ["1BAD=2"]\n', "'1BAD' is not a macro name"),
+    ('defines = ["A=1", 3]\n', "3 is not a define (a string K=V or K)"),
     ('defines = { X = true }\n', "the value of X must be a string or a number"),
     ('language = "cuda"\n', "unknown language 'cuda'"),
     ('sources = ["../*.cu"]\n', "leaves the sources' folder"),

@@ -70,6 +70,40 @@ def test_a_kernel_deleted_or_renamed_since_ref_counts(repo: Path, tmp_path: Path
         assert r.exit_code == 1 and "not ported" in r.output, r.output
 
 
+
+def test_a_kernel_a_header_renamed_counts_under_its_old_name(repo: Path):
+    """A header's macro stamps the kernels' names: renaming there left the file itself unchanged, so its
+    kernels at REF were scanned with today's header and the old name was never selected (exit 0)."""
+    (repo / "helpers.h").write_text("#pragma once\n#define NAME(op) u##op##_f32\n")
+    (repo / "abs.hip").write_text('#include "helpers.h"\nextern "C" __global__ void NAME(abs)(size_t numel) { }\n')
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "macro")
+    (repo / "helpers.h").write_text("#pragma once\n#define NAME(op) u##op##2_f32\n")
+    assert kernels_changed("HEAD", repo)[0] == {"uabs2_f32", "uabs_f32", "uneg_f32"}
+
+
+def test_a_header_in_a_ports_include_folder_counts(tmp_path: Path):
+    """parity-port.toml's include folder beside the sources' folder, or outside --hip-src: a change to a
+    header there selected nothing ("nothing to run", exit 0); a force-included header selects all."""
+    from parity.suite.port import load_port
+    root = tmp_path / "port"
+    (root / "src").mkdir(parents=True)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "ops.h").write_text("#pragma once\n#define NEG(x) (-(x))\n")
+    (tmp_path / "include" / "compat.h").write_text("#pragma once\n")
+    (root / "src" / "neg.hip").write_text('#include "ops.h"\nextern "C" __global__ void uneg_f32(size_t n) { }\n')
+    (root / "src" / "exp.hip").write_text('extern "C" __global__ void uexp_f32(size_t n) { }\n')
+    (tmp_path / "parity-port.toml").write_text('include_dirs = ["include"]\nforce_includes = ["include/compat.h"]\n')
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "port")
+    port = load_port(tmp_path / "parity-port.toml", root)       # (--port FILE --hip-src port)
+    (tmp_path / "include" / "ops.h").write_text("#pragma once\n#define NEG(x) (0 - (x))\n")
+    kernels, files = kernels_changed("HEAD", root, port)
+    assert kernels == {"uneg_f32"} and [f.name for f in files] == ["ops.h"]
+    (tmp_path / "include" / "compat.h").write_text("#pragma once\n// edited\n")
+    assert kernels_changed("HEAD", root, port)[0] == {"uneg_f32", "uexp_f32"}
+
 def test_non_ascii_names_and_ignored_sources_count(repo: Path):
     """git quotes non-ASCII names (`"\\303\\274n.hip"`) unless -z: such a file was never selected. An
     ignored source (a suite under .gitignore) is read by discovery and cannot be told unchanged."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, not_an_input,
-                                read_results, writing)
+                                port_options, read_results, subject_of, writing)
 from parity.cli.params import InputPath, Number, OutputFile, Text
 from parity.core.text import one_line
 
@@ -152,7 +152,9 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
               help="Where to write the .npz (inputs' base buffers, layouts, expected, got, launch) "
                    "[default: reports/repro/<case id>.npz].")
 @click.option("--no-snippet", is_flag=True, help="Do not print the CuPy replay script.")
-def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, no_snippet: bool) -> None:
+@port_options
+def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, no_snippet: bool, profile_opt,
+              port_file, port_source, port_include, port_force_include, port_define) -> None:
     """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here or runs no
@@ -175,8 +177,14 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
         why = files.refusal(output, "--output", write=True)
         if why:
             raise SetupError(why)
+    port = (port_file, port_source, port_include, port_force_include, port_define)
+    base = subject_of(hip_src, cuda_src, profile_opt, *port)   # as `parity run`: a declared profile loaded first
+
+    def subject(prof: str | None):                              # the case's own ABI profile, on the same suite
+        prof = prof or "candle"
+        return base if prof == base.profile.name else subject_of(hip_src, cuda_src, prof, *port)
     try:
-        r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id))
+        r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id), subject=subject)
     except (KeyError, ValueError) as e:
         raise SetupError(str(e.args[0]) if e.args else str(e))
     except OSError as e:                 # e.g. the .npz's folder cannot be made or written

@@ -141,7 +141,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     if since:
         from parity.suite.since import SinceError, sources_changed
         try:
-            hit, files = sources_changed(since, folder)
+            hit, files = sources_changed(since, folder, port)
         except SinceError as e:
             raise SetupError(str(e))
         changed = {p.resolve() for p in hit}

@@ -44,7 +44,7 @@ class AmdStaticExecutor(Executor):
         self.port = port                                 # a shim port: its build line on every compile
         self._suite: Suite | None = None
         self._compiled: dict[tuple[Path, str], CompileResult] = {}
-        self._symbols: dict[Path, set[str]] = {}
+        self._symbols: dict[Path, dict[str, set[str]]] = {}   # source -> target -> kernels
         self._verdicts: dict[str, ExecResult] = {}
         self._expected = profiles.get(profile).expected_kernels()    # declared parameter lists to check
 
@@ -101,19 +101,23 @@ class AmdStaticExecutor(Executor):
         self.precompile([src], jobs=len(self.targets))
         return [(a, self._compiled[(src, a)]) for a in self.targets]
 
+    def _symbols_by_arch(self, src: Path) -> dict[str, set[str]]:
+        """The kernels each target's code object defines."""
+        if src not in self._symbols:
+            by_arch = {}
+            for arch, res in self._compile(src):
+                try:
+                    by_arch[arch] = set(kernels_from_binary(res.binary, arch)) | set(parse_resource_usage(res.log))
+                except Exception:
+                    by_arch[arch] = set(parse_resource_usage(res.log))
+            self._symbols[src] = by_arch
+        return self._symbols[src]
+
     def _symbols_of(self, src: Path) -> set[str]:
         """The kernels every target's code object defines (a kernel behind `#if` for one target
         counts only where it is)."""
-        if src not in self._symbols:
-            names: set[str] | None = None
-            for arch, res in self._compile(src):
-                try:
-                    found = set(kernels_from_binary(res.binary, arch)) | set(parse_resource_usage(res.log))
-                except Exception:
-                    found = set(parse_resource_usage(res.log))
-                names = found if names is None else names & found
-            self._symbols[src] = names or set()
-        return self._symbols[src]
+        sets = list(self._symbols_by_arch(src).values())
+        return set.intersection(*sets) if sets else set()
 
     # --- verdicts ----------------------------------------------------------------------------
     def judge(self, kernels: Iterable[str]) -> ExecResult:
@@ -132,12 +136,21 @@ class AmdStaticExecutor(Executor):
         return self._verdicts[kernel]
 
     def _verdict(self, kernel: str) -> ExecResult:
-        decl = self.suite.kernels.get(kernel)
-        src = Path(decl.file) if decl is not None and decl.file else None
-        if src is None or src not in self.suite.sources:
+        defs = self.suite.definitions(kernel)
+        if not defs:
             self.precompile(self.suite.sources)          # in parallel; cached for the next missing kernel
             failed = [(s, r) for s in self.suite.sources for a, r in self._compile(s) if not r.ok]
             return not_found(kernel, self.suite, str(self.suite_dir), list(dict(failed).items()))
+        first = None
+        for d in defs:                                   # a kernel two files define: the first that builds it
+            v = self._definition_verdict(kernel, d)
+            if v.status == "compiled":
+                return v
+            first = first or v
+        return first
+
+    def _definition_verdict(self, kernel: str, decl) -> ExecResult:
+        src = Path(decl.file)
         for arch, res in self._compile(src):
             if not res.ok:
                 v = compile_failure(src, res)
@@ -149,7 +162,10 @@ class AmdStaticExecutor(Executor):
             if wrong is not None:
                 return wrong
         if kernel not in self._symbols_of(src):
-            return not_found(kernel, self.suite, str(self.suite_dir), [])
+            lacking = [a for a, names in self._symbols_by_arch(src).items() if kernel not in names]
+            some = len(lacking) < len(self.targets)
+            return not_found(kernel, self.suite, str(self.suite_dir), [],
+                             absent_for=f" for {', '.join(lacking)} (not for the other targets)" if some else "")
         return ExecResult("compiled", message=f"compiles for {', '.join(self.targets)}; not executed",
                           detail={"source": str(src)})
 

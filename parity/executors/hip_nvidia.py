@@ -398,14 +398,16 @@ class HipOnNvidiaExecutor(Executor):
 
     def locate(self, kernel: str) -> tuple[Path | None, ExecResult | None]:
         """(source defining `kernel`, None) or (None, the missing / compile-error verdict)."""
-        decl = self.suite.kernels.get(kernel)
-        if decl is not None and decl.file is not None and Path(decl.file) in self.suite.sources:
+        first_failure = None
+        for decl in self.suite.definitions(kernel):    # a kernel two files define: the first that builds it
             src = Path(decl.file)
             res = self.compile(src)
             if not res.ok:
-                return None, compile_failure(src, res, self.toolchain.hip)
-            if kernel in self._symbols.get(src, [kernel]):
+                first_failure = first_failure or compile_failure(src, res, self.toolchain.hip)
+            elif kernel in self._symbols.get(src, [kernel]):
                 return src, None
+        if first_failure is not None:
+            return None, first_failure
         failed = []
         scanned = {Path(k.file) for k in self.suite.kernels.values() if k.file is not None and k.origin == "source"}
         for src in self.suite.sources:                 # files the scan could not read: symbols decide

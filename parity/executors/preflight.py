@@ -50,9 +50,10 @@ def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
 
 
 def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, CompileResult]],
-              hip_mapping: bool = False) -> ExecResult:
+              hip_mapping: bool = False, absent_for: str = "") -> ExecResult:
     """No compiled file defines `kernel`. If a file that failed to compile names it, that file's
-    failure is the verdict (the kernel may be there); otherwise `missing`, with the closest name."""
+    failure is the verdict (the kernel may be there); otherwise `missing`, with the closest name.
+    absent_for: the targets whose code object lacks it, where others have it (` for gfx1030`)."""
     for src, res in failed:
         try:
             if kernel in src.read_text(errors="replace"):
@@ -62,7 +63,8 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
     decl = suite.kernels.get(kernel)
     msg = f"no kernel {kernel} in {where}"
     if decl is not None:
-        msg += f" (declared at {decl.where()} but absent from the compiled module: excluded by #if?)"
+        msg += (f" (declared at {decl.where()} but absent from the compiled module{absent_for}: excluded by #if, "
+                "or not extern \"C\" (a C++ name is mangled)?)")
     sugg = suggestion_for(kernel, suite)
     if sugg:
         msg += f"; closest defined: {sugg}"

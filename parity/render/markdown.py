@@ -24,11 +24,13 @@ FIRST_CASES = 30
 MAX_FAMILIES = 40
 FINDINGS_SHARE = 0.7    # of what remains after the head and score: the rest for appendix and details
 MORE = "see index.html or results.json"
+_NOTES_SHOWN = 10      # discovery notes in the summary; the rest in results.json
 
 
 def _md(s: str) -> str:
     """Inline text from a compiler or a kernel: a code span on one line (no HTML, no heading, no link)."""
     return md_code(s)
+
 
 
 def _head(res: Results, f: fnd.Findings) -> list[str]:
@@ -49,6 +51,12 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
                   f"({md_text(prof.get('how', ''))})", ""]
         notes = prof.get("notes", [])
         lines += [f"- {_md(n) if len(n) < 80 else md_text(n)}" for n in notes] + ([""] if notes else [])
+    found = [n for n in meta.get("discovery_notes") or [] if isinstance(n, str)]
+    if found:                                    # what discovering the suite left out or had to choose
+        lines += ["Suite discovery:"] + [f"- {md_text(n)}" for n in found[:_NOTES_SHOWN]]
+        if len(found) > _NOTES_SHOWN:
+            lines.append(f"- and {len(found) - _NOTES_SHOWN} more (results.json, `meta.discovery_notes`)")
+        lines.append("")
     if counts:
         lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
     levels = meta.get("levels", [])

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -167,12 +168,16 @@ def npz_path(out: str | Path) -> Path:
 
 
 def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src: Path | None = None,
-        out: Path | None = None) -> Repro:
-    """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs."""
+        out: Path | None = None, subject: Callable[[str | None], object] | None = None) -> Repro:
+    """Raises ValueError/KeyError for a bad case ID; an unavailable level still writes the inputs.
+    subject(profile): the subject the case runs on, for its op's ABI profile (None: Candle's), as the
+    command's options give it (a port's build line, a declared profile loaded before the case is read);
+    default: hip_src and cuda_src alone."""
+    subject = subject or (lambda prof: _subject(hip_src, cuda_src, prof))
     case = parse_case(case_id)
     memory_guard(case, level)
     if chains.is_chain(case.op):
-        return run_chain(case, level, hip_src, cuda_src, out)
+        return run_chain(case, level, subject(None), out)
     op = profiles.lookup_op(case.op)
     spec = op.spec
     b, launch, expected = spec.prepare(case)
@@ -182,7 +187,7 @@ def run(case_id: str, level: str = "cpu", hip_src: Path | None = None, cuda_src:
     out_dt, layouts, out_geo = b.out_dtype, dict(b.layouts), b.out_geometry
     before = {n: np.array(buf, copy=True) for n, buf in launch.buffers.items()}
     prof = getattr(op, "profile", "") or None      # a described kernel's profile (parity.profiles.kernels)
-    subj = _subject(hip_src, cuda_src, prof)
+    subj = subject(prof)
     verdict, message, got, _ = _judged_on(level, subj, spec, b, expected, launch)
     if isinstance(expected, dict):                 # a described kernel's outputs by name: the first judged
         expected = expected[b.out_name]
@@ -281,7 +286,7 @@ print(f"{{bad.size}}/{{n}} elements differ in bits from the reference", bad[:10]
 '''
 
 
-def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | None, out: Path | None) -> Repro:
+def run_chain(case: Case, level: str, subj, out: Path | None) -> Repro:
     """A chain case on one level. The .npz holds every tensor: the chain's inputs (`input_<t>`),
     what the level computed for each intermediate (`tensor_<t>`, raw bits), the float64 reference
     of each (`ref64_<t>`), and `meta` with the steps (kernel, launch, reads, writes) and the
@@ -289,7 +294,7 @@ def run_chain(case: Case, level: str, hip_src: Path | None, cuda_src: Path | Non
     as a single case from the stored buffers)."""
     spec = case.catalog_op.spec
     b, launch, expected = spec.prepare(case)
-    verdict, message, _, res = _judged_on(level, _subject(hip_src, cuda_src), spec, b, expected, launch)
+    verdict, message, _, res = _judged_on(level, subj, spec, b, expected, launch)
     steps = spec.row_fields(b, res)["chain"].get("steps", []) if res is not None else []
     npz = None
     if out is not None:

@@ -159,7 +159,8 @@ def changed_cases(cases: list[Case], ref: str, subj: Subject) -> tuple[list[Case
     files: list[Path] = []
     try:
         for folder in subj.folders:
-            k, f = kernels_changed(ref, folder, discovered=subj.suite if folder == subj.hip_src else None)
+            own = folder == subj.hip_src          # the HIP suite: its port's build line and its one discovery
+            k, f = kernels_changed(ref, folder, subj.port if own else None, subj.suite if own else None)
             kernels |= k
             files += f
     except SinceError as e:

@@ -132,8 +132,8 @@ def suggestion_for(name: str, suite: Suite, expected: dict | None = None) -> str
     """The closest defined kernel name for a launch the suite cannot serve ("" if none)."""
     if expected is None:
         expected = expected_kernels()
-    extras = [n for n in suite.kernels if n not in expected]
-    got = closest(name, extras) or closest(name, suite.kernels)
+    extras = [n for n in suite.kernels if n not in expected and n != name]
+    got = closest(name, extras) or closest(name, [n for n in suite.kernels if n != name])
     return got[0] if got else ""
 
 

@@ -129,8 +129,10 @@ class PortError(ValueError):
 
 def parse_defines(items, where: str) -> list[tuple[str, str]]:
     """["K=V", "K"] or {"K": "V"} -> [(K, V)]; a name must be a C identifier."""
-    pairs = list(items.items()) if isinstance(items, dict) else [
-        (str(s).split("=", 1) + [""])[:2] if isinstance(s, str) else (None, None) for s in items]
+    for s in [] if isinstance(items, dict) else items:
+        if not isinstance(s, str):                   # (the item as written: `3`, not the None it would split to)
+            raise PortError(f"{where}: {s!r} is not a define (a string K=V or K)")
+    pairs = list(items.items()) if isinstance(items, dict) else [(s.split("=", 1) + [""])[:2] for s in items]
     out = []
     for k, v in pairs:
         if not isinstance(k, str) or not k.replace("_", "a").isalnum() or k[0].isdigit():

@@ -219,9 +219,31 @@ def _include_at(file: Path, line: int) -> bool:
         return False
 
 
+# Headers of the toolkits and the C/C++ libraries, which a machine without ROCm or CUDA lacks: stubbed
+# without a note, however they are included ("cuda_fp16.h" as often as <cuda_fp16.h>)
+_TOOLKIT = re.compile(r"^(hip|cuda|cub|cu[A-Z_]|curand|cublas|cufft|nv|roc|amd|thrust|__clang|device_|sm_\d|vector_|"
+                      r"std|math|limits|float|assert|string|errno|time|c[a-z]+$|[a-z_]+$)")
+
+
+def _stub_note(name: str, file: Path, line: int) -> str:
+    """The note for a quoted include of a header of the port's own (`"binary.h"`) that an empty stub
+    stood in for: the kernels its macros stamp out are then not seen, and would be reported missing
+    with no word of why. Toolkit and library headers, and <...> includes, are stubbed silently."""
+    try:
+        inc = next((i for i in include_directives(file.read_text(errors="replace")) if i.line == line), None)
+    except OSError:
+        inc = None
+    if inc is None or inc.angled or _TOOLKIT.match(Path(name).name):
+        return ""
+    return (f"#include {name!r} is not found: an empty stub stood in for it, so what it defines (kernels its "
+            "macros make among them) is not seen; give its folder (--port-include DIR, or include_dirs in "
+            "parity-port.toml)")
+
+
 def _recover(m: re.Match, overlay: Overlay, stubs: Path, source: Path) -> tuple[bool, str]:
     """What to do about cpp's fatal error `m`: (go on, note). A missing header with a relative name
-    gets a stub (no note); any other include cpp stops at is blanked, with a note."""
+    gets a stub (a note where it is the port's own header, _stub_note); any other include cpp stops at
+    is blanked, with a note."""
     file, line, msg = overlay.original(m.group("file")), int(m.group("line")), m.group("msg").strip()
     where = _where(_physical(file), line, source)
     miss = _NOT_FOUND.match(msg)
@@ -232,7 +254,7 @@ def _recover(m: re.Match, overlay: Overlay, stubs: Path, source: Path) -> tuple[
             stub.parent.mkdir(parents=True, exist_ok=True)     # (stubs/ holds no link to write through)
             if _physical(stub).is_relative_to(stubs):
                 stub.write_text("")
-                return True, ""
+                return True, _stub_note(name, _physical(file), line)
         why = "is not found" if stub is None else "is not found (an empty stub did not do)"
         note = f"#include {name!r} ({where}) {why} and is not stubbed (an absolute or ../ name outside the " \
                "include folders): preprocessed without it"

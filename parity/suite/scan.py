@@ -62,6 +62,10 @@ class Suite:
     kernels: dict[str, KernelDecl]
     language: str                     # "hip" | "cuda" | "mixed" | "empty"
     notes: list[str] = field(default_factory=list)   # discovery problems (no cpp, parse failures)
+    # a kernel name defined in more than one file: its other definitions, in path order (kernels holds
+    # the first, a .hip file's before a .cu file's); one that does not compile or is not in its compiled
+    # module gives way to them
+    twins: dict[str, list[KernelDecl]] = field(default_factory=dict)
 
     def names(self) -> list[str]:
         return sorted(self.kernels)
@@ -69,7 +73,13 @@ class Suite:
     def copy(self) -> "Suite":
         """A copy whose lists a caller may narrow (a level's own sources) without touching others'."""
         return Suite(self.root, list(self.sources), list(self.headers), dict(self.kernels), self.language,
-                     list(self.notes))
+                     list(self.notes), {k: list(v) for k, v in self.twins.items()})
+
+    def definitions(self, kernel: str) -> list[KernelDecl]:
+        """Every definition of `kernel` in this suite's sources, the first by path first."""
+        first = self.kernels.get(kernel)
+        return [d for d in [first, *self.twins.get(kernel, [])]
+                if d is not None and d.file is not None and Path(d.file) in self.sources]
 
     def file_of(self, kernel: str) -> Path | None:
         k = self.kernels.get(kernel)
@@ -362,7 +372,7 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     whole = [r for r in refused if not r.line]
     if whole:                        # the source or a force-included header itself: nothing to read
         raise SuiteError(f"{whole[0]} (discovering {source})")
-    h = hashlib.sha256(b"scan/4")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups
+    h = hashlib.sha256(b"scan/5")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5: stub notes
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update("\0".join(refused).encode())
@@ -481,7 +491,7 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     kinds = {s.suffix for s in sources}
     language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
     kernels: dict[str, KernelDecl] = {}
-    notes: list[str] = []
+    twins: dict[str, list[KernelDecl]] = {}
     said: dict[str, list[Path]] = {}          # a note -> the sources it is about
     for src in sources:
         decls, problems = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
@@ -489,10 +499,31 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
         for p in problems:
             said.setdefault(p, []).append(src)
         for d in decls:
-            if d.name in kernels and kernels[d.name].file != d.file:
-                notes.append(f"{d.name} defined twice: {kernels[d.name].where()} and {d.where()}")
-            kernels.setdefault(d.name, d)
-    return Suite(root, sources, headers, kernels, language, [*map(_about, said.items()), *notes])
+            first = kernels.setdefault(d.name, d)
+            if first.file == d.file:
+                continue
+            if first.file.suffix != ".hip" and d.file.suffix == ".hip":   # a HIP file's before a CUDA one's:
+                kernels[d.name], d = d, first                                # the port's, not the original kept
+            twins.setdefault(d.name, []).append(d)                          # beside it
+    return Suite(root, sources, headers, kernels, language, [*map(_about, said.items()), *_twin_notes(kernels, twins)],
+                 twins)
+
+
+def _twin_notes(kernels: dict[str, KernelDecl], twins: dict[str, list[KernelDecl]]) -> list[str]:
+    """One note per pair of files that define the same kernels (Candle's CUDA originals kept beside their
+    port define a hundred): which file's definition parity checks, and how to choose."""
+    pairs: dict[tuple, list[str]] = {}
+    for name, others in twins.items():
+        for d in others:
+            pairs.setdefault((kernels[name].file, d.file), []).append(name)
+    out = []
+    for (first, other), names in pairs.items():
+        shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        where = f"{kernels[names[0]].where()} and {next(d for d in twins[names[0]] if d.file == other).where()}" \
+            if len(names) == 1 else f"{first} and {other}"
+        out.append(f"{shown} defined twice: {where}; parity checks the first file's (the other where that one does "
+                   "not compile or leaves it out); name the port's sources (parity-port.toml `sources`) to choose")
+    return out
 
 
 def _about(item: tuple[str, list[Path]]) -> str:

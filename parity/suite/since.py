@@ -1,20 +1,25 @@
 """`parity run --since REF`: only the cases whose kernels live in files changed since a git ref.
 
 The fast check before a PR (and the pre-commit hook): a changed `.hip`/`.cu` file selects the
-kernels it defines, and those it defined at REF (a kernel deleted or renamed is then `missing`, not
-unseen; a deleted file's likewise); a changed header selects every source that includes it,
-directly or not. Changes are what `git diff REF` sees (staged and unstaged), untracked files, and
+kernels it defines, and those it defined at REF, scanned with REF's headers (a kernel deleted or
+renamed, by its file or by a header's macro, is then `missing`, not unseen; a deleted file's
+likewise); a changed header selects every source that includes it, directly or not, from the suite's
+folder or a port's include folders (a changed force-included header selects every source). Changes are what `git diff REF` sees (staged and unstaged), untracked files, and
 files git ignores (git cannot say whether they changed, and the suite's discovery reads them).
 """
 from __future__ import annotations
 
+import io
 import subprocess
+import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover, scan_source
+from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, default_defines, discover,
+                               scan_source)
 
 
 class SinceError(ValueError):
@@ -58,61 +63,121 @@ def changed_files(ref: str, folder: Path) -> list[Path]:
     return out
 
 
-def kernels_at(ref: str, source: Path, top: Path, include_dirs: list[Path] = ()) -> set[str]:
-    """The kernels `source` (a file of the repository whose work tree is `top`; it may be deleted)
-    defined at `ref` (none where it did not exist): scanned from a copy outside the suite, its own
-    folder first on the include path, as its quoted includes read it."""
-    source = Path(source).resolve()
+@dataclass(frozen=True)
+class BuildLine:
+    """What a suite folder's sources are scanned with: a port's include folders, force-included
+    headers and defines (parity.suite.port); none for a plain folder."""
+    include_dirs: tuple[Path, ...] = ()
+    force_includes: tuple[Path, ...] = ()
+    defines: dict | None = None
+
+    @classmethod
+    def of(cls, port) -> BuildLine:
+        if port is None:
+            return cls()
+        return cls(tuple(Path(p).resolve() for p in (*port.include_dirs, port.root)),
+                   tuple(Path(f).resolve() for f in port.force_includes),
+                   {**default_defines(".hip"), **port.define_map()})
+
+
+def _export(ref: str, top: Path, folder: Path, tree: Path) -> None:
+    """The regular files of `folder` (inside the repository at `top`) as they were at `ref`, written
+    under `tree` at their paths in the repository (links and what would land outside `tree` left out);
+    nothing where the folder did not exist at `ref`."""
+    rel = folder.relative_to(top).as_posix() or "."
     try:
-        old = _git(["show", f"{ref}:{source.relative_to(top).as_posix()}"], top, text=False)
-    except SinceError:                            # not in REF: a new file defined nothing there
-        return set()
+        data = _git(["archive", "--format=tar", ref, "--", rel], top, text=False)
+    except SinceError:
+        return
+    root = tree.resolve()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        for m in tf:
+            target = (root / m.name).resolve()
+            if not m.isfile() or not target.is_relative_to(root):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(tf.extractfile(m).read())
+
+
+def kernels_at(ref: str, sources: list[Path], folder: Path, build: BuildLine | None = None) -> set[str]:
+    """The kernels `sources` (files of the repository that holds `folder`; they may be deleted) defined
+    at `ref`, each scanned with the folder's and its include folders' headers as they were at `ref`
+    (a kernel renamed by a header's macro was defined under its old name there)."""
+    build = build or BuildLine()
+    top = _top(Path(folder).resolve())
     with tempfile.TemporaryDirectory(prefix="parity-since-") as d:
-        copy = Path(d) / source.name
-        copy.write_bytes(old)
-        try:
-            decls, _ = scan_source(copy, [source.parent, *include_dirs])
-        except (SuiteError, OSError):            # what cannot be read now (a header gone) names nothing
-            return set()
-    return {k.name for k in decls}
+        tree = Path(d)
+        inside = [p for p in (Path(folder).resolve(), *build.include_dirs, *(f.parent for f in build.force_includes))
+                  if p.is_relative_to(top)]
+        for f in dict.fromkeys(inside):
+            _export(ref, top, f, tree)
+
+        def then(p: Path) -> Path:
+            return tree / p.relative_to(top) if p.is_relative_to(top) else p
+        names: set[str] = set()
+        for src in sources:
+            old = then(Path(src).resolve())
+            if not old.is_file():                # not in REF: a new file defined nothing there
+                continue
+            try:
+                decls, _ = scan_source(old, [then(p) for p in build.include_dirs], build.defines,
+                                       force_includes=[then(f) for f in build.force_includes if then(f).is_file()])
+            except (SuiteError, OSError):        # what cannot be read there names nothing
+                continue
+            names |= {k.name for k in decls}
+    return names
 
 
-def _changed(ref: str, suite_dir: Path, include_dirs: list[Path],
+def _changed(ref: str, suite_dir: Path, build: BuildLine,
              discovered: Callable[[], Suite] | None = None) -> tuple[Suite | None, list[Path], list[Path]]:
     """(the suite, its sources changed since `ref` or including a changed header, the changed
-    kernel files); no suite is discovered when no kernel file changed. discovered: the run's own
-    discovery of that folder (a port's build line), made on demand, else the folder's."""
-    changed = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES]
+    kernel files); no suite is discovered when no kernel file changed. A port's include folders
+    outside the suite's folder are looked at too (those in the same repository), and a changed
+    force-included header changes every source. discovered: the run's own discovery of that folder
+    (a port's build line), made on demand, else the folder's."""
+    suite_dir = Path(suite_dir).resolve()
+    found = changed_files(ref, suite_dir)
+    for d in build.include_dirs:
+        if not d.is_relative_to(suite_dir) and d.is_dir():
+            try:
+                found += changed_files(ref, d)
+            except SinceError:                   # another repository, or none: git cannot say
+                pass
+    forced = set(build.force_includes)
+    changed = [p for p in dict.fromkeys(found) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES or p in forced]
     if not changed:
         return None, [], []
     try:
-        suite = discovered() if discovered is not None else discover(Path(suite_dir))
+        suite = discovered() if discovered is not None else discover(suite_dir)
     except SuiteError as e:
         raise SinceError(str(e)) from None
-    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES}
+    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES or p in forced}
+    dirs = list(build.include_dirs)
+    every = any(f in headers or headers & set(header_closure(f, dirs)) for f in forced)
     hit = [Path(src) for src in suite.sources
-           if Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), list(include_dirs)))]
+           if every or Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), dirs))]
     return suite, hit, changed
 
 
-def sources_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = ()) -> tuple[list[Path], list[Path]]:
-    """(suite sources changed since `ref` or including a changed header, the changed kernel files)."""
-    _, hit, changed = _changed(ref, suite_dir, include_dirs)
+def sources_changed(ref: str, suite_dir: Path, port=None) -> tuple[list[Path], list[Path]]:
+    """(suite sources changed since `ref` or including a changed header, the changed kernel files);
+    port: the suite's build line (parity.suite.port.Port), if it has one."""
+    _, hit, changed = _changed(ref, suite_dir, BuildLine.of(port))
     return hit, changed
 
 
-def kernels_changed(ref: str, suite_dir: Path, include_dirs: list[Path] = (),
+def kernels_changed(ref: str, suite_dir: Path, port=None,
                     discovered: Callable[[], Suite] | None = None) -> tuple[set[str], list[Path]]:
     """(kernel names defined by sources changed since `ref` or including a changed header, and those
-    the changed sources defined at `ref` (deleted files too); the changed kernel files). discovered:
-    as _changed."""
-    suite, hit, changed = _changed(ref, suite_dir, include_dirs, discovered)
+    the same sources and the deleted ones defined at `ref`; the changed kernel files). port and
+    discovered: as sources_changed and _changed."""
+    build = BuildLine.of(port)
+    suite, hit, changed = _changed(ref, suite_dir, build, discovered)
     files = {p.resolve() for p in hit}
     now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set()
-    old = [p for p in changed if p.suffix in SOURCE_SUFFIXES]
-    top = _top(Path(suite_dir).resolve()) if old else None
-    before = set().union(*(kernels_at(ref, p, top, list(include_dirs)) for p in old))
+    then = sorted(files | {p for p in changed if p.suffix in SOURCE_SUFFIXES})
+    before = kernels_at(ref, then, suite_dir, build) if then else set()
     return now | before, changed
 
 
