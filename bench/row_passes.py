@@ -110,14 +110,89 @@ extern "C" __global__ __launch_bounds__(256, 4) void reads3_p8(const uint4* s, u
 extern "C" __global__ __launch_bounds__(256, 4) void exps3_p8(const uint4* s, uint4* d, u32 n) { rows<8, 3, true>(s, d, n); }
 extern "C" __global__ __launch_bounds__(256) void reads1_p16(const uint4* s, uint4* d, u32 n) { rows<16, 1>(s, d, n); }
 extern "C" __global__ __launch_bounds__(256) void reads2_p16(const uint4* s, uint4* d, u32 n) { rows<16, 2>(s, d, n); }
+__device__ __forceinline__ u32 hmax2(u32 a, u32 b) { __half2 r = __hmax2(*(__half2*)&a, *(__half2*)&b); return *(u32*)&r; }
+__device__ __forceinline__ u32 hsub2(u32 a, u32 b) { __half2 r = __hsub2(*(__half2*)&a, *(__half2*)&b); return *(u32*)&r; }
+__device__ __forceinline__ u32 hmul2(u32 a, u32 b) { __half2 r = __hmul2(*(__half2*)&a, *(__half2*)&b); return *(u32*)&r; }
+__device__ __forceinline__ float2 f2(u32 a) { return __half22float2(*(__half2*)&a); }
+__device__ __forceinline__ u32 pk(float a, float b) { __half2 r = __floats2half2_rn(a, b); return *(u32*)&r; }
+__device__ __forceinline__ u32 wmax(uint4 v, u32 w) { return hmax2(hmax2(hmax2(w, v.x), hmax2(v.y, v.z)), v.w); }
+// e = 2^((x - m) log2 e) rounded to f16, in place; their sum added to s
+__device__ __forceinline__ uint4 epack(uint4 v, u32 m2, float& s) {
+  u32 w[4] = {v.x, v.y, v.z, v.w};
+  float t[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 d = f2(hsub2(w[i], m2));
+    w[i] = pk(ex2(d.x * 1.44269504088896341f), ex2(d.y * 1.44269504088896341f));
+    const float2 e = f2(w[i]);
+    t[i] = e.x + e.y;
+  }
+  s += (t[0] + t[1]) + (t[2] + t[3]);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ uint4 spack(uint4 v, u32 i2) { return make_uint4(hmul2(v.x, i2), hmul2(v.y, i2), hmul2(v.z, i2), hmul2(v.w, i2)); }
+// A whole f16 row on chip: PR packs a thread in registers, PS in shared memory (cp.async), read once.
+template <int PR, int PS>
+__device__ void onchip(const uint4* src, uint4* dst) {
+  __shared__ uint4 sh[PS > 0 ? PS * 32 : 1];
+  const u32 g = threadIdx.y;
+  constexpr int NP = PR + PS;
+  const uint4* s = src + (size_t)blockIdx.x * NP * 32;
+  uint4* d = dst + (size_t)blockIdx.x * NP * 32;
+#pragma unroll
+  for (int j = 0; j < PS; ++j) {
+    const u32 a = (u32)__cvta_generic_to_shared(&sh[j * 32 + g]);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(a), "l"(s + (PR + j) * 32 + g) : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  uint4 x[PR > 0 ? PR : 1];
+#pragma unroll
+  for (int j = 0; j < PR; ++j) x[j] = ld_cs(s + j * 32 + g);
+  u32 w = 0xfc00fc00u;
+#pragma unroll
+  for (int j = 0; j < PR; ++j) w = wmax(x[j], w);
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#pragma unroll
+  for (int j = 0; j < PS; ++j) w = wmax(sh[j * 32 + g], w);
+  float m = fmaxf(f2(w).x, f2(w).y);
+#pragma unroll
+  for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+  const u32 m2 = pk(m, m);
+  float sum = 0;
+#pragma unroll
+  for (int j = 0; j < PR; ++j) x[j] = epack(x[j], m2, sum);
+#pragma unroll
+  for (int j = 0; j < PS; ++j) sh[j * 32 + g] = epack(sh[j * 32 + g], m2, sum);
+#pragma unroll
+  for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(~0u, sum, o);
+  const float inv = __half2float(__float2half_rn(1.f / sum));
+  const u32 i2 = pk(inv, inv);
+#pragma unroll
+  for (int j = 0; j < PR; ++j) st_cs(d + j * 32 + g, spack(x[j], i2));
+#pragma unroll
+  for (int j = 0; j < PS; ++j) st_cs(d + (PR + j) * 32 + g, spack(sh[j * 32 + g], i2));
+}
+extern "C" __global__ __launch_bounds__(32) void onchip_16_0(const uint4* s, uint4* d) { onchip<16, 0>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onchip_32_0(const uint4* s, uint4* d) { onchip<32, 0>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onchip_16_16(const uint4* s, uint4* d) { onchip<16, 16>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onchip_8_24(const uint4* s, uint4* d) { onchip<8, 24>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onchip_32_32(const uint4* s, uint4* d) { onchip<32, 32>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onchip_16_48(const uint4* s, uint4* d) { onchip<16, 48>(s, d); }
 '''
+
+
+# (kernel, bytes of dynamic shared memory a block): the latter holds fewer blocks an SM, as a kernel
+# that kept longer rows in 16 or 24 KB of static shared memory would for these rows too
+ONCHIP = {4096: (("onchip_16_0", 0), ("onchip_16_0", 16384), ("onchip_16_0", 24576)),
+          8192: (("onchip_32_0", 0), ("onchip_16_16", 0), ("onchip_8_24", 0)),
+          16384: (("onchip_32_32", 0), ("onchip_16_48", 0))}
 
 
 def main() -> None:
     """Prints each kernel's % of copy at 4096, 8192 and 16384 columns (32 MB of f16, 64 MB of f32)."""
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    print("kernel      rows x cols  dtype  % of copy")
+    print("kernel        rows x cols  dtype  % of copy")
     for esize, kernels in ((2, ("reads1_p8", "reads3_p8", "exps3_p8")), (4, ("reads1_p16", "reads2_p16"))):
         for nrows, ncols in ((4096, 4096), (2048, 8192), (1024, 16384)):
             nbytes = nrows * ncols * esize
@@ -132,7 +207,27 @@ def main() -> None:
                 cp.cuda.runtime.deviceSynchronize()
                 assert name.startswith("exps") or bool((a == b).all()), name
                 ms = timed(launch)
-                print(f"{name:10s}  {nrows}x{ncols:<6d} {'f16' if esize == 2 else 'f32'}  {100 * cp_ms / ms:6.1f}")
+                print(f"{name:12s}  {nrows}x{ncols:<6d} {'f16' if esize == 2 else 'f32'}  {100 * cp_ms / ms:6.1f}")
+            if esize == 2:
+                onchip(mod, nrows, ncols, cp_ms)
+
+
+def onchip(mod, nrows: int, ncols: int, cp_ms: float) -> None:
+    """The whole-row-on-chip f16 softmax variants for this row length, checked against a float softmax."""
+    x = cp.random.standard_normal((nrows, ncols), dtype=cp.float32).astype(cp.float16)
+    y = cp.empty_like(x)
+    xf = x.astype(cp.float32)
+    ref = cp.exp(xf - xf.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    for name, dyn in ONCHIP[ncols]:
+        f = mod.get_function(name)
+        launch = lambda: f((nrows,), (1, 32, 1), (x, y), shared_mem=dyn)
+        launch()
+        err = float(cp.abs(y.astype(cp.float32) - ref).max() / ref.max())
+        assert err < 4e-3, (name, err)
+        ms = timed(launch)
+        print(f"{name:12s}  {nrows}x{ncols:<6d} f16  {100 * cp_ms / ms:6.1f}   ({f.num_regs} registers, "
+              f"{f.shared_size_bytes + dyn} B shared)")
 
 
 if __name__ == "__main__":
