@@ -108,7 +108,9 @@ def test_junit_follows_the_xsd_rules(failing):
     assert len(cases) == int(res.table["verdict"].isin(FAILING).sum()) == 5
     assert root.find("testsuite[@name='parity.outcome']/testcase").get("name") == "fail"
     ran = {lv["level"] for lv in res.meta["levels"] if lv["available"]}
-    assert sum(len(root.findall(f"testsuite[@name='parity.{lv}']//skipped")) for lv in ran) == 5   # the xfails
+    reference_passes = int(((res.table["verdict"] == "pass") & res.table["level"].isin(["cpu", "cupy"])).sum())
+    assert sum(len(root.findall(f"testsuite[@name='parity.{lv}']//skipped")) for lv in ran) == \
+        5 + reference_passes                                    # the xfails, and the reference's passes
     for lv in (lv for lv in res.meta["levels"] if not lv["available"]):       # a level that did not run: skipped
         assert root.find(f"testsuite[@name='parity.{lv['level']}']/testcase/skipped") is not None
 
@@ -198,6 +200,17 @@ def test_run_with_baseline_writes_xfail_and_html(tmp_path):
     assert not (folder / JOURNAL).exists()                    # a finished run needs no journal
 
 
+
+def test_strict_flags_a_baselined_amd_static_failure_that_now_compiles():
+    """256 baselined missing/compile-error cases that compiled again: --strict said nothing (exit 0)."""
+    rows = [{"case_id": f"affine/u8/contiguous/normal/s{i}", "op": "affine", "family": "affine", "dtype": "u8",
+             "layout": "contiguous", "values": "normal", "seed": i, "level": "amd-static", "verdict": "compiled",
+             "message": ""} for i in range(3)]
+    base = bl.Baseline([bl.Entry("affine/u8/*", "amd-static", "missing until #12")])
+    res = Results.from_rows(rows, {})
+    assert set(bl.apply(res, base, strict=True).table["verdict"]) == {"xpass-strict"}
+    assert set(bl.apply(res, base).table["verdict"]) == {"compiled"}       # not evidence of a pass without strict
+
 # ----------------------------------------------------------------------------------- diff
 def test_diff_new_failures_fixed_and_slowdowns():
     d = diff(runs.old_run(), runs.new_run(), slowdown=1.10)
@@ -227,12 +240,28 @@ def test_diff_command_exit_codes(tmp_path):
     assert invoke("diff", old, new, "--slowdown", "0.9").exit_code == 2
 
 
+
+def test_diff_flags_cases_no_longer_verified(tmp_path):
+    """NEW's GPU runner gone: every pass became `unavailable` and diff said ✅ No regressions, exit 0."""
+    old = runs.old_run()
+    new = Results.from_rows([{**r, "verdict": "unavailable" if r["verdict"] == "pass" else r["verdict"],
+                              "message": "no NVIDIA driver"} for r in old.records()], old.meta)
+    d = diff(old, new)
+    passed = int((old.table["verdict"] == "pass").sum())
+    assert len(d.unverified) == passed > 0 and not d.new_failures and d.regressions
+    text = render(d)
+    assert text.startswith("## ❌ parity diff: 0 new failure(s)")
+    assert f"❌ {passed:,} case(s) OLD verified are not verified in NEW (now unavailable): a regression cannot be " \
+           "ruled out." in text and f"### No longer verified ({passed})" in text
+    assert text.rstrip().endswith("A regression cannot be ruled out: exit 1.")
+
 # ---------------------------------------------------------------------------------- repro
 def test_repro_writes_npz_and_snippet_on_cpu(tmp_path):
     case = "binary.minimum/bf16/transposed/special/s0"
     out = tmp_path / "case.npz"
     r = invoke("repro", case, "--level", "cpu", "-o", out)
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 2, r.output                 # the reference alone: never a pass of a kernel that did not run
+    assert f"# {case} on cpu: the reference alone, no kernel of the suite ran" in r.output
     z = np.load(out)
     meta = json.loads(str(z["meta"]))
     assert str(z["kernel"]) == meta["kernel"] == "bminimum_bf16" and meta["verdict"] == "pass"
@@ -255,7 +284,7 @@ def test_repro_that_runs_nothing_keeps_an_earlier_output(tmp_path):
     """A repro on a level unavailable here (a usage mistake: --level cuda without --cuda-src) replaced
     the .npz a GPU repro had written with one without its `got`."""
     case, out = "unary.exp/f32/transposed/special/s0", tmp_path / "case.npz"
-    assert invoke("repro", case, "-o", out, "--no-snippet").exit_code == 0
+    assert invoke("repro", case, "--level", "cpu", "-o", out, "--no-snippet").exit_code == 2
     before = out.read_bytes()
     r = invoke("repro", case, "--level", "cuda", "-o", out, "--no-snippet")
     assert r.exit_code == 2 and f"# kept {out} as it was: it holds the output of an earlier run" in r.output, r.output
@@ -273,7 +302,7 @@ def test_repro_reproduces_a_failure_and_handles_bad_input(tmp_path, monkeypatch)
     from parity.run import levels
     monkeypatch.setattr(levels, "CpuExecutor", NanDroppingMinimum)
     out = tmp_path / "f.npz"
-    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "-o", out, "--no-snippet")
+    r = invoke("repro", "binary.minimum/f16/contiguous/special/s0", "--level", "cpu", "-o", out, "--no-snippet")
     assert r.exit_code == 1 and "expected nan got -4.93359375" in r.output
     z = np.load(out)
     assert not np.array_equal(z["expected"], z["got"])
@@ -446,7 +475,14 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
     before = (run / "results.json").read_bytes()             # would disagree with the file
     r = invoke("merge", shard(1, suites["a"]), shard(2, suites["b"]), "-o", run / "results.json")
     assert r.exit_code == 2 and f"{run} is a run's folder (it has run.json)" in r.output, r.output
+    r = invoke("merge", shard(1, suites["a"]), shard(2, suites["b"]), "-o", run)     # the folder itself: no
+    assert r.exit_code == 2 and "write the merge elsewhere" in r.output, r.output    # `name RUN/results.json`
+    other = shard(2, suites["a"])                            # report -o into another run's folder: refused too
+    for name in ("results.json", "summary.md"):
+        r = invoke("report", other, "--format", "md", "-o", run / name)
+        assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
     assert (run / "results.json").read_bytes() == before
+    assert invoke("report", run, "--format", "md", "-o", run / "summary.md").exit_code == 0   # its own: re-rendered
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):

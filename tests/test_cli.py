@@ -113,6 +113,17 @@ def test_junit_counts_compiled_rows_as_skipped_never_passed():
     assert [s.get("message") for s in suite.iter("skipped")] == ["compiled for the AMD targets, not executed"] * 4
 
 
+def test_junit_counts_reference_passes_as_skipped_and_keeps_their_failures():
+    """A run without a GPU: the cpu level's 10,019 passes were 10,019 passed tests on a CI dashboard,
+    none of them a kernel of the port."""
+    rows = [{**r, "level": "cpu"} for r in _fake_rows(6, fail_every=3)]
+    root = ET.fromstring(junit.render(Results.from_rows(rows, {})))
+    (suite,) = root.findall("testsuite[@name='parity.cpu']")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("6", "4", "2")
+    assert {s.get("message") for s in suite.iter("skipped")} == {"the reference alone: no kernel of the suite ran "
+                                                                  "on this level"}
+
+
 @pytest.mark.slow
 def test_smoke_sweep_under_60_seconds(tmp_path):
     t = time.perf_counter()

@@ -384,16 +384,33 @@ def test_a_reference_that_returns_nothing_is_the_declarations_error(tmp_path, mo
         "reference-error", "reference returned out as NoneType, not numbers (refs.py:8, in rowsum)")
 
 
+def test_a_reference_that_returns_ml_dtypes_values_is_judged(tmp_path, monkeypatch):
+    """bf16 and fp8 arrays (ml_dtypes: dtype kind V) are numbers, not `not numbers`."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsbf")
+    (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    return acc.astype(ml_dtypes.bfloat16)")
+                                 .replace("import numpy as np", "import ml_dtypes\nimport numpy as np"))
+    p = profiles.load(hip / "parity-kernels.toml")
+    (row,) = run_cases([Case.parse("vecopsbf.reduce.rowsum/f32/small/normal/s0")], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "pass", row
+
+
 def test_repro_replays_a_declared_case_from_its_suite_folder(tmp_path, monkeypatch):
     """`parity repro` read only built-in profiles: a case ID from a declared port's report was an
     `unknown op` (exit 2), with no --profile to name it."""
     hip = _renamed_copy(tmp_path, monkeypatch, "vecopsrepro")
     case = "vecopsrepro.blas.axpy/f32/contiguous/normal/s0@alpha=2.5"
     for extra in ([], ["--profile", str(hip / "parity-kernels.toml")]):
-        r = CliRunner().invoke(main, ["repro", case, "--hip-src", str(hip), "--no-snippet",
+        r = CliRunner().invoke(main, ["repro", case, "--hip-src", str(hip), "--no-snippet", "--level", "cpu",
                                       "-o", str(tmp_path / "r.npz"), *extra])
-        assert r.exit_code == 0, r.output
-        assert f"# {case} on cpu: pass" in r.output and "kernel axpy_float, source " in r.output
+        assert r.exit_code == 2, r.output                 # (cpu: the reference alone)
+        assert f"# {case} on cpu: the reference alone" in r.output and "kernel axpy_float, source " in r.output
+    hip = _renamed_copy(tmp_path / "none", monkeypatch, "vecopsreproerr")       # a reference that returns None
+    (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    acc"))
+    case = "vecopsreproerr.reduce.rowsum/f32/small/normal/s0"
+    r = CliRunner().invoke(main, ["repro", case, "--hip-src", str(hip), "--no-snippet", "--level", "cpu",
+                                  "-o", str(tmp_path / "r2.npz")])
+    assert r.exit_code == 1 and f"# {case} on cpu: reference-error — reference returned out as NoneType" in r.output, \
+        r.output
 
 def test_parameter_grammar():
     p = parse_param("x_dims: dims u64 of x")

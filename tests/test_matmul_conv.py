@@ -394,6 +394,7 @@ def test_peak_table_and_fallback():
     assert peaks == {"f16": 989.4, "bf16": 989.4, "f32": 66.9, "f64": 66.9} and "datasheet" in src
     assert lookup("NVIDIA H200")[0]["bf16"] == 989.4
     assert lookup("NVIDIA H100 PCIe")[0]["f16"] == 756.5
+    assert lookup("NVIDIA H100 NVL") is None and lookup("NVIDIA H200 NVL") is None   # other clocks: not SXM numbers
     got = peak("Some GPU", measure=lambda dt: {"f16": 100, "bf16": 90, "f32": 20, "f64": 10}[dt])
     assert got["peaks"]["bf16"] == 90 and got["source"].startswith("measured")
     assert peak("Some GPU")["peaks"] == {}

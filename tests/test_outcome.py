@@ -94,10 +94,11 @@ def test_a_port_that_does_not_compile_fails_with_hipccs_error(tmp_path):
 
 
 @needs_hipcc
-def test_a_kernel_two_files_define_is_checked_where_it_builds_and_the_report_says_so(tmp_path):
+def test_a_kernel_two_files_define_is_checked_in_the_ports_file_and_the_report_says_so(tmp_path):
     """Candle's CUDA original kept beside its port (`ref/unary.cu` sorts before `unary.hip`): the HIP
-    file's definition is checked, not the one found first, and a definition that does not compile gives
-    way to the next; summary.md names both files (a stderr note alone was lost in CI logs)."""
+    file's definition is checked, not the one found first; a definition that does not compile is the
+    verdict (never passed over for another file's), one its module leaves out (#if) gives way to the
+    next; summary.md names the files (a stderr note alone was lost in CI logs)."""
     port = suite(tmp_path, NEG)
     (port / "ref").mkdir()
     (port / "ref" / "unary.cu").write_text("#include <cuda_fp16.h>\n" + NEG)     # no such header for hipcc
@@ -108,11 +109,12 @@ def test_a_kernel_two_files_define_is_checked_where_it_builds_and_the_report_say
     summary = (o["folder"] / "summary.md").read_text()
     assert f"- uneg\\_f32 defined twice: {md_path(port / 'unary.hip')}:2 and {md_path(port / 'ref' / 'unary.cu')}:2; " \
            "parity checks the first file's" in summary, summary
-    (port / "unary.hip").rename(port / "unary_b.hip")                 # both .hip: the first by path fails to build
-    (port / "ref" / "unary.cu").rename(port / "unary_a.hip")
-    r = invoke(*RUN, "--hip-src", port, "--out", tmp_path / "o2", "-q")
-    assert r.exit_code == 0 and "1/1 kernels compile" in outputs(tmp_path / "o2")["md"], r.output
-
+    (port / "ref" / "unary.cu").rename(port / "a.hip")              # both .hip, the first by path does not build:
+    r = invoke(*RUN, "--hip-src", port, "--out", tmp_path / "o2", "-q")      # its compile error is the verdict
+    assert r.exit_code == 1 and "1 does not compile" in outputs(tmp_path / "o2")["md"], r.output
+    (port / "a.hip").write_text("#include <hip/hip_runtime.h>\n#if !defined(__HIPCC__)\n" + NEG + "#endif\n")
+    r = invoke(*RUN, "--hip-src", port, "--out", tmp_path / "o3", "-q")       # scanned, left out by #if: the next
+    assert r.exit_code == 0 and "1/1 kernels compile" in outputs(tmp_path / "o3")["md"], r.output
 
 
 def test_a_ports_own_header_not_found_is_said_not_silently_stubbed(tmp_path):
@@ -132,6 +134,7 @@ def test_a_ports_own_header_not_found_is_said_not_silently_stubbed(tmp_path):
         "(in 2 sources: a.hip, b.hip)"])
     s = discover(tmp_path / "src", [tmp_path / "include"])
     assert (sorted(s.kernels), s.notes) == (["uneg_a", "uneg_b"], [])
+
 
 def md_path(p: Path) -> str:
     return str(p).replace("_", "\\_")

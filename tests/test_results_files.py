@@ -231,9 +231,14 @@ def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     assert r.stdout.startswith("## ⚠️ parity: ") and r.exit_code == 0
     outcome = junit_outcome(invoke("report", out, "--format", "junit").stdout)
     assert outcome.get("skipped") == "1" and outcome.find("testcase").get("name") == "partial"
-    again = tmp_path / "again.json"                            # merged once more, it stays partial
-    assert invoke("merge", out, "-o", again).exit_code == 0
+    again = tmp_path / "again.json"                            # merged once more, it stays partial (and says
+    assert one_line_error(invoke("merge", out, "-o", again)).startswith("Error: shard(s) 2/3 missing")   # so)
+    assert invoke("merge", out, "-o", again, "--allow-partial").exit_code == 0
     assert Results.from_json(again).meta["shards_missing"] == ["2/3"]
+    done = tmp_path / "done.json"                              # the partial merge completed by the shard it
+    r = invoke("merge", again, s2, "-o", done)                 # lacked (it was `a whole run`, refused)
+    assert r.exit_code == 0 and r.output == f"{done}: 6 rows from 2 file(s): 6 pass\n", r.output
+    assert "shards_missing" not in Results.from_json(done).meta
     r = invoke("merge", s1, s2, s3, "-o", out)                 # complete: nothing to say
     assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s): 6 pass\n"
     assert "shards_missing" not in Results.from_json(out).meta

@@ -82,6 +82,28 @@ def test_a_kernel_a_header_renamed_counts_under_its_old_name(repo: Path):
     assert kernels_changed("HEAD", repo)[0] == {"uabs2_f32", "uabs_f32", "uneg_f32"}
 
 
+
+def test_the_tree_at_ref_follows_links_and_odd_names_and_leaves_the_cache_alone(tmp_path: Path, monkeypatch):
+    """REF's tree was a `git archive` of the folder: a header linked from elsewhere, a folder git
+    archive leaves out (export-ignore) and a name git reads as pathspec magic (`:k`) lost the kernel's
+    old name; each scan at REF added cache entries under a temporary path no one reads again."""
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    suite = tmp_path / ":k"
+    (suite / "ops").mkdir(parents=True)
+    (suite / "common").mkdir()
+    (suite / "common" / "name.h").write_text("#define NAME(op) u##op##_f32\n")
+    (suite / "ops" / "name.h").symlink_to(Path("..") / "common" / "name.h")
+    (suite / "abs.hip").write_text('#include "ops/name.h"\nextern "C" __global__ void NAME(abs)(size_t numel) { }\n')
+    (tmp_path / ".gitattributes").write_text(":k/** export-ignore\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "linked")
+    (suite / "common" / "name.h").write_text("#define NAME(op) u##op##2_f32\n")
+    before = sorted((tmp_path / "cache").rglob("*.json")) if (tmp_path / "cache").exists() else []
+    assert kernels_changed("HEAD", suite)[0] == {"uabs2_f32", "uabs_f32"}
+    assert sorted((tmp_path / "cache").rglob("*.json")) == before or \
+        all("parity-since-" not in p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
+
 def test_a_header_in_a_ports_include_folder_counts(tmp_path: Path):
     """parity-port.toml's include folder beside the sources' folder, or outside --hip-src: a change to a
     header there selected nothing ("nothing to run", exit 0); a force-included header selects all."""
@@ -151,7 +173,7 @@ def test_compile_since_builds_only_the_changed_sources_for_amd(repo: Path):
     run = CliRunner().invoke
     args = ["compile", "--hip-src", str(repo), "--amd-arch", "gfx90a", "--since", "HEAD", "--json"]
     r = run(main, args)
-    assert r.exit_code == 0 and "nothing to compile" in r.output, r.output
+    assert r.exit_code == 0 and r.stdout == "[]\n" and "nothing to compile" in r.stderr, r.output   # JSON all the same
     (repo / "exp.hip").write_text("#include <hip/hip_runtime.h>\n" + (repo / "exp.hip").read_text())
     r = run(main, args)
     import json

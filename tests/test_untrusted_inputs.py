@@ -508,13 +508,14 @@ def test_repro_unknown_level_is_a_did_you_mean(tmp_path, monkeypatch):
 
 def test_repro_writes_under_reports_repro_not_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = invoke("repro", "affine/f32/transposed/normal/s0@add=1,mul=2", "--no-snippet")
-    assert r.exit_code == 0, r.output
+    r = invoke("repro", "affine/f32/transposed/normal/s0@add=1,mul=2", "--no-snippet", "--level", "cpu")
+    assert r.exit_code == 2 and "the reference alone" in r.output, r.output
     assert not (tmp_path / "case.npz").exists()
     assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == \
         [Path("reports/repro/affine_f32_transposed_normal_s0@add=1,mul=2.npz")]
-    r = invoke("repro", "unary.exp/f32/transposed/normal/s0", "--no-snippet", "-o", str(tmp_path / "a" / "b.npz"))
-    assert r.exit_code == 0 and (tmp_path / "a" / "b.npz").is_file()
+    r = invoke("repro", "unary.exp/f32/transposed/normal/s0", "--no-snippet", "--level", "cpu", "-o",
+               str(tmp_path / "a" / "b.npz"))
+    assert r.exit_code == 2 and (tmp_path / "a" / "b.npz").is_file()
 
 
 def test_repro_output_names_the_npz_written_and_a_folder_is_refused(tmp_path, monkeypatch):
@@ -523,8 +524,8 @@ def test_repro_output_names_the_npz_written_and_a_folder_is_refused(tmp_path, mo
     from parity.run import repro
     monkeypatch.chdir(tmp_path)
     case = "unary.exp/f32/transposed/normal/s0"
-    r = invoke("repro", case, "-o", "out/x")
-    assert r.exit_code == 0, r.output
+    r = invoke("repro", case, "--level", "cpu", "-o", "out/x")
+    assert r.exit_code == 2, r.output                  # (cpu: the reference alone)
     assert 'z = np.load("out/x.npz")' in r.stdout and "# wrote out/x.npz (kernel " in r.stderr
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["x.npz"]
     (tmp_path / "d").mkdir()

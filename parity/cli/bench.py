@@ -15,7 +15,8 @@ from rich.console import Console
 
 from parity.cli.errors import report_folder
 from parity.cli.options import (RESULTS, SetupError, csv_list, cuda_src_option, hip_src_option, not_a_folder,
-                                not_an_input, read_results, selection_option, setup_errors, subject_of, writing)
+                                not_an_input, not_into_a_run, read_results, selection_option, setup_errors, subject_of,
+                                writing)
 from parity.cli.params import Number, OutFolder, OutputFile, Seconds, Text
 
 MODE = click.Choice(["cold", "hot"])
@@ -143,7 +144,8 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
             diff = scope_differences(parts[0][1].meta, r.meta, MERGE_SCOPE)
         if diff:
             raise ValueError(f"cannot merge {p} with {parts[0][0]}: not parts of one run ({'; '.join(diff)})")
-    missing = _missing_shards([str(r.meta.get("shard") or "") for _, r in parts], [p for p, _ in parts])
+    held = [(s, p) for p, r in parts for s in _shards_of(r.meta)]
+    missing = _missing_shards([s for s, _ in held], [p for _, p in held])
     if missing and not allow_partial:
         raise ValueError(f"shard(s) {', '.join(missing)} missing: merge every shard, or pass --allow-partial "
                          f"to write a merge that says so")
@@ -151,15 +153,15 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     metas = [r.meta for _, r in parts]
     meta = dict(metas[0]) if metas else {}
     meta["merged_from"] = [str(p) for p, _ in parts]
-    meta["shards"] = [m.get("shard") for m in metas]
+    meta["shards"] = [s or None for s, _ in held]
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
     meta["interrupted"] = any(m.get("interrupted") is True for m in metas)   # any shard's, not the first file's
     planned = [m.get("planned_rows") for m in metas]    # a shard plans its own cases; a GPU worker's
     if all(isinstance(n, int) for n in planned):       # file (no shard) the whole run's
-        per_shard: dict[str, int] = {}
+        per_shard: dict[tuple, int] = {}               # (a partial merge plans its shards' cases)
         for m, n in zip(metas, planned):
-            per_shard[m.get("shard")] = max(n, per_shard.get(m.get("shard"), 0))
-        meta["planned_rows"] = sum(per_shard.values()) if all(m.get("shard") for m in metas) else max(planned)
+            per_shard[tuple(_shards_of(m))] = max(n, per_shard.get(tuple(_shards_of(m)), 0))
+        meta["planned_rows"] = sum(per_shard.values()) if all(s for s, _ in held) else max(planned)
     else:
         meta.pop("planned_rows", None)
     for k in ("shard", "shards_missing", "merge_conflicts", "empty_shard_of"):   # the first file's, not this merge's
@@ -169,7 +171,9 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
         meta["unread_rows"] = unread
     # an input that is itself a partial merge, or had conflicts, passes that on: merged again it was a
     # whole run (the missing shards' cases unverified, and no word of it)
-    missing = sorted({*missing, *(k for m in metas for k in (m.get("shards_missing") or []) if isinstance(k, str))})
+    have = {s for s, _ in held}                         # (a shard missing there and given here is not missing)
+    missing = sorted({*missing, *(k for m in metas for k in (m.get("shards_missing") or [])
+                                  if isinstance(k, str) and k not in have)})
     earlier = [m.get("merge_conflicts") for m in metas if isinstance(m.get("merge_conflicts"), dict)]
     count = len(conflicts) + sum(c.get("count", 0) for c in earlier if isinstance(c.get("count"), int))
     if missing:
@@ -193,6 +197,17 @@ def _distinct(paths: list) -> list[Path]:
             seen.add(real)
             out.append(p)
     return out
+
+
+def _shards_of(meta: dict) -> list[str]:
+    """The K/N shards a results file holds: its own, or a merge's (a partial merge completed later with
+    the shards it lacked); [""] for a whole run."""
+    if meta.get("shard"):
+        return [str(meta["shard"])]
+    held = meta.get("shards")
+    if isinstance(held, list) and held and all(isinstance(s, str) and s for s in held):
+        return list(dict.fromkeys(held))
+    return [""]
 
 
 def _missing_shards(shards: list[str], paths: list[Path]) -> list[str]:
@@ -245,12 +260,9 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
     Exit 2 when they are not parts of one run (another sweep, filters, levels or suite) or a shard
     is missing (see --allow-partial), or -o is in a run's folder; 1 if the merge has failures. A case
     with different verdicts in two files keeps the worst one, and the conflict is reported."""
+    not_into_a_run(output, "the merge")         # a run folder's results.json is that run's (--resume reads it)
     not_a_folder(output, f"the merged file, e.g. {Path(output) / 'results.json'}")
     not_an_input(output, results)
-    from parity.run.session import RUN_FILE
-    if (Path(output).parent / RUN_FILE).exists():  # a run folder's results.json is that run's own (its reports
-        raise SetupError(f"-o {output}: {Path(output).parent} is a run's folder (it has {RUN_FILE}): its "
-                         "results.json is that run's; write the merge elsewhere")   # and --resume read it)
     try:
         res = merge_results(list(results), allow_partial, read_results)
     except ValueError as e:

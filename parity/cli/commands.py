@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from parity.cli.options import (RESULTS, SetupError, cuda_src_option, hip_src_option, not_a_folder, not_an_input,
-                                port_options, read_results, subject_of, writing)
+                                not_into_a_run, port_options, read_results, subject_of, writing)
 from parity.cli.params import InputPath, Number, OutputFile, Text
 from parity.core.text import one_line
 
@@ -29,6 +29,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     from parity.core import files
     from parity.run.results import newest
     if output is not None:
+        not_into_a_run(output, "the report", own=results)    # (its own run's folder may take a re-rendering)
         not_a_folder(output, "the file to write")
         not_an_input(output, results)
     try:
@@ -144,8 +145,10 @@ def diff_cmd(old: Path, new: Path, slowdown: float, min_ms: float) -> None:
 # ---------------------------------------------------------------------------------- repro
 @click.command("repro")
 @click.argument("case_id", type=Text())
-@click.option("--level", default="cpu", show_default=True,
-              help="cpu, hip-on-nvidia, hip-on-nvidia/w32, amd, cuda or cupy; amd-static compiles the kernel only.")
+@click.option("--level", default="auto", show_default=True,
+              help="hip-on-nvidia, hip-on-nvidia/w32, amd, cuda or cupy; amd-static compiles the kernel only; cpu "
+                   "computes the reference only (no kernel runs); auto: hip-on-nvidia where an NVIDIA GPU is, else "
+                   "amd on a ROCm GPU, else cpu.")
 @hip_src_option
 @cuda_src_option()
 @click.option("-o", "--output", type=OutputFile(),
@@ -158,16 +161,18 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     """Re-run one case on one level, dump it to an .npz and print a CuPy replay script.
 
     Exit 0 when the case passes, 1 when it fails, 2 when the level is unavailable here or runs no
-    case (amd-static: the kernel compiled, nothing ran; the .npz is still written, without `got`, unless
-    the file there holds an earlier run's `got`: it is kept) or the case ID or an option is wrong.
+    kernel (cpu: the reference alone; amd-static: the kernel compiled, nothing ran; the .npz is still
+    written, without `got` on amd-static, unless the file there holds an earlier run's `got`: it is
+    kept) or the case ID or an option is wrong.
     """
     from parity.core import files
     from parity.core.row import Verdict
     from parity.core.suggest import unknown
     from parity.run import repro
     from parity.run.levels import ALL_LEVELS as LEVELS
-    if level not in LEVELS:
-        raise SetupError(unknown("level", level, LEVELS))
+    from parity.run.levels import REFERENCE, role
+    if level not in (*LEVELS, "auto"):
+        raise SetupError(unknown("level", level, [*LEVELS, "auto"]))
     for p in [hip_src, cuda_src]:
         if p is not None and not Path(p).is_dir():
             raise SetupError(f"kernel suite folder {p} does not exist")
@@ -183,21 +188,32 @@ def repro_cmd(case_id: str, level: str, hip_src, cuda_src, output: Path | None, 
     def subject(prof: str | None):                              # the case's own ABI profile, on the same suite
         prof = prof or "candle"
         return base if prof == base.profile.name else subject_of(hip_src, cuda_src, prof, *port)
+    if level == "auto":
+        level = repro.auto_level(base)
+    from parity.profiles.kernels import ReferenceRaised
     try:
         r = repro.run(case_id, level, hip_src, cuda_src, output or repro.default_output(case_id), subject=subject)
+    except ReferenceRaised as e:           # a declared reference that raised: the declaration's, as in `parity run`
+        click.echo(f"# {case_id} on {level}: {Verdict.REFERENCE_ERROR} — {one_line(e)}", err=True)
+        sys.exit(1)
     except (KeyError, ValueError) as e:
         raise SetupError(str(e.args[0]) if e.args else str(e))
     except OSError as e:                 # e.g. the .npz's folder cannot be made or written
         raise SetupError(f"{e.filename}: {e.strerror}" if e.filename else str(e))
     if not no_snippet:
         click.echo(r.snippet)
-    click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
+    reference_only = role(level) == REFERENCE and r.verdict == Verdict.PASS   # never a pass of a kernel that
+    if reference_only:                                                         # did not run
+        click.echo(f"# {r.case_id} on {level}: the reference alone, no kernel of the suite ran (an NVIDIA or ROCm "
+                   "GPU runs it: --level hip-on-nvidia or amd)", err=True)
+    else:
+        click.echo(f"# {r.case_id} on {level}: {r.verdict}" + (f" — {r.message}" if r.message else ""), err=True)
     if r.kept:                           # a usage mistake never costs a captured output
         click.echo(f"# kept {r.npz} as it was: it holds the output of an earlier run of the kernel, and this one "
                    "ran none (-o names another file)", err=True)
     else:
         click.echo(f"# wrote {r.npz} (kernel {r.kernel}{', source ' + str(r.source) if r.source else ''})", err=True)
-    if r.verdict in (Verdict.UNAVAILABLE, Verdict.COMPILED):
+    if reference_only or r.verdict in (Verdict.UNAVAILABLE, Verdict.COMPILED):
         sys.exit(2)
     sys.exit(0 if r.verdict == Verdict.PASS else 1)
 

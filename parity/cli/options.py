@@ -77,6 +77,23 @@ def not_a_folder(output: Path, name: str) -> None:
         raise SetupError(f"-o {output} is a folder; name {name}")
 
 
+def not_into_a_run(output: Path, what: str, own=()) -> None:
+    """-o naming a run's folder, or a file in one (it has run.json), is exit 2: its files are that run's
+    own (its reports, and the rows `--resume` reads). own: run folders or results files given as inputs,
+    whose own folder may take a re-rendered report."""
+    import os
+
+    from parity.run.session import RUN_FILE
+    out = Path(output)
+    folder = out if out.is_dir() else out.parent
+    if not (folder / RUN_FILE).exists():
+        return
+    mine = {os.path.realpath(p if Path(p).is_dir() else Path(p).parent) for p in map(Path, own)}
+    if os.path.realpath(folder) not in mine:
+        raise SetupError(f"-o {output}: {folder} is a run's folder (it has {RUN_FILE}): its files are that run's; "
+                         f"write {what} elsewhere")
+
+
 def not_an_input(output: Path, inputs) -> None:
     """-o naming a file the command reads (a run folder's results.json) is exit 2: the output would
     replace what it is made from."""

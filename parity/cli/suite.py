@@ -141,7 +141,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     if since:
         from parity.suite.since import SinceError, sources_changed
         try:
-            hit, files = sources_changed(since, folder, port)
+            hit, files = sources_changed(since, folder, port, lambda: suite)
         except SinceError as e:
             raise SetupError(str(e))
         changed = {p.resolve() for p in hit}
@@ -151,8 +151,10 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         if not as_json:
             click.echo(f"--since {since}: {len(files)} changed file{'s' * (len(files) != 1)}"
                        + (f" ({names})" if files else "") + f": {len(suite.sources)} of {total} sources", err=True)
-        if not suite.sources:
-            click.echo(f"no HIP source changed since {since}: nothing to compile")
+        if not suite.sources:                     # (--json: still JSON on stdout, the rows of nothing)
+            click.echo("[]" if as_json else f"no HIP source changed since {since}: nothing to compile")
+            if as_json:
+                click.echo(f"no HIP source changed since {since}: nothing to compile", err=True)
             sys.exit(0)
     rows = _analyze_with_progress(suite, targets, log_lines=not as_json, port=port)
     if not rows:

@@ -259,19 +259,21 @@ class AmdExecutor(Executor):
         self.availability()
         # the same lookup as on NVIDIA: discovery first, then the symbol tables
         src = None
-        decl = self.suite.kernels.get(kernel)
-        cands = [Path(decl.file)] if decl and decl.file else []
+        defs = {Path(d.file): d for d in self.suite.definitions(kernel)}   # in the order they are tried
+        cands = list(defs)
         failed = []
         for s in cands + [s for s in self.suite.sources if s not in cands]:
             res = self.compile(s)
             if not res.ok:
-                if s in cands:
+                if s in cands:                       # a definition that does not compile is the verdict
                     self._unusable[kernel] = compile_failure(s, res)
                     return self._unusable[kernel]
                 failed.append((s, res))
                 continue
             if kernel in self._symbols.get(s, []) or (s in cands and not self._symbols.get(s)):
                 src = s
+                if s in defs:
+                    self.suite.choose(kernel, defs[s])
                 break
         if src is None:
             self._unusable[kernel] = not_found(kernel, self.suite, str(self.suite_dir), failed)

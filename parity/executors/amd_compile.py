@@ -141,13 +141,11 @@ class AmdStaticExecutor(Executor):
             self.precompile(self.suite.sources)          # in parallel; cached for the next missing kernel
             failed = [(s, r) for s in self.suite.sources for a, r in self._compile(s) if not r.ok]
             return not_found(kernel, self.suite, str(self.suite_dir), list(dict(failed).items()))
-        first = None
-        for d in defs:                                   # a kernel two files define: the first that builds it
-            v = self._definition_verdict(kernel, d)
-            if v.status == "compiled":
+        for d in defs:                                   # a kernel two files define: the next file's only where
+            v = self._definition_verdict(kernel, d)      # this one's module leaves it out (#if)
+            if v.status != "missing":
                 return v
-            first = first or v
-        return first
+        return v
 
     def _definition_verdict(self, kernel: str, decl) -> ExecResult:
         src = Path(decl.file)

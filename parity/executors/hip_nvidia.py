@@ -398,16 +398,14 @@ class HipOnNvidiaExecutor(Executor):
 
     def locate(self, kernel: str) -> tuple[Path | None, ExecResult | None]:
         """(source defining `kernel`, None) or (None, the missing / compile-error verdict)."""
-        first_failure = None
-        for decl in self.suite.definitions(kernel):    # a kernel two files define: the first that builds it
-            src = Path(decl.file)
-            res = self.compile(src)
+        for decl in self.suite.definitions(kernel):    # a kernel two files define: the next file's only where
+            src = Path(decl.file)                      # this one's module leaves it out (#if), never past
+            res = self.compile(src)                    # a compile error
             if not res.ok:
-                first_failure = first_failure or compile_failure(src, res, self.toolchain.hip)
-            elif kernel in self._symbols.get(src, [kernel]):
+                return None, compile_failure(src, res, self.toolchain.hip)
+            if kernel in self._symbols.get(src, [kernel]):
+                self.suite.choose(kernel, decl)
                 return src, None
-        if first_failure is not None:
-            return None, first_failure
         failed = []
         scanned = {Path(k.file) for k in self.suite.kernels.values() if k.file is not None and k.origin == "source"}
         for src in self.suite.sources:                 # files the scan could not read: symbols decide

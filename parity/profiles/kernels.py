@@ -592,7 +592,8 @@ def finish(op: KernelOp, key: str, raw: dict, shapes: dict[str, tuple[int, ...]]
         if p.name not in raw:
             raise ValueError(f"no {p.name!r} among its outputs ({', '.join(map(str, raw)) or 'none'})")
         v = np.asarray(raw[p.name])
-        if v.dtype.kind not in "biuf":     # None (a forgotten return), strings, objects: no values to judge by
+        if v.dtype.kind in "OUSMm":        # None (a forgotten return), text, objects, dates: no values to judge
+            # by (ml_dtypes' bf16 and fp8 are kind V: numbers)
             raise TypeError(f"{p.name} as {type(raw[p.name]).__name__}, not numbers")
         shape = shapes[p.name]
         if v.shape != tuple(shape):

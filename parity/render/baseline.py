@@ -12,7 +12,8 @@ glob over case IDs (`binary.minimum/f16/*`), `level` an optional glob over level
 `apply` turns a failing case that matches an entry into `xfail` (the original verdict is kept in
 the `raw_verdict` column, the reason in `baseline_reason`). A *passing* case that matches becomes
 `xpass`: reported, not failing, unless `strict`, where it is `xpass-strict` (in results.FAILING) so
-that a fixed bug forces the baseline to be trimmed.
+that a fixed bug forces the baseline to be trimmed; under `strict` so is a matching amd-static row that
+now compiles (the missing kernel or compile error the entry accepted is gone).
 """
 from __future__ import annotations
 
@@ -277,6 +278,8 @@ def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Resu
             verdicts.append(Verdict.XFAIL)
         elif v == Verdict.PASS:
             verdicts.append(Verdict.XPASS_STRICT if strict else Verdict.XPASS)
+        elif v == Verdict.COMPILED and strict:  # amd-static's failure the entry accepts (missing, compile-error)
+            verdicts.append(Verdict.XPASS_STRICT)   # is gone: the entry is stale there (kept `compiled` unless strict)
         else:                                   # unavailable and friends: not evidence either way
             verdicts.append(v)
         reasons.append(e.reason)

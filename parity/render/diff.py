@@ -2,7 +2,8 @@
 
 Cases are keyed by (case ID, level). A regression is a case failing in NEW that was not failing
 in OLD (passing, known failure, or absent), or a kernel time that grew by more than the slowdown
-threshold; `parity diff` exits 1 on a regression and 0 otherwise. Two runs of different sweeps,
+threshold; one cannot be ruled out where a case OLD verified is not verified in NEW (passed, now
+unavailable or only compiled); `parity diff` exits 1 on either and 0 otherwise. Two runs of different sweeps,
 filters, levels or shards are compared on the cases they share only: the report says so (and how
 many cases it could not compare) instead of a clean bill of health.
 """
@@ -44,6 +45,7 @@ class Diff:
     fixed: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)       # failing in both, different verdict
     baselined: list[Change] = field(default_factory=list)     # xfail now, not before: failing, the baseline accepts it
+    unverified: list[Change] = field(default_factory=list)    # verified in OLD, not in NEW (unavailable, compiled only)
     still_failing: int = 0
     slowdowns: list[Slowdown] = field(default_factory=list)
     speedups: list[Slowdown] = field(default_factory=list)
@@ -64,8 +66,9 @@ class Diff:
 
     @property
     def regressions(self) -> bool:
-        """A regression found, or one that cannot be ruled out (a failing row NEW could not read)."""
-        return bool(self.new_failures or self.slowdowns or self.unread_failing)
+        """A regression found, or one that cannot be ruled out (a failing row NEW could not read, a case
+        NEW no longer verifies)."""
+        return bool(self.new_failures or self.slowdowns or self.unread_failing or self.unverified)
 
     @property
     def partial(self) -> bool:
@@ -74,6 +77,10 @@ class Diff:
 
 
 SCOPE = ("kind", "sweep", "filters", "levels", "shard")
+# a case's verdict in OLD -> the verdicts in NEW that check less of it (a GPU runner gone: pass -> unavailable)
+_LESS_VERIFIED = {Verdict.PASS: (Verdict.UNAVAILABLE, Verdict.COMPILED),
+                  Verdict.XPASS: (Verdict.UNAVAILABLE, Verdict.COMPILED),
+                  Verdict.COMPILED: (Verdict.UNAVAILABLE,)}
 
 
 def scope(meta: dict, keys: tuple[str, ...] = SCOPE) -> dict[str, str]:
@@ -138,6 +145,8 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
             d.baselined.append(Change(key[0], key[1], vo, vn, msg))
         elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.COMPILED):
             d.fixed.append(Change(key[0], key[1], vo, vn))
+        elif _LESS_VERIFIED.get(vo, ()) and vn in _LESS_VERIFIED[vo]:
+            d.unverified.append(Change(key[0], key[1], vo, vn, msg))
         if ro is None:
             continue
         mo, mn = _ms(ro.get("kernel_ms")), _ms(rn.get("kernel_ms"))
@@ -180,6 +189,9 @@ def render(d: Diff, limit: int = 50) -> str:
                   "ruled out.", ""]
     if d.new_stopped:
         lines += [f"⚠️ NEW did not finish ({d.new_stopped}): the cases it did not run are not compared.", ""]
+    if d.unverified:
+        lines += [f"❌ {len(d.unverified):,} case(s) OLD verified are not verified in NEW (now "
+                  f"{', '.join(sorted({str(c.new) for c in d.unverified}))}): a regression cannot be ruled out.", ""]
     if d.partial:
         lines += [partial_line(d), ""]
     if d.reference_only:
@@ -201,6 +213,8 @@ def render(d: Diff, limit: int = 50) -> str:
     table("New failures", "| case | level | was | now | worst element / message |",
           [f"{_key(c)} {c.old or '(new case)'} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.new_failures],
           len(d.new_failures))
+    table("No longer verified", "| case | level | was | now | reason |",
+          [f"{_key(c)} {c.old} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.unverified], len(d.unverified))
     table("Fixed", "| case | level | was | now |",
           [f"{_key(c)} {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
     table("Failing now, accepted by the baseline (xfail)", "| case | level | was | now | message |",

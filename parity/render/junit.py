@@ -6,11 +6,18 @@ from xml.sax.saxutils import escape, quoteattr
 
 from parity.core.row import Verdict
 from parity.render import outcome
+from parity.run.levels import REFERENCE, role
 from parity.run.results import FAILING, Results
 
 # rows that are no pass: nothing of the kernel ran (compiled: built for the AMD targets, not executed)
-# or its failure is accepted (xfail); a CI's test report must not count them as passed tests
+# or its failure is accepted (xfail); a CI's test report must not count them as passed tests. Nor a
+# reference level's passes (cpu, cupy: the reference's math, no kernel of the suite): skipped too.
 SKIPPED = (Verdict.UNAVAILABLE, Verdict.XFAIL, Verdict.COMPILED)
+_REFERENCE_ONLY = "the reference alone: no kernel of the suite ran on this level"
+
+
+def _skipped(r: dict) -> bool:
+    return r["verdict"] in SKIPPED or (r["verdict"] == Verdict.PASS and role(str(r["level"])) == REFERENCE)
 BODY_LIMIT = 20_000     # characters of a failure's message in its body (a 200 MB message made a 209 MB file)
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -42,7 +49,7 @@ def render(res: Results) -> str:
     for level in sorted(by_level):
         g = by_level[level]
         fails = sum(r["verdict"] in FAILING for r in g)
-        skipped = sum(r["verdict"] in SKIPPED for r in g)
+        skipped = sum(_skipped(r) for r in g)
         wall = sum(_ms(r.get("wall_ms")) for r in g) / 1e3
         out.append(f"  <testsuite name={_q(f'parity.{level}')} tests=\"{len(g)}\" failures=\"{fails}\" errors=\"0\" "
                    f"skipped=\"{skipped}\" time=\"{wall:.3f}\">")
@@ -58,8 +65,9 @@ def render(res: Results) -> str:
                                                                       "characters in results.json")
                 out.append(f"      <failure type={_q(r['verdict'])} message={_q(msg[:500])}>"
                            f"{_t(str(r.get('launch') or '') + chr(10) + body)}</failure>")
-            elif r["verdict"] in SKIPPED:
-                why = "compiled for the AMD targets, not executed" if r["verdict"] == Verdict.COMPILED else r["verdict"]
+            elif _skipped(r):
+                why = {Verdict.COMPILED: "compiled for the AMD targets, not executed",
+                       Verdict.PASS: _REFERENCE_ONLY}.get(r["verdict"], r["verdict"])
                 out.append(f"      <skipped message={_q(msg or why)} />")
             out.append(f"      <system-out>{_t(chr(10).join(facts))}</system-out>")
             out.append("    </testcase>")

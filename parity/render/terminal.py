@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from parity.core.row import Verdict
-from parity.core.text import one_line
+from parity.core.text import one_line, share
 from parity.render import findings as fnd
 from parity.render.outcome import Outcome, explain
 from parity.run.levels import REFERENCE, role
@@ -121,7 +121,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
                     cs.append("")
                     continue
                 ok, n = (r.cases_ok, r.cases) if role(lv) == REFERENCE else (r.kernels_ok, r.kernels)
-                cs.append(f"[{'green' if ok == n else 'red'}]{ok}/{n}[/] {(ok / n if n else 0):>4.0%}"
+                cs.append(f"[{'green' if ok == n else 'red'}]{ok}/{n}[/] {share(ok, n) if n else '0%':>4}"
                           + (" cases" if role(lv) == REFERENCE else ""))
             t.add_row("[bold]all[/]" if fam == "all" else escape(one_line(fam)), *cs)
         if len(fams) > 20:

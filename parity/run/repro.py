@@ -86,6 +86,21 @@ def _subject(hip_src: Path | None, cuda_src: Path | None, profile: str | None = 
     return session.subject(hip_src, cuda_src, profile=profile or "candle")
 
 
+def auto_level(subj) -> str:
+    """The level `parity repro` runs a case on unless told: hip-on-nvidia where an NVIDIA GPU runs it,
+    else amd on a ROCm GPU, else cpu (the reference alone: no kernel of the port runs there)."""
+    from parity.run import session
+    for name in ("hip-on-nvidia", "amd"):
+        (lv,) = session.build_levels([name], subj, named=None)
+        try:
+            if lv.availability.available:
+                return name
+        finally:
+            if lv.executor is not None:
+                lv.executor.close()
+    return "cpu"
+
+
 def _judged_on(level: str, subj, spec, built, expected, launch):
     """(verdict, message, the output judged, ExecResult) of one launch on `level`; an unavailable
     level gives (unavailable, its reason, None, None)."""

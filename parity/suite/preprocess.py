@@ -220,9 +220,39 @@ def _include_at(file: Path, line: int) -> bool:
 
 
 # Headers of the toolkits and the C/C++ libraries, which a machine without ROCm or CUDA lacks: stubbed
-# without a note, however they are included ("cuda_fp16.h" as often as <cuda_fp16.h>)
-_TOOLKIT = re.compile(r"^(hip|cuda|cub|cu[A-Z_]|curand|cublas|cufft|nv|roc|amd|thrust|__clang|device_|sm_\d|vector_|"
-                      r"std|math|limits|float|assert|string|errno|time|c[a-z]+$|[a-z_]+$)")
+# without a note, however they are included ("cuda_fp16.h" as often as <cuda_fp16.h>). A library's
+# folder (`thrust/scan.h`), a C++ header (no suffix), or one of these names; a port's own header, even
+# one named like them (`cuda_utils.cuh`, `hip_utils.h`), is not.
+_TOOLKIT_FOLDERS = {"hip", "cuda", "crt", "cub", "hipcub", "thrust", "rocprim", "rocrand", "hiprand", "rocblas",
+                    "hipblas", "hipblaslt", "miopen", "rocwmma", "rccl", "nccl", "cutlass", "cute", "cuda_fp16",
+                    "amd_detail", "nvidia_detail", "sys", "bits", "cooperative_groups", "nv", "mma"}
+_TOOLKIT_HEADERS = {
+    # CUDA
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h",
+    "cuda_bf16.hpp", "cuda_fp8.h", "cuda_fp8.hpp", "cuda_fp6.h", "cuda_fp4.h", "cuda_pipeline.h",
+    "cuda_awbarrier.h", "cuda_texture_types.h", "cuda_surface_types.h", "cuda_device_runtime_api.h",
+    "cooperative_groups.h", "mma.h", "driver_types.h", "vector_types.h", "vector_functions.h",
+    "device_functions.h", "device_launch_parameters.h", "device_atomic_functions.h", "math_constants.h",
+    "math_functions.h", "host_defines.h", "builtin_types.h", "channel_descriptor.h", "texture_types.h",
+    "surface_types.h", "library_types.h", "sm_20_intrinsics.h", "sm_30_intrinsics.h", "sm_32_intrinsics.h",
+    "sm_35_intrinsics.h", "sm_60_atomic_functions.h", "sm_61_intrinsics.h", "cuComplex.h", "curand.h",
+    "curand_kernel.h", "cublas_v2.h", "cublas.h", "cufft.h", "nvrtc.h", "nvml.h", "nvfunctional",
+    # HIP / ROCm
+    "hip_runtime.h", "hip_runtime_api.h", "hip_fp16.h", "hip_bf16.h", "hip_bfloat16.h", "hip_fp8.h",
+    "hip_version.h", "hip_complex.h", "hip_cooperative_groups.h", "hip_math_constants.h", "hip_vector_types.h",
+    "hip_common.h", "hip_ext.h", "amd_hip_runtime.h", "hiprtc.h",
+    # C
+    "assert.h", "ctype.h", "errno.h", "float.h", "inttypes.h", "limits.h", "math.h", "stdarg.h", "stdbool.h",
+    "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "time.h", "wchar.h", "fenv.h", "complex.h",
+    "signal.h", "setjmp.h", "locale.h", "iso646.h", "uchar.h", "unistd.h", "memory.h", "malloc.h",
+}
+
+
+def _toolkit_header(name: str) -> bool:
+    parts = Path(name).parts
+    if len(parts) > 1:
+        return parts[0] in _TOOLKIT_FOLDERS
+    return "." not in name or name in _TOOLKIT_HEADERS
 
 
 def _stub_note(name: str, file: Path, line: int) -> str:
@@ -233,7 +263,7 @@ def _stub_note(name: str, file: Path, line: int) -> str:
         inc = next((i for i in include_directives(file.read_text(errors="replace")) if i.line == line), None)
     except OSError:
         inc = None
-    if inc is None or inc.angled or _TOOLKIT.match(Path(name).name):
+    if inc is None or inc.angled or _toolkit_header(name):
         return ""
     return (f"#include {name!r} is not found: an empty stub stood in for it, so what it defines (kernels its "
             "macros make among them) is not seen; give its folder (--port-include DIR, or include_dirs in "
@@ -295,12 +325,16 @@ def preprocess(source: Path, include_dirs: list[Path] = (), defines: dict[str, s
             cmd += [f"-I{d}" for d in overlay.include_dirs([source.parent, *include_dirs])] + [f"-I{inc}"]
             cmd += [f"-D{k}={v}" for k, v in defines.items()]
             cmd += [a for f in force_includes for a in ("-include", str(overlay.file(Path(f))))]
-            p = run_cpp(cmd + [str(overlay.file(source))], source)
+            given = str(overlay.file(source))
+            dashed = given.startswith("-")           # `-dashsrc/k.hip` would be read as an option: ./ ahead,
+            p = run_cpp(cmd + ["./" + given if dashed else given], source)    # taken off the markers again
             m = _FATAL.search(p.stderr)
             if m is None:
                 if p.returncode != 0 and not p.stdout:
                     return None, notes + [f"cpp failed: {_first_error(p.stderr)}: {literal}"]
-                return overlay.unmap(p.stdout), notes
+                out = _MARKER_PATH.sub(lambda k: k.group(1) + k.group(2).removeprefix("./") + k.group(3), p.stdout) \
+                    if dashed else p.stdout
+                return overlay.unmap(out), notes
             go_on, note = _recover(m, overlay, stubs, source)
             if not go_on:
                 return None, notes + [f"{note}: {literal}"]

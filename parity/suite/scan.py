@@ -62,9 +62,9 @@ class Suite:
     kernels: dict[str, KernelDecl]
     language: str                     # "hip" | "cuda" | "mixed" | "empty"
     notes: list[str] = field(default_factory=list)   # discovery problems (no cpp, parse failures)
-    # a kernel name defined in more than one file: its other definitions, in path order (kernels holds
-    # the first, a .hip file's before a .cu file's); one that does not compile or is not in its compiled
-    # module gives way to them
+    # a kernel name defined in more than one file: its other definitions (kernels holds the first; .hip
+    # files' before .cu files', each by path); one that compiles but leaves the kernel out of its compiled
+    # module (#if) gives way to the next, one that does not compile is the verdict
     twins: dict[str, list[KernelDecl]] = field(default_factory=dict)
 
     def names(self) -> list[str]:
@@ -76,10 +76,17 @@ class Suite:
                      list(self.notes), {k: list(v) for k, v in self.twins.items()})
 
     def definitions(self, kernel: str) -> list[KernelDecl]:
-        """Every definition of `kernel` in this suite's sources, the first by path first."""
+        """Every definition of `kernel` in this suite's sources, in the order they are tried."""
         first = self.kernels.get(kernel)
         return [d for d in [first, *self.twins.get(kernel, [])]
                 if d is not None and d.file is not None and Path(d.file) in self.sources]
+
+    def choose(self, kernel: str, decl: KernelDecl) -> None:
+        """`decl`, one of the kernel's definitions, is the one a level builds it from: the one its
+        declaration checks (signature-mismatch) read from then on."""
+        if self.kernels.get(kernel) is not decl:
+            self.twins[kernel] = [self.kernels[kernel], *(d for d in self.twins.get(kernel, []) if d is not decl)]
+            self.kernels[kernel] = decl
 
     def file_of(self, kernel: str) -> Path | None:
         k = self.kernels.get(kernel)
@@ -357,11 +364,13 @@ def _line_map(text: str) -> list[tuple[str, int]]:
 
 
 def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, str] | None = None,
-                use_cpp: bool = True, force_includes: list[Path] = ()) -> tuple[list[KernelDecl], list[str]]:
+                use_cpp: bool = True, force_includes: list[Path] = (), cached: bool = True
+                ) -> tuple[list[KernelDecl], list[str]]:
     """Kernels declared in one source file (through macros when `cpp` is there), and the notes on
     what its preprocessing had to leave out (parity.suite.preprocess). Served from a
     disk cache keyed by the file, the headers it includes, and the options: every worker process
-    discovers the suite, and cpp over a large file costs a second."""
+    discovers the suite, and cpp over a large file costs a second. cached=False: neither read nor
+    written (a file in a temporary folder, whose path would only add entries no one reads again)."""
     import hashlib
     import json
 
@@ -372,7 +381,9 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
     whole = [r for r in refused if not r.line]
     if whole:                        # the source or a force-included header itself: nothing to read
         raise SuiteError(f"{whole[0]} (discovering {source})")
-    h = hashlib.sha256(b"scan/5")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5: stub notes
+    if not cached:
+        return _scan_source(source, include_dirs, defines, use_cpp, force_includes, refused)
+    h = hashlib.sha256(b"scan/6")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5-6: stub notes
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update("\0".join(refused).encode())
@@ -447,11 +458,11 @@ def special_files(folders: list[Path], found: dict[Path, list[Path]] | None = No
             out += [why] if why else []
             continue
         entries = (found or {}).get(folder)
-        out += [w for w in map(special_file, _listing(folder) if entries is None else entries) if w]
+        out += [w for w in map(special_file, listing(folder) if entries is None else entries) if w]
     return list(dict.fromkeys(out))
 
 
-def _listing(folder: Path) -> list[Path]:
+def listing(folder: Path) -> list[Path]:
     """Every entry under `folder`, version-control folders left out (not walked into: a .git holds
     thousands of objects)."""
     entries: list[Path] = []
@@ -475,7 +486,7 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     if why:
         raise SuiteError(f"{why}: a suite is a folder of sources, or one source file")
     hdr_root = root.parent if root.is_file() else root
-    found = _listing(hdr_root)
+    found = listing(hdr_root)
     bad = special_files([hdr_root, *map(Path, include_dirs), *map(Path, force_includes)], {hdr_root: found})
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
@@ -490,8 +501,7 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
     headers = sorted(p for p in found if p.suffix in HEADER_SUFFIXES and p.is_file())
     kinds = {s.suffix for s in sources}
     language = "empty" if not kinds else "hip" if kinds == {".hip"} else "cuda" if kinds == {".cu"} else "mixed"
-    kernels: dict[str, KernelDecl] = {}
-    twins: dict[str, list[KernelDecl]] = {}
+    found_decls: dict[str, list[KernelDecl]] = {}
     said: dict[str, list[Path]] = {}          # a note -> the sources it is about
     for src in sources:
         decls, problems = scan_source(src, [Path(d) for d in include_dirs], defines, use_cpp,
@@ -499,12 +509,16 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
         for p in problems:
             said.setdefault(p, []).append(src)
         for d in decls:
-            first = kernels.setdefault(d.name, d)
-            if first.file == d.file:
-                continue
-            if first.file.suffix != ".hip" and d.file.suffix == ".hip":   # a HIP file's before a CUDA one's:
-                kernels[d.name], d = d, first                                # the port's, not the original kept
-            twins.setdefault(d.name, []).append(d)                          # beside it
+            same = found_decls.setdefault(d.name, [])
+            if not any(o.file == d.file for o in same):
+                same.append(d)
+    kernels: dict[str, KernelDecl] = {}
+    twins: dict[str, list[KernelDecl]] = {}
+    for name, decls in found_decls.items():   # a .hip file's first (the port's, not a CUDA original kept
+        first, *others = sorted(decls, key=lambda d: (d.file.suffix != ".hip", str(d.file)))   # beside it)
+        kernels[name] = first
+        if others:
+            twins[name] = others
     return Suite(root, sources, headers, kernels, language, [*map(_about, said.items()), *_twin_notes(kernels, twins)],
                  twins)
 
@@ -512,17 +526,17 @@ def discover(path: str | os.PathLike, include_dirs: list[str | os.PathLike] = ()
 def _twin_notes(kernels: dict[str, KernelDecl], twins: dict[str, list[KernelDecl]]) -> list[str]:
     """One note per pair of files that define the same kernels (Candle's CUDA originals kept beside their
     port define a hundred): which file's definition parity checks, and how to choose."""
-    pairs: dict[tuple, list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for name, others in twins.items():
-        for d in others:
-            pairs.setdefault((kernels[name].file, d.file), []).append(name)
+        groups.setdefault((kernels[name].file, *(d.file for d in others)), []).append(name)
     out = []
-    for (first, other), names in pairs.items():
+    for files_, names in groups.items():
         shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        where = f"{kernels[names[0]].where()} and {next(d for d in twins[names[0]] if d.file == other).where()}" \
-            if len(names) == 1 else f"{first} and {other}"
-        out.append(f"{shown} defined twice: {where}; parity checks the first file's (the other where that one does "
-                   "not compile or leaves it out); name the port's sources (parity-port.toml `sources`) to choose")
+        where = " and ".join(d.where() for d in [kernels[names[0]], *twins[names[0]]]) if len(names) == 1 \
+            else " and ".join(map(str, files_))
+        out.append(f"{shown} defined {'twice' if len(files_) == 2 else f'{len(files_)} times'}: {where}; parity "
+                   "checks the first file's (the next where the first's compiled module leaves it out); name the "
+                   "port's sources (parity-port.toml `sources`) to choose")
     return out
 
 

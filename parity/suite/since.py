@@ -9,17 +9,15 @@ files git ignores (git cannot say whether they changed, and the suite's discover
 """
 from __future__ import annotations
 
-import io
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, default_defines, discover,
-                               scan_source)
+from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, listing, default_defines,
+                               discover, scan_source)
 
 
 class SinceError(ValueError):
@@ -31,6 +29,8 @@ def _git(args: list[str], cwd: Path, text: bool = True) -> str | bytes:
         p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=text, timeout=60)
     except FileNotFoundError:
         raise SinceError("--since needs git on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise SinceError(f"--since: git {args[0]} in {cwd} did not finish in 60 s") from None
     if p.returncode != 0:
         err = p.stderr if text else p.stderr.decode(errors="replace")
         why = err.strip().splitlines()[-1] if err.strip() else "failed"
@@ -80,37 +80,51 @@ class BuildLine:
                    {**default_defines(".hip"), **port.define_map()})
 
 
-def _export(ref: str, top: Path, folder: Path, tree: Path) -> None:
-    """The regular files of `folder` (inside the repository at `top`) as they were at `ref`, written
-    under `tree` at their paths in the repository (links and what would land outside `tree` left out);
-    nothing where the folder did not exist at `ref`."""
-    rel = folder.relative_to(top).as_posix() or "."
+def _blob(ref: str, top: Path, path: Path) -> bytes | None:
+    """The content of `path` (a file of the repository at `top`) at `ref`; None where it did not exist."""
     try:
-        data = _git(["archive", "--format=tar", ref, "--", rel], top, text=False)
+        return _git(["cat-file", "blob", f"{ref}:{path.relative_to(top).as_posix()}"], top, text=False)
     except SinceError:
-        return
-    root = tree.resolve()
-    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
-        for m in tf:
-            target = (root / m.name).resolve()
-            if not m.isfile() or not target.is_relative_to(root):
+        return None
+
+
+def _tree_at(ref: str, top: Path, folders: list[Path], changed: list[Path], tree: Path) -> None:
+    """The files of `folders` (inside the repository at `top`) as they were at `ref`, under `tree` at their
+    paths in the repository: a file changed since `ref` as its content then (none where it is new), every
+    other one a link to itself (unchanged: no copy, however large). Only what changed is read from git
+    (no archive of the folders: links, export-ignore and pathspec magic in names stay out of it)."""
+    then = {p: _blob(ref, top, p) for p in changed if p.is_relative_to(top)}
+    for folder in folders:
+        for entry in listing(folder):
+            real = entry.resolve()
+            if entry.is_dir() or not real.is_file() or not entry.is_relative_to(top):
                 continue
+            target = tree / entry.relative_to(top)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(tf.extractfile(m).read())
+            if real not in then:
+                target.symlink_to(real)
+            elif then[real] is not None:
+                target.write_bytes(then[real])
+    for p, data in then.items():                  # a file deleted since REF, wherever it was
+        target = tree / p.relative_to(top)
+        if data is not None and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
-def kernels_at(ref: str, sources: list[Path], folder: Path, build: BuildLine | None = None) -> set[str]:
+def kernels_at(ref: str, sources: list[Path], folder: Path, changed: list[Path],
+               build: BuildLine | None = None) -> set[str]:
     """The kernels `sources` (files of the repository that holds `folder`; they may be deleted) defined
-    at `ref`, each scanned with the folder's and its include folders' headers as they were at `ref`
-    (a kernel renamed by a header's macro was defined under its old name there)."""
+    at `ref`, each scanned with the headers of the folder and of its include folders as they were at
+    `ref` (a kernel renamed by a header's macro was defined under its old name there). changed: the
+    files changed since `ref` (the only ones that differ from the work tree)."""
     build = build or BuildLine()
-    top = _top(Path(folder).resolve())
+    folder = Path(folder).resolve()
+    top = _top(folder)
     with tempfile.TemporaryDirectory(prefix="parity-since-") as d:
         tree = Path(d)
-        inside = [p for p in (Path(folder).resolve(), *build.include_dirs, *(f.parent for f in build.force_includes))
-                  if p.is_relative_to(top)]
-        for f in dict.fromkeys(inside):
-            _export(ref, top, f, tree)
+        inside = [p for p in (folder, *build.include_dirs) if p.is_relative_to(top) and p.is_dir()]
+        _tree_at(ref, top, list(dict.fromkeys(inside)), changed, tree)
 
         def then(p: Path) -> Path:
             return tree / p.relative_to(top) if p.is_relative_to(top) else p
@@ -121,7 +135,8 @@ def kernels_at(ref: str, sources: list[Path], folder: Path, build: BuildLine | N
                 continue
             try:
                 decls, _ = scan_source(old, [then(p) for p in build.include_dirs], build.defines,
-                                       force_includes=[then(f) for f in build.force_includes if then(f).is_file()])
+                                       force_includes=[then(f) for f in build.force_includes if then(f).is_file()],
+                                       cached=False)
             except (SuiteError, OSError):        # what cannot be read there names nothing
                 continue
             names |= {k.name for k in decls}
@@ -136,15 +151,13 @@ def _changed(ref: str, suite_dir: Path, build: BuildLine,
     force-included header changes every source. discovered: the run's own discovery of that folder
     (a port's build line), made on demand, else the folder's."""
     suite_dir = Path(suite_dir).resolve()
-    found = changed_files(ref, suite_dir)
-    for d in build.include_dirs:
-        if not d.is_relative_to(suite_dir) and d.is_dir():
-            try:
-                found += changed_files(ref, d)
-            except SinceError:                   # another repository, or none: git cannot say
-                pass
     forced = set(build.force_includes)
-    changed = [p for p in dict.fromkeys(found) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES or p in forced]
+    found = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES or p in forced]
+    top = _top(suite_dir)
+    for d in build.include_dirs:                 # headers only, and of this repository (REF means nothing elsewhere)
+        if not d.is_relative_to(suite_dir) and d.is_dir() and d.is_relative_to(top):
+            found += [p for p in changed_files(ref, d) if p.suffix in HEADER_SUFFIXES or p in forced]
+    changed = list(dict.fromkeys(found))
     if not changed:
         return None, [], []
     try:
@@ -159,10 +172,11 @@ def _changed(ref: str, suite_dir: Path, build: BuildLine,
     return suite, hit, changed
 
 
-def sources_changed(ref: str, suite_dir: Path, port=None) -> tuple[list[Path], list[Path]]:
+def sources_changed(ref: str, suite_dir: Path, port=None,
+                    discovered: Callable[[], Suite] | None = None) -> tuple[list[Path], list[Path]]:
     """(suite sources changed since `ref` or including a changed header, the changed kernel files);
-    port: the suite's build line (parity.suite.port.Port), if it has one."""
-    _, hit, changed = _changed(ref, suite_dir, BuildLine.of(port))
+    port: the suite's build line (parity.suite.port.Port), if it has one; discovered: as _changed."""
+    _, hit, changed = _changed(ref, suite_dir, BuildLine.of(port), discovered)
     return hit, changed
 
 
@@ -177,7 +191,7 @@ def kernels_changed(ref: str, suite_dir: Path, port=None,
     now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set()
     then = sorted(files | {p for p in changed if p.suffix in SOURCE_SUFFIXES})
-    before = kernels_at(ref, then, suite_dir, build) if then else set()
+    before = kernels_at(ref, then, suite_dir, changed, build) if then else set()
     return now | before, changed
 
 

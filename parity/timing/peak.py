@@ -19,9 +19,16 @@ TABLE = [
 ]
 
 
+# variants whose datasheets give other clocks and power, hence other peaks, than the row their name
+# would match (H100 NVL, H200 NVL: not the SXM numbers): not in the table, so measured where asked
+NOT_IN_TABLE = ("nvl",)
+
+
 def lookup(device_name: str) -> tuple[dict, str] | None:
     """(peaks by dtype, provenance) for a device name, or None."""
     low = device_name.lower()
+    if any(v in low.split() for v in NOT_IN_TABLE):
+        return None
     for needles, peaks, src in TABLE:
         if all(n.lower() in low for n in needles):
             return dict(peaks), src
