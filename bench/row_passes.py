@@ -172,6 +172,54 @@ __device__ void onchip(const uint4* src, uint4* dst) {
 #pragma unroll
   for (int j = 0; j < PS; ++j) st_cs(d + (PR + j) * 32 + g, spack(sh[j * 32 + g], i2));
 }
+// K short rows of P packs a thread each on one warp (the first of every K blocks; the others return),
+// all in registers: what the same softmax costs on rows short enough to be dealt K to a warp.
+template <int P, int K>
+__device__ void onrows(const uint4* src, uint4* dst) {
+  if (blockIdx.x % K) return;
+  const u32 g = threadIdx.y;
+  const size_t base = (size_t)blockIdx.x * P * 32;
+  uint4 x[K][P];
+  const int nk = min(K, (int)(gridDim.x - blockIdx.x));
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int j = 0; j < P; ++j) x[k][j] = k < nk ? ld_cs(src + base + (k * P + j) * 32 + g) : make_uint4(0, 0, 0, 0);
+  float m[K], sum[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    u32 w = 0xfc00fc00u;
+#pragma unroll
+    for (int j = 0; j < P; ++j) w = wmax(x[k][j], w);
+    m[k] = fmaxf(f2(w).x, f2(w).y);
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+#pragma unroll
+    for (int k = 0; k < K; ++k) m[k] = fmaxf(m[k], __shfl_xor_sync(~0u, m[k], o));
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    sum[k] = 0;
+    const u32 m2 = pk(m[k], m[k]);
+#pragma unroll
+    for (int j = 0; j < P; ++j) x[k][j] = epack(x[k][j], m2, sum[k]);
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+#pragma unroll
+    for (int k = 0; k < K; ++k) sum[k] += __shfl_xor_sync(~0u, sum[k], o);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const float inv = __half2float(__float2half_rn(1.f / sum[k]));
+    const u32 i2 = pk(inv, inv);
+    if (k < nk)
+#pragma unroll
+      for (int j = 0; j < P; ++j) st_cs(dst + base + (k * P + j) * 32 + g, spack(x[k][j], i2));
+  }
+}
+extern "C" __global__ __launch_bounds__(32) void onrows_2_4(const uint4* s, uint4* d) { onrows<2, 4>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onrows_4_2(const uint4* s, uint4* d) { onrows<4, 2>(s, d); }
+extern "C" __global__ __launch_bounds__(32) void onrows_8_1(const uint4* s, uint4* d) { onrows<8, 1>(s, d); }
 extern "C" __global__ __launch_bounds__(32) void onchip_16_0(const uint4* s, uint4* d) { onchip<16, 0>(s, d); }
 extern "C" __global__ __launch_bounds__(32) void onchip_32_0(const uint4* s, uint4* d) { onchip<32, 0>(s, d); }
 extern "C" __global__ __launch_bounds__(32) void onchip_16_16(const uint4* s, uint4* d) { onchip<16, 16>(s, d); }
@@ -183,7 +231,9 @@ extern "C" __global__ __launch_bounds__(32) void onchip_16_48(const uint4* s, ui
 
 # (kernel, bytes of dynamic shared memory a block): the latter holds fewer blocks an SM, as a kernel
 # that kept longer rows in 16 or 24 KB of static shared memory would for these rows too
-ONCHIP = {4096: (("onchip_16_0", 0), ("onchip_16_0", 16384), ("onchip_16_0", 24576)),
+ONCHIP = {512: (("onrows_2_4", 0), ("onrows_2_4", 24576)), 1024: (("onrows_4_2", 0), ("onrows_4_2", 24576)),
+          2048: (("onrows_8_1", 0), ("onrows_8_1", 24576)),
+          4096: (("onchip_16_0", 0), ("onchip_16_0", 16384), ("onchip_16_0", 24576)),
           8192: (("onchip_32_0", 0), ("onchip_16_16", 0), ("onchip_8_24", 0)),
           16384: (("onchip_32_32", 0), ("onchip_16_48", 0))}
 
@@ -210,6 +260,8 @@ def main() -> None:
                 print(f"{name:12s}  {nrows}x{ncols:<6d} {'f16' if esize == 2 else 'f32'}  {100 * cp_ms / ms:6.1f}")
             if esize == 2:
                 onchip(mod, nrows, ncols, cp_ms)
+    for nrows, ncols in ((32768, 512), (16384, 1024), (8192, 2048)):   # short rows: the same 32 MB of f16
+        onchip(mod, nrows, ncols, copy_ms(4 * nrows * ncols))
 
 
 def onchip(mod, nrows: int, ncols: int, cp_ms: float) -> None:
