@@ -115,7 +115,9 @@ def test_a_header_in_a_ports_include_folder_counts(tmp_path: Path):
     (tmp_path / "include" / "compat.h").write_text("#pragma once\n")
     (root / "src" / "neg.hip").write_text('#include "ops.h"\nextern "C" __global__ void uneg_f32(size_t n) { }\n')
     (root / "src" / "exp.hip").write_text('extern "C" __global__ void uexp_f32(size_t n) { }\n')
-    (tmp_path / "parity-port.toml").write_text('include_dirs = ["include"]\nforce_includes = ["include/compat.h"]\n')
+    (root / "inc").mkdir()                                        # and one inside the suite's folder
+    (tmp_path / "parity-port.toml").write_text('include_dirs = ["include", "port/inc"]\n'
+                                               'force_includes = ["include/compat.h"]\n')
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
     _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "port")

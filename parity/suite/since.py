@@ -100,6 +100,8 @@ def _tree_at(ref: str, top: Path, folders: list[Path], changed: list[Path], tree
             if entry.is_dir() or not real.is_file() or not entry.is_relative_to(top):
                 continue
             target = tree / entry.relative_to(top)
+            if target.exists() or target.is_symlink():     # (an include folder inside the suite's: seen)
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             if real not in then:
                 target.symlink_to(real)
