@@ -108,7 +108,7 @@ def test_junit_follows_the_xsd_rules(failing):
     assert len(cases) == int(res.table["verdict"].isin(FAILING).sum()) == 5
     assert root.find("testsuite[@name='parity.outcome']/testcase").get("name") == "fail"
     ran = {lv["level"] for lv in res.meta["levels"] if lv["available"]}
-    reference_passes = int(((res.table["verdict"] == "pass") & res.table["level"].isin(["cpu", "cupy"])).sum())
+    reference_passes = int((res.table["verdict"].isin(["pass", "xpass"]) & res.table["level"].isin(["cpu", "cupy"])).sum())
     assert sum(len(root.findall(f"testsuite[@name='parity.{lv}']//skipped")) for lv in ran) == \
         5 + reference_passes                                    # the xfails, and the reference's passes
     for lv in (lv for lv in res.meta["levels"] if not lv["available"]):       # a level that did not run: skipped
@@ -210,6 +210,9 @@ def test_strict_flags_a_baselined_amd_static_failure_that_now_compiles():
     res = Results.from_rows(rows, {})
     assert set(bl.apply(res, base, strict=True).table["verdict"]) == {"xpass-strict"}
     assert set(bl.apply(res, base).table["verdict"]) == {"compiled"}       # not evidence of a pass without strict
+    for level in ("amd*", None):              # entries that also take a GPU's runtime failures: a compile clears none
+        other = bl.Baseline([bl.Entry("affine/u8/*", level, "wrong on the ROCm GPU")])
+        assert set(bl.apply(res, other, strict=True).table["verdict"]) == {"compiled"}
 
 # ----------------------------------------------------------------------------------- diff
 def test_diff_new_failures_fixed_and_slowdowns():
@@ -243,12 +246,20 @@ def test_diff_command_exit_codes(tmp_path):
 
 def test_diff_flags_cases_no_longer_verified(tmp_path):
     """NEW's GPU runner gone: every pass became `unavailable` and diff said ✅ No regressions, exit 0."""
-    old = runs.old_run()
+    gpu = runs.old_run()
+    old = Results.from_rows([{**r, "level": "hip-on-nvidia"} for r in gpu.records()], gpu.meta)
     new = Results.from_rows([{**r, "verdict": "unavailable" if r["verdict"] == "pass" else r["verdict"],
                               "message": "no NVIDIA driver"} for r in old.records()], old.meta)
     d = diff(old, new)
     passed = int((old.table["verdict"] == "pass").sum())
     assert len(d.unverified) == passed > 0 and not d.new_failures and d.regressions
+    assert not diff(gpu, Results.from_rows([{**r, "verdict": "unavailable"} for r in gpu.records()], gpu.meta)).unverified
+    both = Results.from_rows([*gpu.records(), *old.records()], gpu.meta)   # cpu + hip-on-nvidia; NEW: cpu only
+    gone = diff(both, gpu)
+    assert len(gone.unverified) == passed and gone.regressions       # (the reference's rows above: not a regression;
+    #                                                                   a level NEW did not run at all: one)
+    narrower = diff(old, Results.from_rows([r for r in old.records() if r["verdict"] != "pass"], old.meta))
+    assert not narrower.unverified and narrower.partial               # fewer cases of the same level: partial, ⚠️
     text = render(d)
     assert text.startswith("## ❌ parity diff: 0 new failure(s)")
     assert f"❌ {passed:,} case(s) OLD verified are not verified in NEW (now unavailable): a regression cannot be " \
@@ -483,6 +494,8 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
         assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
     assert (run / "results.json").read_bytes() == before
     assert invoke("report", run, "--format", "md", "-o", run / "summary.md").exit_code == 0   # its own: re-rendered
+    r = invoke("report", run, "--format", "junit", "-o", run / "run.json")                     # but never over
+    assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output             # what --resume reads
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):

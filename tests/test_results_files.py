@@ -251,6 +251,11 @@ def test_merged_shards_plan_the_sum_of_their_case_runs(tmp_path):
     for files, planned in (((s1, s2, s3), 6), ((s1, s3), 4)):        # a partial merge: the shards it has
         assert invoke("merge", *files, "-o", out, "--allow-partial").exit_code == 0
         assert Results.from_json(out).meta["planned_rows"] == planned
+    part, full = tmp_path / "p.json", tmp_path / "full.json"           # a partial merge completed, a shard
+    assert invoke("merge", s1, s2, "-o", part, "--allow-partial").exit_code == 0   # in both: each shard's
+    r = invoke("merge", part, s2, s3, "-o", full)                      # plan once (it read `stopped early:
+    assert r.exit_code == 0, r.output                                  # 4 of 10 case runs`, exit 1)
+    assert Results.from_json(full).meta["planned_rows"] == 6 and "shard(s) 2/3 in more than one file" in r.output
     assert invoke("merge", *shards(tmp_path / "u"), "-o", out).exit_code == 0
     assert "planned_rows" not in Results.from_json(out).meta           # no shard said: no plan claimed
 

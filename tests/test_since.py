@@ -104,6 +104,17 @@ def test_the_tree_at_ref_follows_links_and_odd_names_and_leaves_the_cache_alone(
     assert sorted((tmp_path / "cache").rglob("*.json")) == before or \
         all("parity-since-" not in p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
 
+
+def test_the_tree_at_ref_survives_a_link_loop_and_a_file_become_a_folder(repo: Path):
+    (repo / "loop").symlink_to("loop")
+    (repo / "m.hip").write_text('extern "C" __global__ void kern_m(size_t n) { }\n')
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "m")
+    (repo / "m.hip").unlink()
+    (repo / "m.hip").mkdir()
+    (repo / "m.hip" / "x.hip").write_text('extern "C" __global__ void kern_x(size_t n) { }\n')
+    assert kernels_changed("HEAD", repo)[0] == {"kern_m", "kern_x"}
+
 def test_a_header_in_a_ports_include_folder_counts(tmp_path: Path):
     """parity-port.toml's include folder beside the sources' folder, or outside --hip-src: a change to a
     header there selected nothing ("nothing to run", exit 0); a force-included header selects all."""

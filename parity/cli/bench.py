@@ -152,20 +152,23 @@ def merge_results(paths: list[Path], allow_partial: bool = False, read=None):
     rows, conflicts = _merge_rows(parts)
     metas = [r.meta for _, r in parts]
     meta = dict(metas[0]) if metas else {}
+    for k in ("shard", "shards_missing", "merge_conflicts", "empty_shard_of", "planned_by_shard"):   # the first
+        meta.pop(k, None)                                                                            # file's
     meta["merged_from"] = [str(p) for p, _ in parts]
-    meta["shards"] = [s or None for s, _ in held]
+    meta["shards"] = [s or None for s, _ in held]      # each file's (a shard in two: twice, and said so)
     meta["elapsed_s"] = sum(float(m.get("elapsed_s") or 0) for m in metas)
     meta["interrupted"] = any(m.get("interrupted") is True for m in metas)   # any shard's, not the first file's
-    planned = [m.get("planned_rows") for m in metas]    # a shard plans its own cases; a GPU worker's
-    if all(isinstance(n, int) for n in planned):       # file (no shard) the whole run's
-        per_shard: dict[tuple, int] = {}               # (a partial merge plans its shards' cases)
-        for m, n in zip(metas, planned):
-            per_shard[tuple(_shards_of(m))] = max(n, per_shard.get(tuple(_shards_of(m)), 0))
-        meta["planned_rows"] = sum(per_shard.values()) if all(s for s, _ in held) else max(planned)
+    planned = [_planned_by_shard(m) for m in metas]    # a shard plans its own cases, a merge its shards'; a
+    if all(p is not None for p in planned):             # GPU worker's file (no shard) the whole run's
+        per_shard: dict[str, int] = {}
+        for by in planned:
+            for s, n in by.items():
+                per_shard[s] = max(n, per_shard.get(s, 0))
+        meta["planned_rows"] = sum(per_shard.values()) if all(s for s, _ in held) else max(per_shard.values())
+        if all(s for s, _ in held):
+            meta["planned_by_shard"] = per_shard
     else:
         meta.pop("planned_rows", None)
-    for k in ("shard", "shards_missing", "merge_conflicts", "empty_shard_of"):   # the first file's, not this merge's
-        meta.pop(k, None)
     unread = [e for m in metas for e in m.get("unread_rows", [])]
     if unread:
         meta["unread_rows"] = unread
@@ -197,6 +200,16 @@ def _distinct(paths: list) -> list[Path]:
             seen.add(real)
             out.append(p)
     return out
+
+
+def _planned_by_shard(meta: dict) -> dict[str, int] | None:
+    """The case runs a results file planned, by shard ("" for a whole run); None where it does not say."""
+    by = meta.get("planned_by_shard")
+    if isinstance(by, dict) and by and all(isinstance(n, int) and not isinstance(n, bool) for n in by.values()):
+        return {str(s): n for s, n in by.items()}
+    n = meta.get("planned_rows")
+    shards = _shards_of(meta)
+    return {shards[0]: n} if isinstance(n, int) and not isinstance(n, bool) and len(shards) == 1 else None
 
 
 def _shards_of(meta: dict) -> list[str]:

@@ -28,7 +28,7 @@ from parity import profiles
 from parity.core import files, toml
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
-from parity.run.levels import ALL_LEVELS
+from parity.run.levels import ALL_LEVELS, EXECUTES, ROLES
 from parity.run.results import FAILING, Results
 
 SCHEMA = "parity.baseline/1"
@@ -41,6 +41,13 @@ class Entry:
     level: str | None = None
     reason: str = ""
     stated: bool = False           # stated by the op itself (Op.known), not by a baseline file
+
+    def compile_only(self) -> bool:
+        """Whether the entry is about compiling alone: its level glob takes amd-static and no level that runs
+        the suite (`amd*` also takes a ROCm GPU's runtime failures, which a compile cannot clear)."""
+        if self.level is None or not fnmatch.fnmatchcase("amd-static", self.level):
+            return False
+        return not any(fnmatch.fnmatchcase(lv, self.level) for lv, r in ROLES.items() if r == EXECUTES)
 
     def matches(self, case_id: str, level: str | None) -> bool:
         if not fnmatch.fnmatchcase(case_id, self.pattern):
@@ -278,8 +285,8 @@ def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Resu
             verdicts.append(Verdict.XFAIL)
         elif v == Verdict.PASS:
             verdicts.append(Verdict.XPASS_STRICT if strict else Verdict.XPASS)
-        elif v == Verdict.COMPILED and strict:  # amd-static's failure the entry accepts (missing, compile-error)
-            verdicts.append(Verdict.XPASS_STRICT)   # is gone: the entry is stale there (kept `compiled` unless strict)
+        elif v == Verdict.COMPILED and strict and e.compile_only():   # the missing kernel or compile error an
+            verdicts.append(Verdict.XPASS_STRICT)   # amd-static entry accepts is gone (kept `compiled` unless strict)
         else:                                   # unavailable and friends: not evidence either way
             verdicts.append(v)
         reasons.append(e.reason)
@@ -373,7 +380,7 @@ def _coverage(e: Entry, evidence: list[tuple[str, str]], ran: set[str]) -> tuple
     """(the levels `e` can match on which the results ran a case of it, the levels it can match on
     which they ran none): its passes there are evidence, and only there. The levels a glob can match
     are parity's (levels.ALL_LEVELS) and the results' own; none matched at all is nothing judged."""
-    from parity.run.levels import ALL_LEVELS
+    from parity.run.levels import ALL_LEVELS, EXECUTES, ROLES
     glob = e.level or "*"
     levels = [lv for lv in dict.fromkeys([*ALL_LEVELS, *sorted(ran)]) if fnmatch.fnmatchcase(lv, glob)]
     if not any(lv in ran for lv in levels):

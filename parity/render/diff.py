@@ -2,8 +2,9 @@
 
 Cases are keyed by (case ID, level). A regression is a case failing in NEW that was not failing
 in OLD (passing, known failure, or absent), or a kernel time that grew by more than the slowdown
-threshold; one cannot be ruled out where a case OLD verified is not verified in NEW (passed, now
-unavailable or only compiled); `parity diff` exits 1 on either and 0 otherwise. Two runs of different sweeps,
+threshold; one cannot be ruled out where a case OLD verified on a level that runs or compiles the
+suite is not verified in NEW (passed, now unavailable, only compiled, or absent: a level NEW did not
+run); `parity diff` exits 1 on either and 0 otherwise. Two runs of different sweeps,
 filters, levels or shards are compared on the cases they share only: the report says so (and how
 many cases it could not compare) instead of a clean bill of health.
 """
@@ -126,6 +127,11 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
              unread_failing=unread_counts(new.meta)[1], new_stopped=stop_reason(new.meta, len(new.table)))
     d.added = len(b.keys() - a.keys())
     d.removed = len(a.keys() - b.keys())
+    ran = {str(k[1]) for k in b}                  # a level NEW did not run at all (not a narrower selection of
+    for key in a.keys() - b.keys():              # cases, which the report calls partial): its cases unverified
+        vo = a[key]["verdict"]
+        if str(key[1]) not in ran and _LESS_VERIFIED.get(vo) and role(str(key[1])) != REFERENCE:
+            d.unverified.append(Change(key[0], key[1], vo, None, f"level {key[1]} not in NEW"))
     for key, rn in b.items():
         ro = a.get(key)
         vo, vn = (ro or {}).get("verdict"), rn["verdict"]
@@ -145,7 +151,7 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
             d.baselined.append(Change(key[0], key[1], vo, vn, msg))
         elif vo in FAILING and vn in (Verdict.PASS, Verdict.XPASS, Verdict.COMPILED):
             d.fixed.append(Change(key[0], key[1], vo, vn))
-        elif _LESS_VERIFIED.get(vo, ()) and vn in _LESS_VERIFIED[vo]:
+        elif vn in _LESS_VERIFIED.get(vo, ()) and role(str(key[1])) != REFERENCE:
             d.unverified.append(Change(key[0], key[1], vo, vn, msg))
         if ro is None:
             continue
@@ -191,7 +197,8 @@ def render(d: Diff, limit: int = 50) -> str:
         lines += [f"⚠️ NEW did not finish ({d.new_stopped}): the cases it did not run are not compared.", ""]
     if d.unverified:
         lines += [f"❌ {len(d.unverified):,} case(s) OLD verified are not verified in NEW (now "
-                  f"{', '.join(sorted({str(c.new) for c in d.unverified}))}): a regression cannot be ruled out.", ""]
+                  f"{', '.join(sorted({str(c.new or 'absent') for c in d.unverified}))}): a regression cannot be "
+                  "ruled out.", ""]
     if d.partial:
         lines += [partial_line(d), ""]
     if d.reference_only:
@@ -214,7 +221,8 @@ def render(d: Diff, limit: int = 50) -> str:
           [f"{_key(c)} {c.old or '(new case)'} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.new_failures],
           len(d.new_failures))
     table("No longer verified", "| case | level | was | now | reason |",
-          [f"{_key(c)} {c.old} | **{c.new}** | {md_code(c.detail, True)} |" for c in d.unverified], len(d.unverified))
+          [f"{_key(c)} {c.old} | **{c.new or 'absent'}** | {md_code(c.detail, True)} |" for c in d.unverified],
+          len(d.unverified))
     table("Fixed", "| case | level | was | now |",
           [f"{_key(c)} {c.old} | {c.new} |" for c in d.fixed], len(d.fixed))
     table("Failing now, accepted by the baseline (xfail)", "| case | level | was | now | message |",

@@ -17,7 +17,8 @@ _REFERENCE_ONLY = "the reference alone: no kernel of the suite ran on this level
 
 
 def _skipped(r: dict) -> bool:
-    return r["verdict"] in SKIPPED or (r["verdict"] == Verdict.PASS and role(str(r["level"])) == REFERENCE)
+    return r["verdict"] in SKIPPED or (r["verdict"] in (Verdict.PASS, Verdict.XPASS)
+                                       and role(str(r["level"])) == REFERENCE)
 BODY_LIMIT = 20_000     # characters of a failure's message in its body (a 200 MB message made a 209 MB file)
 # characters XML 1.0 cannot carry (compiler messages may hold them)
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -66,8 +67,8 @@ def render(res: Results) -> str:
                 out.append(f"      <failure type={_q(r['verdict'])} message={_q(msg[:500])}>"
                            f"{_t(str(r.get('launch') or '') + chr(10) + body)}</failure>")
             elif _skipped(r):
-                why = {Verdict.COMPILED: "compiled for the AMD targets, not executed",
-                       Verdict.PASS: _REFERENCE_ONLY}.get(r["verdict"], r["verdict"])
+                why = {Verdict.COMPILED: "compiled for the AMD targets, not executed", Verdict.PASS: _REFERENCE_ONLY,
+                       Verdict.XPASS: _REFERENCE_ONLY}.get(r["verdict"], r["verdict"])
                 out.append(f"      <skipped message={_q(msg or why)} />")
             out.append(f"      <system-out>{_t(chr(10).join(facts))}</system-out>")
             out.append("    </testcase>")

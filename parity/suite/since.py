@@ -9,6 +9,7 @@ files git ignores (git cannot say whether they changed, and the suite's discover
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -94,24 +95,30 @@ def _tree_at(ref: str, top: Path, folders: list[Path], changed: list[Path], tree
     other one a link to itself (unchanged: no copy, however large). Only what changed is read from git
     (no archive of the folders: links, export-ignore and pathspec magic in names stay out of it)."""
     then = {p: _blob(ref, top, p) for p in changed if p.is_relative_to(top)}
+    for p, data in then.items():                  # REF's files first: what is there now never hides them (a
+        if data is not None:                      # file that became a folder)
+            _put(tree / p.relative_to(top), lambda target, d=data: target.write_bytes(d))
     for folder in folders:
         for entry in listing(folder):
-            real = entry.resolve()
-            if entry.is_dir() or not real.is_file() or not entry.is_relative_to(top):
+            real = Path(os.path.realpath(entry))  # (a link loop is no file: left out, never an error)
+            if not entry.is_relative_to(top) or entry.is_dir():
                 continue
-            target = tree / entry.relative_to(top)
-            if target.exists() or target.is_symlink():     # (an include folder inside the suite's: seen)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if real not in then:
-                target.symlink_to(real)
-            elif then[real] is not None:
-                target.write_bytes(then[real])
-    for p, data in then.items():                  # a file deleted since REF, wherever it was
-        target = tree / p.relative_to(top)
-        if data is not None and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            if real in then:                      # a link to a changed file: REF's content in its place
+                if then[real] is not None:
+                    _put(tree / entry.relative_to(top), lambda target, d=then[real]: target.write_bytes(d))
+            elif real.is_file():
+                _put(tree / entry.relative_to(top), lambda target, r=real: target.symlink_to(r))
+
+
+def _put(target: Path, write: Callable[[Path], None]) -> None:
+    """write(target) unless something is there already, or a file stands where a folder of its would be."""
+    try:
+        if target.exists() or target.is_symlink():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(target)
+    except OSError:                               # (NotADirectoryError, FileExistsError: REF's layout wins)
+        pass
 
 
 def kernels_at(ref: str, sources: list[Path], folder: Path, changed: list[Path],
@@ -135,10 +142,10 @@ def kernels_at(ref: str, sources: list[Path], folder: Path, changed: list[Path],
             old = then(Path(src).resolve())
             if not old.is_file():                # not in REF: a new file defined nothing there
                 continue
-            try:
+            forced = [then(f) if then(f).is_file() else f for f in build.force_includes]   # (outside the mirrored
+            try:                                                                           # folders: as it is)
                 decls, _ = scan_source(old, [then(p) for p in build.include_dirs], build.defines,
-                                       force_includes=[then(f) for f in build.force_includes if then(f).is_file()],
-                                       cached=False)
+                                       force_includes=[f for f in forced if f.is_file()], cached=False)
             except (SuiteError, OSError):        # what cannot be read there names nothing
                 continue
             names |= {k.name for k in decls}
