@@ -15,6 +15,15 @@ ex2.approx.ftz, a later run); f32 2 reads 90 / 76 / 73, the kernel 90 / 80 / 69.
 suite_speed's softmax rows: f16 3 reads 88.9 / 87.7 / 81.0, exps3 88.0 / 78.9 / 70.9, the kernel
 f16 79.9 / 71.6 / 64.7 and bf16 79.2 / 71.3 / 62.5 (91% and 88-91% of exps3 at 8192 and 16384
 columns); f32 2 reads 88.7 / 75.6 / 73.9, the kernel 92.7 / 80.3 / 71.5.
+onchip_R_S: the whole f16 row on chip, R packs a thread in registers and S in shared memory (cp.async),
+read once, one exp an element, a real softmax checked against a float one: what a row costs when it
+is not read again. onrows_P_K: K short rows of P packs dealt to a warp, as the kernel's batch path,
+with and without 24 KB more shared memory a block (the share of an SM's blocks a kernel keeping longer
+rows in shared memory would leave them). H100, one run (% of copy): 4096x4096 93.4 (93.1 / 93.8 with
+16 / 24 KB more: 14 or 9 blocks an SM cost nothing), 2048x8192 92.2 (all in 167 registers) / 91.4 (8
+packs in registers, 24 in 12 KB) / 86.7 (16 + 16), 1024x16384 77.5 (32 + 32) / 79.1 (16 + 48, 24 KB):
+read once, a 16384-column row still leaves its 1024 blocks' load, reduce and write phases in lockstep;
+short rows 512 / 1024 / 2048 columns 89.0 / 98.8 / 100.1, with 24 KB more 83.6 / 95.3 / 95.0.
 
     python3 bench/row_passes.py        # NVIDIA, CuPy (ld/st.global.cs as nn.hip uses there)
 """
