@@ -224,8 +224,8 @@ def _include_at(file: Path, line: int) -> bool:
 # folder (`thrust/scan.h`), a C++ header (no suffix), or one of these names; a port's own header, even
 # one named like them (`cuda_utils.cuh`, `hip_utils.h`), is not.
 _TOOLKIT_FOLDERS = {"hip", "cuda", "crt", "cub", "hipcub", "thrust", "rocprim", "rocrand", "hiprand", "rocblas",
-                    "hipblas", "hipblaslt", "miopen", "rocwmma", "rccl", "nccl", "cutlass", "cute", "cuda_fp16",
-                    "amd_detail", "nvidia_detail", "sys", "bits", "cooperative_groups", "nv", "mma"}
+                    "hipblas", "hipblaslt", "miopen", "rocwmma", "rccl", "nccl", "cutlass", "cute", "amd_detail",
+                    "nvidia_detail", "sys", "bits", "cooperative_groups", "nv"}
 _TOOLKIT_HEADERS = {
     # CUDA
     "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h",

@@ -4,8 +4,9 @@ The fast check before a PR (and the pre-commit hook): a changed `.hip`/`.cu` fil
 kernels it defines, and those it defined at REF, scanned with REF's headers (a kernel deleted or
 renamed, by its file or by a header's macro, is then `missing`, not unseen; a deleted file's
 likewise); a changed header selects every source that includes it, directly or not, from the suite's
-folder or a port's include folders (a changed force-included header selects every source). Changes are what `git diff REF` sees (staged and unstaged), untracked files, and
-files git ignores (git cannot say whether they changed, and the suite's discovery reads them).
+folder or a port's include folders (a changed force-included header selects every source). Changes
+are what `git diff REF` sees (staged and unstaged), untracked files, and files git ignores (git
+cannot say whether they changed, and the suite's discovery reads them).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, listing, default_defines,
-                               discover, scan_source)
+from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, default_defines, discover,
+                               listing, scan_source)
 
 
 class SinceError(ValueError):
@@ -199,8 +200,8 @@ def kernels_changed(ref: str, suite_dir: Path, port=None,
     files = {p.resolve() for p in hit}
     now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set()
-    then = sorted(files | {p for p in changed if p.suffix in SOURCE_SUFFIXES})
-    before = kernels_at(ref, then, suite_dir, changed, build) if then else set()
+    at_ref = sorted(files | {p for p in changed if p.suffix in SOURCE_SUFFIXES})
+    before = kernels_at(ref, at_ref, suite_dir, changed, build) if at_ref else set()
     return now | before, changed
 
 
