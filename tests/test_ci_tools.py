@@ -141,7 +141,10 @@ def test_baseline_known_failures_become_xfail_and_passes_xpass(failing, tmp_path
     assert t.loc["unary.neg/f32/contiguous/normal/s0", "verdict"] == "xpass"
     assert not res.ok                                                                 # f32 still fails
     strict = bl.apply(res, known, strict=True)                                        # idempotent from raw
-    assert (strict.table["verdict"] == "xpass-strict").sum() == (res.table["verdict"] == "xpass").sum() > 0
+    named = res.table["case_id"].str.startswith("binary.minimum/f16/") & (res.table["verdict"] == "xpass")
+    assert (strict.table["verdict"] == "xpass-strict").sum() == named.sum() > 0      # the entry naming cpu; the
+    assert "xpass-strict" not in set(strict.table.loc[res.table["case_id"].str.startswith("unary.neg/"), "verdict"])
+    #                                                          a reference's pass is no evidence a kernel's failure is gone
     assert res.meta["baseline"]["xfail"] == 5
     level_mismatch = bl.apply(failing, bl.Baseline([bl.Entry("binary.minimum/f16/*", "amd", "")]))
     assert "xfail" not in set(level_mismatch.table["verdict"])
@@ -189,7 +192,7 @@ def test_baseline_json_and_bad_files(tmp_path):
 
 def test_run_with_baseline_writes_xfail_and_html(tmp_path):
     known = tmp_path / "k.toml"
-    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
+    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", "cpu", reason="demo")]), known)
     r = invoke("run", "--ops", "unary.neg", "--dtypes", "f16", "--levels", "cpu", "-q", "--out", tmp_path / "o",
                "--baseline", known, "--strict")
     assert r.exit_code == 1                                   # the baselined cases pass: xpass-strict
@@ -210,6 +213,9 @@ def test_strict_flags_a_baselined_amd_static_failure_that_now_compiles():
     res = Results.from_rows(rows, {})
     assert set(bl.apply(res, base, strict=True).table["verdict"]) == {"xpass-strict"}
     assert set(bl.apply(res, base).table["verdict"]) == {"compiled"}       # not evidence of a pass without strict
+    ref = Results.from_rows([{**r, "level": "cpu", "verdict": "pass"} for r in rows], {})
+    assert set(bl.apply(ref, bl.Baseline([bl.Entry("affine/u8/*", None, "r")]), strict=True).table["verdict"]) == \
+        {"xpass"}                             # the reference's pass is no evidence the kernel's failure is gone
     for level in ("amd*", None):              # entries that also take a GPU's runtime failures: a compile clears none
         other = bl.Baseline([bl.Entry("affine/u8/*", level, "wrong on the ROCm GPU")])
         assert set(bl.apply(res, other, strict=True).table["verdict"]) == {"compiled"}
@@ -247,7 +253,8 @@ def test_diff_command_exit_codes(tmp_path):
 def test_diff_flags_cases_no_longer_verified(tmp_path):
     """NEW's GPU runner gone: every pass became `unavailable` and diff said ✅ No regressions, exit 0."""
     gpu = runs.old_run()
-    old = Results.from_rows([{**r, "level": "hip-on-nvidia"} for r in gpu.records()], gpu.meta)
+    ran = {**gpu.meta, "levels": [{"level": "hip-on-nvidia", "available": True, "reason": "", "device": "H100"}]}
+    old = Results.from_rows([{**r, "level": "hip-on-nvidia"} for r in gpu.records()], ran)
     new = Results.from_rows([{**r, "verdict": "unavailable" if r["verdict"] == "pass" else r["verdict"],
                               "message": "no NVIDIA driver"} for r in old.records()], old.meta)
     d = diff(old, new)
@@ -255,9 +262,12 @@ def test_diff_flags_cases_no_longer_verified(tmp_path):
     assert len(d.unverified) == passed > 0 and not d.new_failures and d.regressions
     assert not diff(gpu, Results.from_rows([{**r, "verdict": "unavailable"} for r in gpu.records()], gpu.meta)).unverified
     both = Results.from_rows([*gpu.records(), *old.records()], gpu.meta)   # cpu + hip-on-nvidia; NEW: cpu only
-    gone = diff(both, gpu)
-    assert len(gone.unverified) == passed and gone.regressions       # (the reference's rows above: not a regression;
-    #                                                                   a level NEW did not run at all: one)
+    assert [lv["level"] for lv in gpu.meta["levels"] if not lv["available"]] == ["hip-on-nvidia"]
+    gone = diff(both, gpu)                                           # NEW named hip-on-nvidia and could not run it
+    assert len(gone.unverified) == passed and gone.regressions       # (the reference's rows above: not a regression)
+    cpu_only = {**gpu.meta, "levels": [lv for lv in gpu.meta["levels"] if lv["level"] == "cpu"]}
+    assert not diff(both, Results.from_rows(gpu.records(), cpu_only)).unverified   # a level NEW did not name (a
+    #                                                                   nightly's extra levels against a PR job): ⚠️
     narrower = diff(old, Results.from_rows([r for r in old.records() if r["verdict"] != "pass"], old.meta))
     assert not narrower.unverified and narrower.partial               # fewer cases of the same level: partial, ⚠️
     text = render(d)
@@ -494,8 +504,11 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
         assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
     assert (run / "results.json").read_bytes() == before
     assert invoke("report", run, "--format", "md", "-o", run / "summary.md").exit_code == 0   # its own: re-rendered
-    r = invoke("report", run, "--format", "junit", "-o", run / "run.json")                     # but never over
-    assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output             # what --resume reads
+    for name in ("run.json", "results.partial.jsonl"):                                         # but never over
+        r = invoke("report", run, "--format", "junit", "-o", run / name)                       # what --resume reads
+        assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
+    r = invoke("report", run, other, "-o", run / "summary.md")       # the newest given is rendered: not its folder
+    assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):
@@ -575,7 +588,7 @@ def test_pytest_plugin_ids_baseline_and_unavailable(pytester, tmp_path):
                            "--parity-dtypes", "f16", "--collect-only", "-q")
     assert "parity[smoke]::unary.neg/f16/transposed/special/s0" in r.stdout.str()
     known = tmp_path / "k.toml"
-    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", reason="demo")]), known)
+    bl.dump(bl.Baseline([bl.Entry("unary.neg/f16/contiguous/*", "cpu", reason="demo")]), known)
     r = pytester.runpytest(*_plugin_args(), "--parity-sweep", "smoke", "--parity-ops", "unary.neg",
                            "--parity-dtypes", "f16", "--parity-baseline", str(known), "--parity-level", "cpu")
     r.assert_outcomes(passed=14, xpassed=2)

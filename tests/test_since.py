@@ -115,6 +115,23 @@ def test_the_tree_at_ref_survives_a_link_loop_and_a_file_become_a_folder(repo: P
     (repo / "m.hip" / "x.hip").write_text('extern "C" __global__ void kern_x(size_t n) { }\n')
     assert kernels_changed("HEAD", repo)[0] == {"kern_m", "kern_x"}
 
+
+def test_a_force_include_added_since_ref_is_not_read_at_ref(tmp_path: Path):
+    """A header force-included since REF that renames a kernel: REF's sources were scanned with it, so the
+    kernel's old name was lost (exit 0 where it is `missing`)."""
+    from parity.suite.port import load_port
+    root = tmp_path / "port"
+    root.mkdir()
+    (tmp_path / "include").mkdir()
+    (root / "neg.hip").write_text('extern "C" __global__ void uneg_f32(size_t n) { }\n')
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "port")
+    (tmp_path / "include" / "compat.h").write_text("#define uneg_f32 uneg_f32_v2\n")
+    (tmp_path / "parity-port.toml").write_text('force_includes = ["include/compat.h"]\n')
+    port = load_port(tmp_path / "parity-port.toml", root)
+    assert kernels_changed("HEAD", root, port)[0] == {"uneg_f32", "uneg_f32_v2"}
+
 def test_a_header_in_a_ports_include_folder_counts(tmp_path: Path):
     """parity-port.toml's include folder beside the sources' folder, or outside --hip-src: a change to a
     header there selected nothing ("nothing to run", exit 0); a force-included header selects all."""

@@ -29,13 +29,14 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     from parity.core import files
     from parity.run.results import newest
     if output is not None:
-        not_into_a_run(output, "the report", own=results)    # (its own run's folder may take a re-rendering)
         not_a_folder(output, "the file to write")
         not_an_input(output, results)
     try:
         path, note = newest(list(results))
     except ValueError as e:
         raise SetupError(str(e))
+    if output is not None:
+        not_into_a_run(output, "the report", own=[path])     # (the rendered run's folder may take its reports)
     if note:
         click.echo(one_line(note), err=True)
     res = read_results(path)

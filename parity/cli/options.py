@@ -79,9 +79,8 @@ def not_a_folder(output: Path, name: str) -> None:
 
 def not_into_a_run(output: Path, what: str, own=()) -> None:
     """-o naming a run's folder, or a file in one (it has run.json), is exit 2: its files are that run's
-    own (its reports, and the rows `--resume` reads). own: run folders or results files given as inputs,
-    whose own folder may take a re-rendered report (REPORT_FILES, or a file not there yet; never run.json,
-    its rows or its lock)."""
+    own (its reports, and the rows `--resume` reads). own: the run folder or results file rendered, whose
+    folder may take its own reports again (RUN_REPORTS; never run.json, its rows or its lock)."""
     import os
 
     from parity.run.session import RUN_FILE
@@ -90,12 +89,12 @@ def not_into_a_run(output: Path, what: str, own=()) -> None:
     if not (folder / RUN_FILE).exists():
         return
     mine = {os.path.realpath(p if Path(p).is_dir() else Path(p).parent) for p in map(Path, own)}
-    if os.path.realpath(folder) not in mine or out.is_dir() or (out.name not in REPORT_FILES and out.exists()):
+    if os.path.realpath(folder) not in mine or out.is_dir() or out.name not in RUN_REPORTS:
         raise SetupError(f"-o {output}: {folder} is a run's folder (it has {RUN_FILE}): its files are that run's; "
                          f"write {what} elsewhere")
 
 
-REPORT_FILES = ("summary.md", "junit.xml", "index.html")   # a run's reports: its own folder may take them again
+RUN_REPORTS = ("summary.md", "junit.xml", "index.html")   # a run's reports: its own folder may take them again
 
 
 def not_an_input(output: Path, inputs) -> None:

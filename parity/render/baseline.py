@@ -12,8 +12,9 @@ glob over case IDs (`binary.minimum/f16/*`), `level` an optional glob over level
 `apply` turns a failing case that matches an entry into `xfail` (the original verdict is kept in
 the `raw_verdict` column, the reason in `baseline_reason`). A *passing* case that matches becomes
 `xpass`: reported, not failing, unless `strict`, where it is `xpass-strict` (in results.FAILING) so
-that a fixed bug forces the baseline to be trimmed; under `strict` so is a matching amd-static row that
-now compiles (the missing kernel or compile error the entry accepted is gone).
+that a fixed bug forces the baseline to be trimmed (a reference level's pass, cpu's, only for an
+entry that names that level); under `strict` so is a matching amd-static row that now compiles (the
+missing kernel or compile error an amd-static entry accepted is gone).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from parity import profiles
 from parity.core import files, toml
 from parity.core.row import Verdict
 from parity.core.suggest import unknown
-from parity.run.levels import ALL_LEVELS, EXECUTES, ROLES
+from parity.run.levels import ALL_LEVELS, EXECUTES, REFERENCE, ROLES, role
 from parity.run.results import FAILING, Results
 
 SCHEMA = "parity.baseline/1"
@@ -283,8 +284,9 @@ def apply(res: Results, baseline: Baseline | None, strict: bool = False) -> Resu
         matched.add(e)
         if v in FAILING:
             verdicts.append(Verdict.XFAIL)
-        elif v == Verdict.PASS:
-            verdicts.append(Verdict.XPASS_STRICT if strict else Verdict.XPASS)
+        elif v == Verdict.PASS:                 # a reference level's pass is evidence only for an entry naming it
+            stale = role(str(level)) != REFERENCE or e.level is not None     # (not that a kernel's failure is gone)
+            verdicts.append(Verdict.XPASS_STRICT if strict and stale else Verdict.XPASS)
         elif v == Verdict.COMPILED and strict and e.compile_only():   # the missing kernel or compile error an
             verdicts.append(Verdict.XPASS_STRICT)   # amd-static entry accepts is gone (kept `compiled` unless strict)
         else:                                   # unavailable and friends: not evidence either way
@@ -380,7 +382,7 @@ def _coverage(e: Entry, evidence: list[tuple[str, str]], ran: set[str]) -> tuple
     """(the levels `e` can match on which the results ran a case of it, the levels it can match on
     which they ran none): its passes there are evidence, and only there. The levels a glob can match
     are parity's (levels.ALL_LEVELS) and the results' own; none matched at all is nothing judged."""
-    from parity.run.levels import ALL_LEVELS, EXECUTES, ROLES
+    from parity.run.levels import ALL_LEVELS, EXECUTES, REFERENCE, ROLES, role
     glob = e.level or "*"
     levels = [lv for lv in dict.fromkeys([*ALL_LEVELS, *sorted(ran)]) if fnmatch.fnmatchcase(lv, glob)]
     if not any(lv in ran for lv in levels):

@@ -3,8 +3,8 @@
 Cases are keyed by (case ID, level). A regression is a case failing in NEW that was not failing
 in OLD (passing, known failure, or absent), or a kernel time that grew by more than the slowdown
 threshold; one cannot be ruled out where a case OLD verified on a level that runs or compiles the
-suite is not verified in NEW (passed, now unavailable, only compiled, or absent: a level NEW did not
-run); `parity diff` exits 1 on either and 0 otherwise. Two runs of different sweeps,
+suite is not verified in NEW (passed, now unavailable, only compiled, or absent where NEW's level was
+unavailable); `parity diff` exits 1 on either and 0 otherwise. Two runs of different sweeps,
 filters, levels or shards are compared on the cases they share only: the report says so (and how
 many cases it could not compare) instead of a clean bill of health.
 """
@@ -127,11 +127,12 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
              unread_failing=unread_counts(new.meta)[1], new_stopped=stop_reason(new.meta, len(new.table)))
     d.added = len(b.keys() - a.keys())
     d.removed = len(a.keys() - b.keys())
-    ran = {str(k[1]) for k in b}                  # a level NEW did not run at all (not a narrower selection of
-    for key in a.keys() - b.keys():              # cases, which the report calls partial): its cases unverified
+    down = {str(lv.get("level")) for lv in new.meta.get("levels") or []        # a level NEW asked for and could
+            if isinstance(lv, dict) and not lv.get("available", True)}          # not run: its cases unverified
+    for key in a.keys() - b.keys():              # (a level NEW did not ask for, or fewer cases: partial)
         vo = a[key]["verdict"]
-        if str(key[1]) not in ran and _LESS_VERIFIED.get(vo) and role(str(key[1])) != REFERENCE:
-            d.unverified.append(Change(key[0], key[1], vo, None, f"level {key[1]} not in NEW"))
+        if str(key[1]) in down and _LESS_VERIFIED.get(vo) and role(str(key[1])) != REFERENCE:
+            d.unverified.append(Change(key[0], key[1], vo, None, f"level {key[1]} unavailable in NEW"))
     for key, rn in b.items():
         ro = a.get(key)
         vo, vn = (ro or {}).get("verdict"), rn["verdict"]

@@ -143,8 +143,9 @@ def kernels_at(ref: str, sources: list[Path], folder: Path, changed: list[Path],
             old = then(Path(src).resolve())
             if not old.is_file():                # not in REF: a new file defined nothing there
                 continue
-            forced = [then(f) if then(f).is_file() else f for f in build.force_includes]   # (outside the mirrored
-            try:                                                                           # folders: as it is)
+            # a forced header outside the mirrored folders as it is, unless it changed (then REF's or none)
+            forced = [then(f) if then(f).is_file() or f in changed else f for f in build.force_includes]
+            try:
                 decls, _ = scan_source(old, [then(p) for p in build.include_dirs], build.defines,
                                        force_includes=[f for f in forced if f.is_file()], cached=False)
             except (SuiteError, OSError):        # what cannot be read there names nothing
@@ -167,6 +168,9 @@ def _changed(ref: str, suite_dir: Path, build: BuildLine,
     for d in build.include_dirs:                 # headers only, and of this repository (REF means nothing elsewhere)
         if not d.is_relative_to(suite_dir) and d.is_dir() and d.is_relative_to(top):
             found += [p for p in changed_files(ref, d) if p.suffix in HEADER_SUFFIXES or p in forced]
+    for f in forced:                             # a forced header in neither
+        if not f.is_relative_to(suite_dir) and f.is_relative_to(top) and f.parent.is_dir():
+            found += [p for p in changed_files(ref, f.parent) if p == f]
     changed = list(dict.fromkeys(found))
     if not changed:
         return None, [], []
@@ -186,8 +190,16 @@ def sources_changed(ref: str, suite_dir: Path, port=None,
                     discovered: Callable[[], Suite] | None = None) -> tuple[list[Path], list[Path]]:
     """(suite sources changed since `ref` or including a changed header, the changed kernel files);
     port: the suite's build line (parity.suite.port.Port), if it has one; discovered: as _changed."""
-    _, hit, changed = _changed(ref, suite_dir, BuildLine.of(port), discovered)
+    _, hit, changed = _changed(ref, suite_dir, BuildLine.of(port), discovered or _port_discovery(port))
     return hit, changed
+
+
+def _port_discovery(port) -> Callable[[], Suite] | None:
+    """The port's own discovery (its build line: a forced header may rename kernels), else None."""
+    if port is None:
+        return None
+    from parity.suite.port import discover_port
+    return lambda: discover_port(port)
 
 
 def kernels_changed(ref: str, suite_dir: Path, port=None,
@@ -196,7 +208,7 @@ def kernels_changed(ref: str, suite_dir: Path, port=None,
     the same sources and the deleted ones defined at `ref`; the changed kernel files). port and
     discovered: as sources_changed and _changed."""
     build = BuildLine.of(port)
-    suite, hit, changed = _changed(ref, suite_dir, build, discovered)
+    suite, hit, changed = _changed(ref, suite_dir, build, discovered or _port_discovery(port))
     files = {p.resolve() for p in hit}
     now = {k.name for k in suite.kernels.values() if k.file is not None and Path(k.file).resolve() in files} \
         if suite else set()
