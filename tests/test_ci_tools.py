@@ -507,8 +507,6 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
     for name in ("run.json", "results.partial.jsonl"):                                         # but never over
         r = invoke("report", run, "--format", "junit", "-o", run / name)                       # what --resume reads
         assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
-    r = invoke("report", run, other, "-o", run / "summary.md")       # the newest given is rendered: not its folder
-    assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
 
 
 def test_resume_restores_the_port_options_and_refuses_others(tmp_path, monkeypatch):
