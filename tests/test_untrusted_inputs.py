@@ -50,6 +50,16 @@ def _discover_in_subprocess(suite: Path, env: dict, timeout: float = 60) -> subp
                           timeout=timeout, env=env)
 
 
+
+def test_a_suite_folder_named_like_an_option_is_discovered(tmp_path, monkeypatch):
+    """`--hip-src=-dashsrc`: cpp read `-dashsrc/k.hip` as an option, and every kernel was `missing`."""
+    from parity.suite.scan import discover
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-dashsrc").mkdir()
+    (tmp_path / "-dashsrc" / "k.hip").write_text("#define NEG_F32 uneg_f32\n" + KERNEL.replace("uneg_f32", "NEG_F32"))
+    s = discover("-dashsrc")
+    assert (sorted(s.kernels), str(s.kernels["uneg_f32"].file), s.notes) == (["uneg_f32"], "-dashsrc/k.hip", [])
+
 def test_discovery_writes_no_stub_outside_its_temp_folder(tmp_path):
     escape = tmp_path / "outside"
     escape.mkdir()
