@@ -83,7 +83,7 @@ def not_into_a_run(output: Path, what: str, own=()) -> None:
     folder may take its own reports again (RUN_REPORTS; never run.json, its rows or its lock)."""
     import os
 
-    from parity.run.session import RUN_FILE
+    from parity.run.session import RUN_FILE, RUN_REPORTS
     out = Path(output)
     folder = out if out.is_dir() else out.parent
     if not (folder / RUN_FILE).exists():
@@ -93,8 +93,6 @@ def not_into_a_run(output: Path, what: str, own=()) -> None:
         raise SetupError(f"-o {output}: {folder} is a run's folder (it has {RUN_FILE}): its files are that run's; "
                          f"write {what} elsewhere")
 
-
-RUN_REPORTS = ("summary.md", "junit.xml", "index.html")   # a run's reports: its own folder may take them again
 
 
 def not_an_input(output: Path, inputs) -> None:

@@ -246,8 +246,8 @@ def run_folder(out: Path, stem: str) -> Path:
     raise SessionError(f"--out {out}: 999 runs named {base} already")
 
 
-REPORT_FILES = (RUN_FILE, "results.json", "results.partial.jsonl", "summary.md", "junit.xml", "index.html",
-                "mutants.jsonl", "mutants.json")
+RUN_REPORTS = ("summary.md", "junit.xml", "index.html")   # a run's reports, made from its results.json
+REPORT_FILES = (RUN_FILE, "results.json", "results.partial.jsonl", *RUN_REPORTS, "mutants.jsonl", "mutants.json")
 
 
 def check_report_files(folder: Path) -> None:

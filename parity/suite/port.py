@@ -62,6 +62,12 @@ class Port:
                     found[p] = None
         return list(found)
 
+    def scan_line(self) -> tuple[list[Path], dict[str, str], list[Path]]:
+        """What discovery preprocesses each source with, as hipcc sees it: the include folders (the
+        port's, then its root), the defines (HIP's and the port's), the force-included headers."""
+        return [*self.include_dirs, self.root], {**default_defines(".hip"), **self.define_map()}, \
+            list(self.force_includes)
+
     def define_map(self, nvidia: bool = False) -> dict[str, str]:
         d = dict(self.defines)
         if nvidia:
@@ -257,9 +263,8 @@ def shadowed(port: Port) -> list[Path]:
 def discover_port(port: Port):
     """The port's suite: its sources preprocessed as hipcc sees them (HIP's defines, the port's
     defines, include folders and force-included headers), so macro-stamped kernels are found."""
-    defines = {**default_defines(".hip"), **port.define_map()}
-    return discover(port.root, [*port.include_dirs, port.root], defines,
-                    force_includes=list(port.force_includes), sources=port.source_files())
+    include_dirs, defines, forced = port.scan_line()
+    return discover(port.root, include_dirs, defines, force_includes=forced, sources=port.source_files())
 
 
 def subject_suite(suite_dir: Path, port: Port | None, suffixes: tuple[str, ...] = (".hip",),

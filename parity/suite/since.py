@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import (HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, default_defines, discover,
-                               listing, scan_source)
+from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover, listing, scan_source
 
 
 class SinceError(ValueError):
@@ -77,9 +76,8 @@ class BuildLine:
     def of(cls, port) -> BuildLine:
         if port is None:
             return cls()
-        return cls(tuple(Path(p).resolve() for p in (*port.include_dirs, port.root)),
-                   tuple(Path(f).resolve() for f in port.force_includes),
-                   {**default_defines(".hip"), **port.define_map()})
+        include_dirs, defines, forced = port.scan_line()       # as the port's discovery reads its sources
+        return cls(tuple(Path(p).resolve() for p in include_dirs), tuple(Path(f).resolve() for f in forced), defines)
 
 
 def _blob(ref: str, top: Path, path: Path) -> bytes | None:
