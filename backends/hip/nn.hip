@@ -56,6 +56,25 @@
 #define PK_SOFTMAX_KEEP 0
 #endif
 #endif
+// Packs (16 bytes each) of static shared memory an f16/bf16 softmax block holds a row in beside its
+// registers' PMAX packs a thread: a row of up to PMAX * threads + this many packs (4096 columns) is
+// read from memory once (softmax_resident), where the stream path read it three times. 256 packs (4
+// KB) leave all 32 one-warp blocks an SM resident, as the registers' 64 do. H100, % of copy, side by
+// side in one run (bench/suite_speed.py --variant), stream path -> 256 packs at 64 registers -> 768
+// packs (12 KB, an 8192-column row) at 128 registers: f16 4096x4096 79.5 -> 90.2 -> 85.5, bf16 81.0 ->
+// 89.3 -> 86.2; f16 / bf16 2048x8192 74.3 / 73.1 -> 74.0 / 73.3 -> 79.5 / 77.1; but 768 packs cost the
+// rows dealt to a warp their blocks an SM (17 where 32): 512-1024 columns -1.4 to -4 (f16 1024 97.6 ->
+// 93.9), where 256 packs are within -1 to +2 of the stream path on every other row (bf16 2048 columns
+// -4 in one run of two). The rest of an 8192-column row read from memory in each pass (the registers'
+// and 4 KB once, the rest three times) was slower than the stream path: f16 2048x8192 74 -> 70,
+// 1024x16384 66 -> 49. AMD: none until measured (as PK_SOFTMAX_KEEP).
+#ifndef PK_SOFTMAX_RESIDENT
+#if defined(PK_NVIDIA)
+#define PK_SOFTMAX_RESIDENT 256
+#else
+#define PK_SOFTMAX_RESIDENT 0
+#endif
+#endif
 // Norms: <= 32 registers, so that two 1024-thread blocks fit an SM: with one, each block that
 // returns at once holds the SM for itself (H200, rmsnorm f32 16384x1024 / 4096x4096 / 1024x16384:
 // 2 packs, 32 registers: 81 / 44 / 41 us; 4 packs, 64 registers: 131 / 64 / 54 us). Under that cap,
@@ -667,20 +686,95 @@ PK_DEV void softmax_stream(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)
   });
 }
 
+// 16 bytes from global into shared memory with no register held (NVIDIA sm_80+: cp.async, all a
+// thread's in flight at once; elsewhere a load and a store), and the wait for this thread's copies.
+template <class T, int V> PK_DEV void copy_to_shared(Vec<T, V>* sh, const T* p) {
+#if defined(PK_L2_HINTS)
+  if constexpr (sizeof(Vec<T, V>) == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(sh)), "l"(p)
+                 : "memory");
+    return;
+  }
+#endif
+  *sh = vload<V>(p, 0);
+}
+PK_DEV void copies_done() {
+#if defined(PK_L2_HINTS)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+// Rows of up to P packs a thread in registers and PK_SOFTMAX_RESIDENT packs of the block in shared
+// memory (each thread its own: packs g, g + G, ...; no barrier): read once, e kept where x was, as the
+// batch path does (one exp an element, where the stream path worked out two). The row's packs past
+// P * G go to shared memory first, so that they are in flight while the registers' are loaded.
+template <class T> constexpr u32 kSoftmaxResident = sizeof(T) == 2 ? PK_SOFTMAX_RESIDENT : 0;
+template <class T> struct alignas(16) SmResident {
+  u32 w[kSoftmaxResident<T> > 0 ? kSoftmaxResident<T> * 4 : 4];
+};
+template <class T, int V, int P>
+PK_DEV void softmax_resident(const T* src, T* dst, u32 ncols, SmScratch<T> (&smem)[2], SmResident<T>& keep) {
+  typedef SmC<T> C;
+  const usize row = blockIdx.x;
+  const unsigned G = block_threads(), g = thread_in_block();
+  const u32 npk = ncols / V, first = (u32)P * G;  // packs: the row's, and those in registers
+  const T* s = src + row * ncols;
+  T* d = dst + row * ncols;
+  Vec<T, V>* sh = reinterpret_cast<Vec<T, V>*>(keep.w);
+  for (u32 i = g; first + i < npk; i += G) copy_to_shared<T, V>(sh + i, s + (first + i) * V);
+  const Vec<T, V> pad = Vec<T, V>::splat(Cv<T>::out(Limits<T>::lowest()));
+  Vec<T, V> x[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const u32 k = (u32)j * G + g;
+    x[j] = k < npk ? vload_l2<Ld::last, V>(s + k * V) : pad;
+  }
+  C mx[1] = {Limits<T>::lowest()}, sm[1] = {0};
+#pragma unroll
+  for (int j = 0; j < P; ++j) mx[0] = pack_max(x[j], mx[0]);
+  copies_done();
+  for (u32 i = g; first + i < npk; i += G) mx[0] = pack_max(sh[i], mx[0]);
+  group_allreduce(mx, G, smem[0], [](C a, C b) { return sm_max<T>(a, b); });
+#pragma unroll
+  for (int j = 0; j < P; ++j) exp_pack(x[j], mx[0], sm[0]);  // padding: exp(-inf - max) = 0
+  for (u32 i = g; first + i < npk; i += G) {
+    Vec<T, V> e = sh[i];
+    exp_pack(e, mx[0], sm[0]);
+    sh[i] = e;
+  }
+  group_allreduce(sm, G, smem[1], [](C a, C b) { return a + b; });
+  const C inv = sm_inv<T>(sm[0]);
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const u32 k = (u32)j * G + g;
+    if (k < npk) vstore_l2<V>(d + k * V, scale_pack(x[j], inv));
+  }
+  for (u32 i = g; first + i < npk; i += G) vstore_l2<V>(d + (first + i) * V, scale_pack(sh[i], inv));
+}
+
 template <class T> constexpr int kSoftmaxPacks = sizeof(T) == 4 ? PK_SOFTMAX_PACKS : PK_SOFTMAX_PACKS / 2;
-template <class T> constexpr int kSoftmaxMinBlocks = sizeof(T) == 2 ? 4 : 0;  // PK_SOFTMAX_BOUNDS
+// PK_SOFTMAX_BOUNDS: 16-bit softmax at 64 registers, so that all of a 4096x4096 launch's blocks fit an
+// SM's registers (softmax_resident spills 4-8 bytes so)
+template <class T> constexpr int kSoftmaxMinBlocks = sizeof(T) == 2 ? 4 : 0;
 
 template <class T>
 PK_DEV void softmax(const T* x, T* dst, int n_cols) {
   __shared__ SmScratch<T> smem[2];  // max, sum
   __shared__ SmKeep<T> keep;
+  __shared__ SmResident<T> resident;
   const u32 ncols = (u32)n_cols;
   row_dispatch<T, kSoftmaxPacks<T>, PK_SOFTMAX_ROWS, kSoftmaxPacks<T>>(
       ncols, aligned_rows<T, 16 / sizeof(T)>(ncols, x, dst),
       [&](auto V, auto P, auto K, u32 lg_g) {
         softmax_batch<T, decltype(V)::v, decltype(P)::v, decltype(K)::v>(x, dst, ncols, lg_g, smem);
       },
-      [&](auto V) { softmax_stream<T, decltype(V)::v, kSoftmaxPacks<T>>(x, dst, ncols, smem, keep); });
+      [&](auto V) {
+        constexpr int v = decltype(V)::v;
+        if constexpr (v > 1 && kSoftmaxResident<T> > 0) {
+          if (ncols / v <= (u32)kSoftmaxPacks<T> * block_threads() + kSoftmaxResident<T>)
+            return softmax_resident<T, v, kSoftmaxPacks<T>>(x, dst, ncols, smem, resident);
+        }
+        softmax_stream<T, v, kSoftmaxPacks<T>>(x, dst, ncols, smem, keep);
+      });
 }
 
 // --------------------------------------------------------------------------- rms/layer norm
