@@ -112,6 +112,13 @@ MUTATIONS = [
     ('references = "refs.py"', 'references = "../refs.py"', 6, "references: ../refs.py is outside the declaration's folder"),
     ('[launch]', '[lanch]', 12, "unknown key 'lanch'; did you mean 'launch'?"),
     ('f32 = "float"', 'f32 = "float"\nf32 = "single"', 10, "Cannot overwrite a value"),
+    # a port's declaration may be untrusted: its expressions reach no file and no pickle (np.load runs one)
+    ('reference = "alpha * x + y"', "reference = \"alpha * x + y + 0 * np.size(np.load('evil.npy', None, True))\"", 21,
+     "kernel blas.axpy: reference: np.load is not allowed in a reference expression"),
+    ('reference = "alpha * x + y"', "reference = \"alpha * x + y + (np.savetxt('/tmp/pwned', x) or 0)\"", 21,
+     "kernel blas.axpy: reference: np.savetxt is not allowed"),
+    ('reference = "factor * x"', "reference = \"factor * x + 0 * np.memmap('/etc/passwd')[0]\"", 32,
+     "kernel blas.scale_strided: reference: np.memmap is not allowed"),
 ]
 
 

@@ -552,6 +552,29 @@ def test_journal_skips_bad_lines_and_rows_of_cases_the_run_does_not_have(tmp_pat
     assert len(loaded) == 3 and len(loaded.skipped) == 6     # ...but never the junk
 
 
+def test_a_journal_that_is_a_link_is_refused_not_appended_through(tmp_path):
+    """A run folder from elsewhere (an artifact, another tool) with its journal linked to a file of the
+    user's: --resume appended the run's rows to that file."""
+    from parity.core.files import FileRefused
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / journal.NAME).symlink_to(victim)
+    with pytest.raises(FileRefused, match="is a symbolic link: refused"):
+        journal.Journal(run, resume=True)
+    assert victim.read_text() == "precious\n"
+    r = CliRunner().invoke(main, ["run", "--levels", "cpu", "--ops", "unary.exp", "--dtypes", "f32",
+                                  "--out", str(tmp_path / "out")])
+    (run,) = (tmp_path / "out").iterdir()                 # a real run folder, its journal then linked
+    (run / "results.json").unlink()
+    (run / journal.NAME).unlink(missing_ok=True)
+    (run / journal.NAME).symlink_to(victim)
+    r = CliRunner().invoke(main, ["run", "--resume", str(run)])
+    assert r.exit_code == 2 and "is a symbolic link: refused" in r.output and "Traceback" not in r.output, r.output
+    assert victim.read_text() == "precious\n"
+
+
 def test_journal_with_a_broken_results_json_runs_its_cases_again(tmp_path):
     raw(tmp_path / "results.json", doc([{"case_id": "a", "level": "cpu", "verdict": "pas"}]))
     loaded = journal.load(tmp_path)

@@ -13,8 +13,10 @@ import click
 from rich.console import Console
 
 from parity.cli.errors import report_folder
-from parity.cli.options import SetupError, csv_list, hip_src_option, selection_option, setup_errors, subject_of
+from parity.cli.options import (SetupError, csv_list, hip_src_option, selection_option, setup_errors, subject_of,
+                                writing)
 from parity.cli.params import Count, InputPath, Number, OutFolder, Seconds, Text
+from parity.core.files import open_append
 
 EPILOG = """\b
 Examples:
@@ -144,7 +146,9 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
     todo = [m for m in mutants if m.id not in seen]
     runner = GpuRunner(suite, type(lv.executor), files, cases, jobs, mutant_timeout=mutant_timeout, runners=runners)
     todo.sort(key=runner.cost, reverse=True)     # longest first: the run ends when its last lane does
-    with open(folder / "mutants.jsonl", "a" if resume else "w") as journal:    # each outcome as it comes
+    with writing(folder / "mutants.jsonl"):    # (a link or a special file there: refused, not written through)
+        journal_file = open_append(folder / "mutants.jsonl", "mutants journal", truncate=not resume)
+    with journal_file as journal:        # each outcome as it comes
         if resume and journal.tell() and not (folder / "mutants.jsonl").read_bytes().endswith(b"\n"):
             journal.write("\n")          # a line cut short by a kill stays apart from the next one
         try:

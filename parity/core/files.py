@@ -15,6 +15,7 @@ A refusal is a `FileRefused` (a ValueError): one line naming the path and what i
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -136,6 +137,28 @@ def write_text(path: str | os.PathLike, text: str, what: str = "") -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def open_append(path: str | os.PathLike, what: str = "", truncate: bool = False):
+    """`path` opened to append text (truncate: emptied first), made if absent: FileRefused where it is
+    anything but a regular file, a symbolic link included (appending through a link in a run folder
+    someone else made would write wherever it points)."""
+    path = Path(path)
+    if os.path.islink(path):
+        raise FileRefused(f"{_named(what, path)} is a symbolic link: refused (not written through)")
+    check(path, what, write=True)
+    flags = (os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else os.O_APPEND) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:                # (a link put there since the check)
+            raise FileRefused(f"{_named(what, path)} is a symbolic link: refused (not written through)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):    # (a FIFO put there since the check: O_NONBLOCK kept it from blocking)
+        os.close(fd)
+        raise FileRefused(f"{_named(what, path)} is not a regular file: refused (not written)")
+    return os.fdopen(fd, "a" if not truncate else "w", encoding="utf-8")
 
 
 def probe_folder(folder: str | os.PathLike) -> None:

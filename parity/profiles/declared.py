@@ -221,6 +221,33 @@ HELPERS = {name: getattr(np, name) for name in (
     "zeros_like", "ones_like", "full", "concatenate", "transpose", "dot", "matmul", "max", "min", "mean")}
 
 
+# np.<name> a reference expression may use: ufuncs, scalar types, constants and the array functions
+# below, none of which reads or writes a file, calls back into Python or sets NumPy's global state
+# (np.load of a pickle would run code, np.savetxt writes anywhere: the declaration is a port's, and
+# may be untrusted). Anything else goes in the references module, which is the port's own Python.
+_NP_FUNCTIONS = frozenset("""
+    abs absolute all allclose amax amin any arange argmax argmin argpartition argsort argwhere around array
+    array_equal array_split asarray ascontiguousarray astype atleast_1d atleast_2d atleast_3d average bincount
+    broadcast_arrays broadcast_to can_cast choose clip concatenate copy count_nonzero cross cumprod cumsum
+    cumulative_prod cumulative_sum diag diagonal diff digitize dot einsum expand_dims eye finfo fix flatnonzero
+    flip fliplr flipud full full_like hstack identity iinfo indices inner isclose ix_ kron lexsort linspace
+    max mean median meshgrid min moveaxis nan_to_num nanmax nanmean nanmin nanprod nansum nonzero ones
+    ones_like outer pad partition percentile prod promote_types quantile ravel ravel_multi_index repeat
+    reshape result_type roll rot90 round searchsorted select shape size sort split squeeze stack std sum
+    swapaxes take take_along_axis tensordot tile trace transpose tril triu unique unravel_index var vdot
+    vstack where zeros zeros_like ndim sinc i0 interp real imag angle
+""".split())
+
+
+def _np_allowed(name: str) -> bool:
+    obj = getattr(np, name, None)
+    if obj is None:
+        return name == "newaxis"
+    if name in _NP_FUNCTIONS or isinstance(obj, (np.ufunc, float)):
+        return True
+    return isinstance(obj, type) and (issubclass(obj, np.generic) or obj is np.dtype)
+
+
 class _CDiv(ast.NodeTransformer):
     """`a / b` and `a % b` as C computes them on integers (truncating)."""
 
@@ -265,6 +292,9 @@ def expression_reference(text: str, ctypes: dict[str, str] | None = None):
         if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or not isinstance(node.value, ast.Name)
                                                 or node.value.id != "np"):
             raise ValueError(f"only np.<function> attributes are allowed, not .{node.attr}")
+        if isinstance(node, ast.Attribute) and not _np_allowed(node.attr):
+            raise ValueError(f"np.{node.attr} is not allowed in a reference expression (ufuncs, dtypes, constants "
+                             "and array functions that touch no file; a references module takes any Python)")
         if isinstance(node, ast.Name) and node.id.startswith("__"):
             raise ValueError(f"name {node.id!r} is not allowed")
     free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(HELPERS) - {"np"}

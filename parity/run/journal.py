@@ -120,8 +120,7 @@ class Journal:
         self.resumed = len(self.rows)
         self.done = {(r["case_id"], r.get("level")) for r in self.rows}
         try:
-            files.check(self.path, "journal")     # (a FIFO would block the open)
-            self._f = open(self.path, "a", encoding="utf-8")
+            self._f = files.open_append(self.path, "journal")   # (never through a link, never a FIFO's open)
         except BaseException:
             os.close(self._lock)
             raise
