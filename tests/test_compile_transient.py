@@ -4,7 +4,9 @@ compiler is killed with everything it started, and `parity compile` that compile
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -140,6 +142,38 @@ def test_no_home_puts_the_cache_under_the_temporary_folder(monkeypatch):
     monkeypatch.delenv("PARITY_CACHE_DIR")
     monkeypatch.setenv("HOME", "/")
     assert not str(cc.cache_dir()).startswith("/.cache")
+
+
+@pytest.mark.parametrize("planted", ["link", "open", "file"])
+def test_a_planted_temporary_cache_folder_is_passed_over(tmp_path, monkeypatch, capsys, planted):
+    """With no home the cache's name under the shared temporary folder can be guessed: one made before
+    us (a link to a folder of the planter's choice, a folder all may write, a file) was used, its entries
+    served as hits and written through."""
+    monkeypatch.delenv("PARITY_CACHE_DIR")
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(cc, "_WARNED", set())
+    guessed = tmp_path / f"parity-cache-{os.getuid()}"
+    if planted == "link":
+        (tmp_path / "theirs").mkdir()
+        guessed.symlink_to(tmp_path / "theirs")
+    elif planted == "open":
+        guessed.mkdir()
+        guessed.chmod(0o777)
+    else:
+        guessed.write_text("")
+    got = cc.cache_dir()
+    assert got != guessed and got == cc._scratch_root()
+    assert f"warning: compile cache {guessed} is " in capsys.readouterr().err
+
+
+def test_the_temporary_cache_folder_is_made_private(tmp_path, monkeypatch):
+    monkeypatch.delenv("PARITY_CACHE_DIR")
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    got = cc.cache_dir()
+    assert got == tmp_path / f"parity-cache-{os.getuid()}" and stat.S_IMODE(got.stat().st_mode) == 0o700
+    assert cc.cache_dir() == got                   # ours now: used again
 
 
 def test_parity_compile_that_compiled_nothing_exits_2(tmp_path, monkeypatch):

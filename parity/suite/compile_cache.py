@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -119,8 +120,37 @@ def cache_dir() -> Path:
         return named
     home = Path(os.path.expanduser("~"))
     if str(home) in ("", "/", "~", "."):
-        return Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
+        return _temp_cache()
     return home / ".cache" / "parity"
+
+
+def _temp_cache() -> Path:
+    """This user's cache folder under the shared temporary folder, made private (0700) when absent. Its
+    name can be guessed: one that is anything but a folder of this user's that no one else can write
+    (a link, another user's folder, one open to the group or to all) may hold entries someone planted
+    (a compile error served as compiled, a binary of theirs run) and is passed over for this process's
+    private scratch folder, with one warning line."""
+    path = Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        pass                                      # (there already, or not makeable: judged below)
+    try:
+        st = os.lstat(path)
+        why = ("not a folder" if not stat.S_ISDIR(st.st_mode) else
+               f"owned by uid {st.st_uid}" if st.st_uid != os.getuid() else
+               f"writable by others (mode {stat.S_IMODE(st.st_mode):o})" if st.st_mode & 0o022 else "")
+    except OSError as e:
+        why = e.strerror or str(e)
+    if not why:
+        return path
+    scratch = _scratch_root()
+    with _GUARD:
+        if str(path) not in _WARNED:
+            _WARNED.add(str(path))
+            print(f"warning: compile cache {path} is {why}: not used; compiling into {scratch} for this run "
+                  f"(set PARITY_CACHE_DIR to a folder of yours)", file=sys.stderr)
+    return scratch
 
 
 @dataclass
