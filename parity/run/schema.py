@@ -9,6 +9,7 @@ down to what the reports read, and no value nests deeper than `MAX_DEPTH`.
 from __future__ import annotations
 
 import math
+import re
 import reprlib
 from typing import Any, Callable
 
@@ -47,6 +48,13 @@ def _finite(v) -> bool:
 
 STR = _kind(lambda v: isinstance(v, str), "a string")
 NUM = _kind(_finite, "a number")
+# The names a row is filed and shown under (op, kernel, dtype, layout, level, an input's name): what the
+# catalog, a declaration (C identifiers) and the levels make, one line with no markdown, HTML or
+# control character, so that a results file written by hand cannot put a heading or an image into
+# the summary.md of `parity report` (a PR comment) through them.
+_NAME = re.compile(r"[A-Za-z0-9_.\-+/:@=,()]*\Z")
+NAME = _kind(lambda v: isinstance(v, str) and _NAME.match(v) is not None,
+             "a name (letters, digits and _ . - + / : @ = , ( ) only)")
 INT = _kind(lambda v: _finite(v) and float(v).is_integer(), "a whole number")
 BOOL = _kind(lambda v: isinstance(v, bool), "true or false")
 ULPS = _kind(lambda v: _finite(v) or v in NONFINITE, 'a number (or "inf", "-inf", "nan")')
@@ -87,9 +95,10 @@ def list_of(item: Check, what: str = "") -> Check:
 
 
 def obj(fields: dict[str, Check] | None = None, rest: Check | None = None, what: str = "an object",
-        required: tuple[str, ...] = ()) -> Check:
+        required: tuple[str, ...] = (), names: Check | None = None) -> Check:
     """An object whose `fields` hold their checks (those in `required` must be there: the reports
-    read them without a default) and whose other keys hold `rest` (default: any JSON value)."""
+    read them without a default), whose other keys hold `rest` (default: any JSON value) and, where
+    `names` is given, are such names."""
     fields = fields or {}
     if required:
         what = f"{what} with {', '.join(required)}"
@@ -101,6 +110,8 @@ def obj(fields: dict[str, Check] | None = None, rest: Check | None = None, what:
             return ("", v, f"a value nested at most {MAX_DEPTH} deep")
         for k, x in v.items():
             p = fields.get(k, rest or ANY)(x, depth + 1)
+            if p is None and names is not None and k not in fields and names(k, depth + 1) is not None:
+                return ("", k, f"a key that is {names(k, depth + 1)[2]}")
             if p is not None:
                 return (f".{k}{p[0]}", p[1], p[2])
         return None
@@ -126,15 +137,15 @@ STRS = list_of(STR, "a list of strings")
 # ------------------------------------------------------------------------------ rows
 WORST = obj({"index": OINT, "coords": opt(list_of(INT, "a list of whole numbers")), "expected": SCALAR,
              "got": SCALAR, "expected_bits": SCALAR, "got_bits": SCALAR, "ulps": opt(ULPS),
-             "inputs": opt(obj(rest=SCALAR)), "note": OSTR, "exact": SCALAR, "ulps_from_exact": ONUM,
+             "inputs": opt(obj(rest=SCALAR, names=NAME)), "note": OSTR, "exact": SCALAR, "ulps_from_exact": ONUM,
              "cuda_ulps_from_exact": ONUM, "kind": OSTR})
 STEP = obj({"step": OINT, "op": OSTR, "dtype": OSTR, "out": OSTR, "own": OSTR, "solo": OSTR,
             "bias_own": ONUM, "bias_solo": ONUM, "drift": ONUM, "budget": ONUM})
 CHAIN = obj({"steps": opt(list_of(STEP, "a list of step objects")), "culprit": OINT})
 
 ROW: dict[str, Check] = {
-    "op": STR, "family": OSTR, "kernel": OSTR, "dtype": OSTR, "layout": OSTR, "values": OSTR, "seed": OINT,
-    "params": opt(obj(rest=SCALAR)), "level": STR, "device": OSTR, "max_ulp": opt(ULPS), "n_bad": OINT,
+    "op": NAME, "family": opt(NAME), "kernel": opt(NAME), "dtype": opt(NAME), "layout": opt(NAME),
+    "values": opt(NAME), "seed": OINT, "params": opt(obj(rest=SCALAR, names=NAME)), "level": NAME, "device": OSTR, "max_ulp": opt(ULPS), "n_bad": OINT,
     "numel": OINT, "worst": opt(WORST), "message": OSTR, "tolerance": OSTR, "semantics": OSTR,
     "divergences": opt(STRS), "layouts": opt(obj(rest=SCALAR)), "launch": OSTR, "kernel_ms": ONUM,
     "wall_ms": ONUM,
