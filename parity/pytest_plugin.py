@@ -9,8 +9,10 @@ The cases become items of one `parity[SWEEP]` collector added to the session dur
 (node IDs `parity[smoke]::binary.minimum/f16/contiguous/special/s0`), in the sweep's stable
 order, so every pytest-xdist worker collects the same list. Each item runs its case on the level
 (one executor per process, built on first use): a failing verdict is a test failure whose message
-is the worst-element line plus the repro command; an unavailable level skips; a case matched by
---parity-baseline is marked xfail (XPASS when it passes; a failure with --parity-strict).
+is the worst-element line plus the repro command; an unavailable level skips, and so do amd-static's
+compiled cases and the cpu reference's passes (no kernel of the suite ran: never a PASSED test, as in
+`parity run`'s junit.xml); a case matched by --parity-baseline is marked xfail (XPASS when it passes;
+a failure with --parity-strict).
 """
 from __future__ import annotations
 
@@ -88,6 +90,9 @@ class ParityCase(pytest.Item):
             pytest.skip(f"compiled, not executed ({lv.name}): {row.get('message') or ''}")
         if row["verdict"] in FAILING:
             raise CaseFailed(row)
+        from parity.run.levels import REFERENCE, role
+        if role(lv.name) == REFERENCE and not self.config.getoption("parity_executor"):
+            pytest.skip(f"the reference alone ({lv.name}): no kernel of the suite ran")   # never a pass of the port
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):

@@ -211,13 +211,18 @@ def test_action_scripts_install_run_diff_and_decide(tmp_path):
     assert "steps.run.outputs.report-dir" not in r3.ctx and "::error title=parity::parity run wrote no report" in r.stdout
     r = Runner(action, {**ctx_run, "extra-args": "--ops 'unary.neg"}, work, action_path, path_env).run("Run parity")
     assert r.returncode == 2 and "extra-args is not a list of words" in r.stdout
+    # --out in extra-args: the reports went elsewhere and the action said "nothing was checked", exit 0
+    r = Runner(action, {**ctx_run, "extra-args": "--ops unary.neg --out=elsewhere"}, work, action_path,
+               path_env).run("Run parity")
+    assert r.returncode == 2 and "extra-args may not hold --out=elsewhere" in r.stdout and not (work / "elsewhere").exists()
 
     # the decision: failures without a baseline, regressions with one; a run that did not finish always
     # fails; one that checked nothing (no report, exit 0) does not
     for run_rc, diff_rc, baseline, dir_, want in [
             ("1", "", "", "r", 1), ("0", "", "", "r", 0), ("1", "0", "b.json", "r", 0), ("0", "1", "b.json", "r", 1),
             ("2", "", "", "", 2), ("2", "0", "b.json", "r", 2), ("130", "0", "b.json", "r", 130),
-            ("3", "0", "b.json", "r", 3), ("0", "", "b.json", "", 0)]:
+            ("3", "0", "b.json", "r", 3), ("0", "", "b.json", "", 0),
+            ("129", "0", "b.json", "r", 129), ("137", "0", "b.json", "r", 137)]:   # hung up, killed: never a pass
         d = Runner(action, {"baseline": baseline}, work, action_path, path_env)
         d.ctx.update({"steps.run.outputs.rc": run_rc, "steps.diff.outputs.rc": diff_rc,
                       "steps.run.outputs.report-dir": dir_})

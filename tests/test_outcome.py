@@ -376,10 +376,20 @@ def test_baselined_failures_are_said_and_never_counted_as_passes():
     o = decide(pd.DataFrame(rows), {"levels": [gpu], "planned_rows": 14})
     assert (o.status, o.headline) == ("pass", "parity: 9/14 cases pass on hip-on-nvidia — 1 kernel executed · "
                                               "5 known failures accepted by the baseline (xfail)")
-    static = [dict(r, level="amd-static", verdict="xfail") for r in rows]
+    # a baseline over every failure is no verdict on anything: never pass or compiled (a port with no kernel
+    # of the catalog, its 16 `missing` cases baselined, said `compiled` and ✅ `0/16 cases pass`, exit 0)
+    static = [dict(r, level="amd-static", verdict="xfail", raw_verdict="missing") for r in rows]
     o = decide(pd.DataFrame(static), {"levels": [dict(gpu, level="amd-static")], "planned_rows": 14})
-    assert o.status == "compiled" and o.headline.startswith("parity: compiled, not executed — 0/1 kernels compile")
-    assert o.headline.endswith(" · 14 known failures accepted by the baseline (xfail)")
+    assert (o.status, o.exit_code, o.proves) == ("nothing", 2, [])
+    assert o.headline == ("parity: nothing verified — no case passed or compiled on amd-static · "
+                          "14 known failures accepted by the baseline (xfail)")
+    run = [dict(r, verdict="xfail", raw_verdict="missing") for r in rows]
+    o = decide(pd.DataFrame(run), {"levels": [gpu], "planned_rows": 14})
+    assert (o.status, o.kernels_executed) == ("nothing", 0) and "no case passed or compiled on hip-on-nvidia" in o.headline
+    both = run + [dict(r, level="amd-static", verdict="compiled") for r in rows]
+    o = decide(pd.DataFrame(both), {"levels": [gpu, dict(gpu, level="amd-static")], "planned_rows": 28})
+    assert o.status == "compiled" and o.headline.startswith("parity: compiled, not executed — 1/1 kernels compile")
+    assert [p.split(":")[0] for p in o.proves] == ["amd-static"]    # hip-on-nvidia verified nothing
 
 
 def test_reference_failures_beside_a_port_score_are_in_the_headline():

@@ -476,6 +476,18 @@ def test_diff_against_a_run_that_did_not_finish_says_so(tmp_path):
         in r.stdout and r.stdout.rstrip().endswith("No regressions among the cases both runs have.")
 
 
+def test_diff_against_a_stopped_run_does_not_rule_out_a_regression_in_the_cases_it_did_not_reach(tmp_path):
+    """A hung-up or interrupted NEW on a GPU level: `No regressions among the cases both runs have`, exit 0,
+    with 4 of OLD's 6 passes never run (and the action then passed the job)."""
+    c = ids("unary.neg", 6)
+    gpu = {"level": "hip-on-nvidia", "available": True}
+    old = write(tmp_path / "old.json", dict.fromkeys(c, "pass"), levels=(gpu,))
+    new = write(tmp_path / "new.json", dict.fromkeys(c[:2], "pass"), levels=(gpu,), interrupted=True, planned_rows=6)
+    r = invoke("diff", old, new)
+    assert r.exit_code == 1 and "❌ 4 case(s) OLD verified are not verified in NEW (now absent)" in r.stdout, r.output
+    assert "NEW stopped before it (interrupted after 2 of 6 case runs)" in r.stdout
+
+
 @pytest.mark.parametrize("key,value,note", [
     ("levels", 5, "meta levels is 5, not a list of level objects: ignored"),
     ("levels", [{"level": "cpu"}], "meta levels[0] is {'level': 'cpu'}, not a level object with level, available: "

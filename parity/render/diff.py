@@ -129,10 +129,16 @@ def diff(old: Results, new: Results, slowdown: float = 1.10, min_ms: float = 0.0
     d.removed = len(a.keys() - b.keys())
     down = {str(lv.get("level")) for lv in new.meta.get("levels") or []        # a level NEW asked for and could
             if isinstance(lv, dict) and not lv.get("available", True)}          # not run: its cases unverified
+    ran = {str(lv.get("level")) for lv in new.meta.get("levels") or []          # and those it ran: a NEW that
+           if isinstance(lv, dict) and lv.get("available", True)}               # stopped did not reach them all
     for key in a.keys() - b.keys():              # (a level NEW did not ask for, or fewer cases: partial)
-        vo = a[key]["verdict"]
-        if str(key[1]) in down and _LESS_VERIFIED.get(vo) and role(str(key[1])) != REFERENCE:
+        vo, lv = a[key]["verdict"], str(key[1])
+        if not _LESS_VERIFIED.get(vo) or role(lv) == REFERENCE:
+            continue
+        if lv in down:
             d.unverified.append(Change(key[0], key[1], vo, None, f"level {key[1]} unavailable in NEW"))
+        elif lv in ran and d.new_stopped:
+            d.unverified.append(Change(key[0], key[1], vo, None, f"NEW stopped before it ({d.new_stopped})"))
     for key, rn in b.items():
         ro = a.get(key)
         vo, vn = (ro or {}).get("verdict"), rn["verdict"]

@@ -96,10 +96,13 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
     roles = t["level"].astype(str).map(role) if len(t) else pd.Series([], dtype=str)
     by_role = {r: t[roles == r] for r in (EXECUTES, COMPILES, REFERENCE)}
     failing = int(t["verdict"].isin(FAILING).sum()) if len(t) else 0
+    # what a level verified: only where it judged a case (a level whose every case the baseline accepted
+    # verified nothing, and a kernel that was missing or did not build never ran)
+    judged = {r: g[g["verdict"] != Verdict.XFAIL] for r, g in by_role.items()}
     proves = [f"{', '.join(dict.fromkeys(g['level'].astype(str)))}: {PROVES[r]}"
-              for r, g in by_role.items() if len(g)]
+              for r, g in judged.items() if len(g)]
     not_run = [f"{lv['level']}: {lv.get('reason') or 'unavailable'}" for lv in levels if not lv.get("available")]
-    executed = _kernels(by_role[EXECUTES])
+    executed = _kernels(by_role[EXECUTES], OK + tuple(FAILING), ran_only=True)
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
     stopped = stop_reason(meta, len(table))
     common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
@@ -116,12 +119,12 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if ref_failing:                          # the port's score leaves them out: said, never hidden
             head += f" · {ref_failing:,} failing on {_names(ref)}, the reference"
         status = "stopped" if stopped else "fail"
-    elif len(by_role[EXECUTES]):
+    elif by_role[EXECUTES]["verdict"].isin(PASSED).any() if len(by_role[EXECUTES]) else False:
         e = by_role[EXECUTES]
         head = (f"parity: {int(e['verdict'].isin(PASSED).sum()):,}/{len(e):,} cases pass on "
                 f"{_names(e)} — {executed:,} kernel{'s' if executed != 1 else ''} executed")
         status = "stopped" if stopped else "pass"
-    elif len(by_role[COMPILES]):
+    elif compiled:
         c = by_role[COMPILES]
         total = _kernels(c, None)
         targets = meta.get("amd_targets") or []
@@ -138,7 +141,9 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
                 "nothing to run in this job; `parity merge` the shards for the run's verdict")
         status = "empty-shard"
     else:
-        head = "parity: nothing verified — no level here ran or compiled the suite's kernels"
+        tried = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
+        head = ("parity: nothing verified — " + (f"no case passed or compiled on {_names(tried)}" if len(tried) else
+                                                 "no level here ran or compiled the suite's kernels"))
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
@@ -220,12 +225,21 @@ def _names(g: pd.DataFrame) -> str:
     return ", ".join(dict.fromkeys(g["level"].astype(str)))
 
 
-def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING)) -> int:
-    """Distinct kernels among rows (with one of `verdicts`, None: any)."""
+# verdicts (a baselined row's own, raw_verdict) of a kernel that did not run: absent, not built, refused
+NEVER_RAN = (Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN,
+             Verdict.REFUSED, Verdict.REFERENCE_ERROR, Verdict.ERROR)
+
+
+def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING), ran_only: bool = False) -> int:
+    """Distinct kernels among rows (with one of `verdicts`, None: any; ran_only: of rows whose kernel
+    ran, a baselined row judged by the verdict it had)."""
     if not len(g):
         return 0
     if verdicts is not None:
         g = g[g["verdict"].isin(verdicts)]
+    if ran_only and len(g):
+        own = g["raw_verdict"].fillna(g["verdict"]) if "raw_verdict" in g else g["verdict"]
+        g = g[~own.isin(NEVER_RAN)]
     return int(g["kernel"].dropna().astype(str).nunique())
 
 
