@@ -303,6 +303,27 @@ def test_amd_static_compile_error_and_wavefront_notes():
 
 
 @needs_hipcc
+def test_parity_compile_says_a_kernel_one_targets_build_leaves_out_is_missing_there(tmp_path):
+    """A kernel under `#if !defined(__gfx1030__)` was `ok` on gfx1030 (from the source's scan) and the
+    command exited 0, where `parity run --levels amd-static` said `missing` from its code object."""
+    from click.testing import CliRunner
+
+    from parity.cli.main import main
+    from parity.suite.amd_static import analyze
+    (tmp_path / "k.hip").write_text('#include <hip/hip_runtime.h>\n'
+                                    'extern "C" __global__ void k_all(float* x) { x[0] = 1.f; }\n'
+                                    '#if !defined(__gfx1030__)\n'
+                                    'extern "C" __global__ void k_not1030(float* x) { x[0] = 2.f; }\n#endif\n')
+    got = {(r.kernel, r.arch): r.status for r in analyze(tmp_path, targets=("gfx90a", "gfx1030"))}
+    assert got == {("k_all", "gfx90a"): "ok", ("k_all", "gfx1030"): "ok", ("k_not1030", "gfx90a"): "ok",
+                   ("k_not1030", "gfx1030"): "missing"}
+    r = CliRunner().invoke(main, ["compile", "--hip-src", str(tmp_path), "--amd-arch", "gfx90a,gfx1030"])
+    assert r.exit_code == 1, r.output
+    assert ("missing (gfx1030): k_not1030 is defined in k.hip but absent from its code object for gfx1030 "
+            "(left out for this target: an #if on the arch?)") in r.output
+
+
+@needs_hipcc
 def test_amd_static_reports_rejected_target():
     from parity.suite.amd_static import analyze
     rows = analyze(SUITES / "good", targets=("gfx90a", "gfx9999"))

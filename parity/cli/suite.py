@@ -112,8 +112,9 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     """The amd-static level: compile every HIP source for AMD targets with hipcc (no GPU needed)
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
-    Exit 1 on a compile error or any spill; 2 when hipcc is missing (see `parity doctor`) or cannot
-    compile for a target given with --amd-arch (a default it lacks is an `unavailable` row).
+    Exit 1 on a compile error, any spill or a kernel a target's code object lacks (left out by an #if);
+    2 when hipcc is missing (see `parity doctor`) or cannot compile for a target given with --amd-arch
+    (a default it lacks is an `unavailable` row).
     """
     from click.core import ParameterSource
 
@@ -163,16 +164,20 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         why = "; ".join(dict.fromkeys(f"{r.arch}: {one_line(r.message)[:300]}" for r in rows))
         raise SetupError(f"nothing was compiled: {why}")
     errors = [r for r in rows if r.status == "compile-error"]
+    missing = [r for r in rows if r.status == "missing"]     # defined, yet not in a target's code object
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
     else:
         _print_static(rows, per_file)
         click.echo(f"{len({r.kernel for r in rows})} kernels x {len({r.arch for r in rows})} targets: "
-                   f"{len(errors)} compile errors, {len(spills)} kernel/target pairs with spills")
+                   f"{len(errors)} compile errors, {len(spills)} kernel/target pairs with spills"
+                   + (f", {len(missing)} kernel/target pairs missing from the code object" if missing else ""))
         for r in {r.message: r for r in errors}.values():
             click.echo(f"compile-error ({r.arch}): {r.message.strip()[:2000]}")
-    sys.exit(1 if errors or spills else 0)
+        for r in missing:
+            click.echo(f"missing ({r.arch}): {r.message}")
+    sys.exit(1 if errors or spills or missing else 0)
 
 
 def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = True, port=None) -> list:

@@ -299,13 +299,21 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
             names = set(kernels_from_binary(res.binary, arch))
         except Exception:
             names = set()
+        if names:                                # the code object's own list: a kernel the source defines
+            for n in sorted(set(by_file.get(src, [])) - names):     # that this target's build left out (#if)
+                rows.append(StaticRow(n, arch, "missing", str(src), wavefront=wf, notes=notes.get(n, []),
+                                      message=f"{n} is defined in {src.name} but absent from its code object for "
+                                              f"{arch} (left out for this target: an #if on the arch?)"))
+            by_file_here = set(by_file.get(src, [])) & names
+        else:                                    # (no list read: the scan's names stand)
+            by_file_here = set(by_file.get(src, []))
         if not names and not usage and by_file.get(src):   # exit 0, yet no code object, no remark
             rows += [StaticRow(n, arch, "unavailable", str(src), wavefront=wf, notes=notes.get(n, []),
                                message="hipcc exited 0 but its output holds none of the file's kernels and it "
                                        "printed no resource usage: the toolchain, not the source")
                      for n in sorted(by_file[src])]
             continue
-        names |= set(by_file.get(src, []))
+        names |= by_file_here
         for n in sorted(names | set(k for k in usage if not k.startswith("_Z"))):
             u = usage.get(n, {})
             k = suite.kernels.get(n)
