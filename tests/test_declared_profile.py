@@ -214,6 +214,26 @@ def test_a_tolerance_is_a_finite_non_negative_number(tmp_path, spec, says):
     assert msg.startswith(f"{decl}:22: kernel blas.axpy: tolerance: {says}"), msg
 
 
+@pytest.mark.parametrize("name,old,new,says", [
+    ("vecops_u16", '"n: len u32"]\nreference = "alpha * x + y"', '"n: len u16"]\nreference = "alpha * x + y"',
+     "n = 163,835 does not fit the kernel's u16 parameter n ([0, 65,535]): no launch passes this case"),
+    ("vecops_blockn", 'op = "blas.axpy"\n', 'op = "blas.axpy"\nblock = "n"\ngrid = 1\n',
+     "a block of (163835, 1, 1) threads: the HIP runtime refuses a launch of more than 1024 threads a block"),
+])
+def test_a_case_no_launch_can_pass_is_refused_never_run(tmp_path, monkeypatch, name, old, new, says):
+    """`len u16` of a 163,835-element case passed on cpu (its launch cannot be marshalled: on a GPU
+    parity's own `error`), and so did a block of 163,835 threads from `block = "n"`."""
+    decl = _renamed_copy(tmp_path, monkeypatch, name) / "parity-kernels.toml"
+    text = decl.read_text()
+    assert old in text, old
+    decl.write_text(text.replace(old, new, 1))
+    profiles.get(str(decl))
+    pc = prepare_case(Case.parse(f"{name}.blas.axpy/f32/len163835/normal/s0@alpha=2.5"))
+    assert pc.launch is None and says in pc.built.refuse
+    pc = prepare_case(Case.parse(f"{name}.blas.axpy/f32/len255/normal/s0@alpha=2.5"))
+    assert pc.launch is not None and pc.built.refuse == ""
+
+
 def test_tolerance_tables_by_dtype_are_kept():
     from parity.profiles.declared import _budget, _KernelEntry, _Where
     entry = _KernelEntry({"dtypes": ["f32", "f64"]}, 0, _Where(DECL, DECL.read_text()))

@@ -487,7 +487,28 @@ def build(case, rng) -> KernelBuilt:
     if not b.refuse and 0 in b.geo["grid"]:
         b.refuse = (f"a grid of {tuple(b.geo['grid'])} blocks: the HIP runtime refuses a launch with no "
                     "blocks (hipErrorInvalidConfiguration), so the host's call returns that error")
+    b.refuse = b.refuse or _unlaunchable(op, b)
     return b
+
+
+def _unlaunchable(op: KernelOp, b: KernelBuilt) -> str:
+    """Why no host can launch this case as declared ('' if it can): a block over the hardware's limits
+    (a block expression of the sizes), or a size its parameter's integer type cannot hold (`len u16` of a
+    163,835-element case). Such a case is refused before any launch, never judged as run."""
+    names = _size_names(op, b)
+    blk = _block(op, names)
+    if math.prod(blk) > 1024 or blk[2] > 64 or min(blk) < 1:
+        return (f"a block of {blk} threads: the HIP runtime refuses a launch of more than 1024 threads a block "
+                "(or z > 64, or none), so the host's call returns that error")
+    for p in op.params:
+        if p.operand or p.role in ("dims", "strides", "scalar") or p.ctype not in INT_TYPES:
+            continue
+        v = _value(op, p, b, names)
+        info = np.iinfo(np.uint64 if p.ctype == "size_t" else dtype(p.ctype).np)
+        if not info.min <= v <= info.max:
+            return (f"{p.name} = {v:,} does not fit the kernel's {p.ctype} parameter {p.name} "
+                    f"([{info.min:,}, {info.max:,}]): no launch passes this case")
+    return ""
 
 
 def _size_names(op: KernelOp, b: KernelBuilt) -> dict:
