@@ -400,6 +400,32 @@ def test_a_reference_that_returns_the_wrong_shape_is_the_declarations_error(tmp_
     assert row["message"] == "reference returned out of shape (3,) for an output of shape (4,) (refs.py:8, in rowsum)"
 
 
+def test_a_reference_of_complex_values_is_the_declarations_error(tmp_path, monkeypatch):
+    """Complex values lost their imaginary part: cpu passed, and a GPU would have blamed the port."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopscplx")
+    (hip / "refs.py").write_text((hip / "refs.py").read_text().replace("    return acc", "    return acc + 1j"))
+    p = profiles.load(hip / "parity-kernels.toml")
+    (row,) = run_cases([Case.parse("vecopscplx.reduce.rowsum/f32/small/normal/s0")], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "reference-error" and "out as complex numbers, not real ones" in row["message"]
+
+
+def test_a_result_of_other_dims_is_never_reshaped_into_the_output():
+    """A transposed result ((3, 4) for a (4, 3) output: its elements in another order) was reshaped into
+    the output; one value, a flat result or output, and size-1 dims more or fewer still are."""
+    from types import SimpleNamespace
+
+    from parity.core.dtypes import dtype
+    from parity.profiles.kernels import finish
+    out = SimpleNamespace(name="out")
+    op = SimpleNamespace(judged=lambda: [out], elem=lambda p, key: dtype("f32"))
+    a = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match=r"out of shape \(3, 4\) for an output of shape \(4, 3\)"):
+        finish(op, "f32", {"out": a}, {"out": (4, 3)})
+    assert finish(op, "f32", {"out": a.T}, {"out": (4, 3)})["out"].tolist() == a.T.tolist()
+    for v, shape in ((a, (12,)), (a.ravel(), (3, 4)), (a[None], (3, 4)), (np.float64(2), (3, 4))):
+        assert finish(op, "f32", {"out": v}, {"out": shape})["out"].shape == shape
+
+
 
 def test_a_reference_that_returns_nothing_is_the_declarations_error(tmp_path, monkeypatch):
     """A forgotten `return` gave None, judged as an all-NaN expected output: the cpu level passed."""

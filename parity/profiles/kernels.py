@@ -616,14 +616,18 @@ def finish(op: KernelOp, key: str, raw: dict, shapes: dict[str, tuple[int, ...]]
         if v.dtype.kind in "OUSMm":        # None (a forgotten return), text, objects, dates: no values to judge
             # by (ml_dtypes' bf16 and fp8 are kind V: numbers)
             raise TypeError(f"{p.name} as {type(raw[p.name]).__name__}, not numbers")
-        shape = shapes[p.name]
-        if v.shape != tuple(shape):
-            if v.size not in (1, math.prod(shape)):
-                raise ValueError(f"{p.name} of shape {v.shape} for an output of shape {tuple(shape)}")
-            try:
-                v = np.broadcast_to(v, shape)
-            except ValueError:
-                v = v.reshape(shape)
+        if v.dtype.kind == "c":             # (its real part alone was judged, the imaginary part dropped)
+            raise TypeError(f"{p.name} as complex numbers, not real ones")
+        shape = tuple(shapes[p.name])
+        if v.shape != shape:
+            # a value for every element (one value), a result or an output that is flat (row-major order),
+            # or the same dims with size-1 dims more or fewer; never other dims of the same size (a
+            # transposed result)
+            same = v.size == math.prod(shape) and (v.ndim == 1 or len(shape) == 1 or [d for d in v.shape if d != 1]
+                                                   == [d for d in shape if d != 1])
+            if v.size != 1 and not same:
+                raise ValueError(f"{p.name} of shape {v.shape} for an output of shape {shape}")
+            v = np.broadcast_to(v, shape) if v.size == 1 else v.reshape(shape)
         if dt.is_float:
             out[p.name] = round_float(to_f64(v), dt)
         elif v.dtype.kind == "f":
