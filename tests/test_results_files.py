@@ -84,6 +84,15 @@ def test_baseline_update_keeps_entries_for_levels_and_cases_not_run(tmp_path):
                                                          "not in this sweep, #4", "any level, #5"]
 
 
+def test_baseline_update_writes_a_case_id_with_a_delete_character_readably(tmp_path):
+    """JSON leaves DEL (0x7f) raw and TOML forbids it: `update` wrote a file `--baseline` could not read."""
+    odd = ids("unary.neg", 1)[0] + "\x7f"
+    res = write(tmp_path / "r.json", {odd: "fail"})
+    assert invoke("baseline", "update", res, "-o", tmp_path / "k.toml").exit_code == 0
+    (e,) = bl.load(tmp_path / "k.toml").entries
+    assert e.pattern == odd
+
+
 def test_baseline_update_never_drops_an_entry_for_every_level(tmp_path):
     cases = ids("unary.neg", 2)
     out = tmp_path / "known.toml"

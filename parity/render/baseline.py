@@ -193,14 +193,19 @@ def dump(baseline: Baseline, path: str | Path, old: Baseline | None = None, old_
     for e in entries:
         block = tables.get(id(e))
         if block is None:
-            q = json.dumps                     # a JSON string is a valid TOML basic string
-            block = ["[[known]]", f"pattern = {q(e.pattern, ensure_ascii=False)}"]
-            block += [f"level = {q(e.level, ensure_ascii=False)}"] if e.level else []
-            block += [f"reason = {q(e.reason, ensure_ascii=False)}", ""]
+            block = ["[[known]]", f"pattern = {_toml_str(e.pattern)}"]
+            block += [f"level = {_toml_str(e.level)}"] if e.level else []
+            block += [f"reason = {_toml_str(e.reason)}", ""]
         _join(lines, block)
     _join(lines, tail)
     files.write_text(path, "\n".join(lines).rstrip("\n") + "\n", "baseline")
     return layout is not None or old_text is None or not _has_comments(old_text)
+
+
+def _toml_str(s: str) -> str:
+    """`s` as a TOML basic string: JSON's escapes are TOML's, but JSON leaves DEL raw, which TOML forbids
+    (a case id ending in it made a baseline `update` wrote that nothing could read back)."""
+    return json.dumps(s, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _join(lines: list[str], more: list[str]) -> None:
