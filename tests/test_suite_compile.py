@@ -119,6 +119,14 @@ def test_coverage_present_and_signature_mismatch():
     assert "expected 5 parameters" in rows["uneg_f32"].suggestion
 
 
+def test_a_pointer_to_pointers_is_no_element_pointer():
+    """`const float* const* rows` for a declared `rows: in` (f32*) was skipped as an unknown pointee: present."""
+    from parity.suite.coverage import compare_pointees
+    assert compare_pointees(["f32*", "f32*", "u32"], ["const f32**", "f32*", "u32"]) == (
+        ["#0: expected f32*, suite has const f32** (2 levels of pointer, not 1)"], [])
+    assert compare_pointees(["ptr", "f32*"], ["f32**", "const f32*"]) == ([], [])   # unknown, and const-ness
+
+
 def test_coverage_custom_expected():
     op, key = expected_kernels()["uneg_f32"]
     rows = coverage(discover(SUITES / "good"), expected={"uneg_f32": (op, key)})

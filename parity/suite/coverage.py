@@ -49,6 +49,9 @@ def compare_pointees(expected: list[str], got: list[str]) -> tuple[list[str], li
     for i, (e, g) in enumerate(zip(expected, got)):
         if not (e.endswith("*") and g.endswith("*")):
             continue
+        if e.count("*") != g.count("*"):         # `const float* const*` for a float*: pointers, not elements
+            bad.append(f"#{i}: expected {e}, suite has {g} ({g.count('*')} levels of pointer, not {e.count('*')})")
+            continue
         pe, pg = pointee(e), pointee(g)
         ce, cg = _ABI.get(pe), _ABI.get(pg)
         if pe == pg or ce is None or cg is None:
