@@ -112,6 +112,8 @@ MUTATIONS = [
     ('references = "refs.py"', 'references = "../refs.py"', 6, "references: ../refs.py is outside the declaration's folder"),
     ('[launch]', '[lanch]', 12, "unknown key 'lanch'; did you mean 'launch'?"),
     ('f32 = "float"', 'f32 = "float"\nf32 = "single"', 10, "Cannot overwrite a value"),
+    ('"n: len u32"]\nreference = "alpha * x + y"', '"n: len int"]\nreference = "alpha * x + y"', 20,
+     "kernel blas.axpy: params: #5: unknown type 'int'; parity spells C's int 'i32'"),
     # a port's declaration may be untrusted: its expressions reach no file and no pickle (np.load runs one)
     ('reference = "alpha * x + y"', "reference = \"alpha * x + y + 0 * np.size(np.load('evil.npy', None, True))\"", 21,
      "kernel blas.axpy: reference: np.load is not allowed in a reference expression"),

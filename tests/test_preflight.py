@@ -170,3 +170,16 @@ def test_a_narrow_pointer_is_signature_mismatch_on_amd_static_too(tmp_path: Path
     assert [r["verdict"] for r in rows] == ["signature-mismatch", "compiled"], [r["message"][:300] for r in rows]
     assert "uneg_f32(size_t, size_t, const u32*, const f32*, f32*) but the ABI passes (size_t, size_t, " \
            "const size_t*, const f32*, f32*)" in rows[0]["message"], rows[0]["message"]
+
+
+def test_a_kernel_defined_only_in_cpp_form_is_missing_with_where_and_why(tmp_path: Path):
+    """A declared kernel in a namespace (or a template) was `missing` with no word of where it is: the
+    ABI finds kernels by their C names, and discovery reads extern "C" kernels only."""
+    (tmp_path / "k.hip").write_text('#include <hip/hip_runtime.h>\nnamespace m {\n'
+                                    '__global__ void scale_cpp(float* x) { x[0] = 1; }\n}\n'
+                                    'extern "C" __global__ void other(float* x) {}\n')
+    msg = not_found("scale_cpp", discover(tmp_path), "the suite", []).message
+    assert msg.startswith(f"no kernel scale_cpp in the suite ({tmp_path / 'k.hip'}:3 defines it as a C++ kernel, "
+                          "whose symbol is mangled"), msg
+    assert "declare it extern \"C\"" in msg
+    assert "C++ kernel" not in not_found("nothere", discover(tmp_path), "the suite", []).message

@@ -13,6 +13,7 @@ Shared by the NVIDIA and AMD executors, so a port gets the same verdicts on ever
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from parity.ops.base import ExecResult, Launch
@@ -49,6 +50,21 @@ def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
     return ExecResult("compile-error", message=first, detail=detail)
 
 
+def _cxx_kernel(kernel: str, suite: Suite) -> str:
+    """`file:line` of a `__global__` function named `kernel` that discovery did not take (it reads
+    extern "C" kernels only), else ''."""
+    pat = re.compile(r"__global__[^;{}()]*?\b" + re.escape(kernel) + r"\s*[(<]")
+    for src in getattr(suite, "sources", ()):
+        try:
+            text = Path(src).read_text(errors="replace")
+        except OSError:
+            continue
+        m = pat.search(text)
+        if m:
+            return f"{src}:{text.count(chr(10), 0, m.start()) + 1}"
+    return ""
+
+
 def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, CompileResult]],
               hip_mapping: bool = False, absent_for: str = "") -> ExecResult:
     """No compiled file defines `kernel`. If a file that failed to compile names it, that file's
@@ -65,6 +81,11 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
     if decl is not None:
         msg += (f" (declared at {decl.where()} but absent from the compiled module{absent_for}: excluded by #if, "
                 "or not extern \"C\" (a C++ name is mangled)?)")
+    else:
+        cxx = _cxx_kernel(kernel, suite)
+        if cxx:
+            msg += (f" ({cxx} defines it as a C++ kernel, whose symbol is mangled (a namespace, a template, no "
+                    "extern \"C\"): the ABI finds kernels by their C names; declare it extern \"C\")")
     sugg = suggestion_for(kernel, suite)
     if sugg:
         msg += f"; closest defined: {sugg}"
