@@ -504,6 +504,10 @@ def test_shards_are_merged_by_their_suite_s_content_not_its_path(tmp_path):
         assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output
     assert (run / "results.json").read_bytes() == before
     assert invoke("report", run, "--format", "md", "-o", run / "summary.md").exit_code == 0   # its own: re-rendered
+    summary = (run / "summary.md").read_bytes()                              # in its own format only (XML
+    r = invoke("report", run, "--format", "junit", "-o", run / "summary.md")  # replaced the summary)
+    assert r.exit_code == 2 and "is the run's md report: --format junit would replace it" in r.output, r.output
+    assert (run / "summary.md").read_bytes() == summary
     for name in ("run.json", "results.partial.jsonl"):                                         # but never over
         r = invoke("report", run, "--format", "junit", "-o", run / name)                       # what --resume reads
         assert r.exit_code == 2 and "write the report elsewhere" in r.output, r.output

@@ -36,7 +36,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     except ValueError as e:
         raise SetupError(str(e))
     if output is not None:
-        not_into_a_run(output, "the report", own=[path])     # (the rendered run's folder may take its reports)
+        not_into_a_run(output, "the report", own=[path], fmt=fmt)   # (the rendered run's folder: its reports)
     if note:
         click.echo(one_line(note), err=True)
     res = read_results(path)

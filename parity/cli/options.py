@@ -77,13 +77,14 @@ def not_a_folder(output: Path, name: str) -> None:
         raise SetupError(f"-o {output} is a folder; name {name}")
 
 
-def not_into_a_run(output: Path, what: str, own=()) -> None:
+def not_into_a_run(output: Path, what: str, own=(), fmt: str = "") -> None:
     """-o naming a run's folder, or a file in one (it has run.json), is exit 2: its files are that run's
     own (its reports, and the rows `--resume` reads). own: the run folder or results file rendered, whose
-    folder may take its own reports again (RUN_REPORTS; never run.json, its rows or its lock)."""
+    folder may take its own reports again (RUN_REPORTS, each in its own format `fmt`; never run.json,
+    its rows or its lock)."""
     import os
 
-    from parity.run.session import RUN_FILE, RUN_REPORTS
+    from parity.run.session import RUN_FILE, RUN_REPORT_FORMATS, RUN_REPORTS
     out = Path(output)
     folder = out if out.is_dir() else out.parent
     if not (folder / RUN_FILE).exists():
@@ -92,6 +93,10 @@ def not_into_a_run(output: Path, what: str, own=()) -> None:
     if os.path.realpath(folder) not in mine or out.is_dir() or out.name not in RUN_REPORTS:
         raise SetupError(f"-o {output}: {folder} is a run's folder (it has {RUN_FILE}): its files are that run's; "
                          f"write {what} elsewhere")
+    want = RUN_REPORT_FORMATS[out.name]
+    if fmt and fmt != want:                  # (its summary.md replaced by XML)
+        raise SetupError(f"-o {output} is the run's {want} report: --format {fmt} would replace it with another "
+                         f"format; use --format {want}, or write the {fmt} elsewhere")
 
 
 

@@ -246,7 +246,8 @@ def run_folder(out: Path, stem: str) -> Path:
     raise SessionError(f"--out {out}: 999 runs named {base} already")
 
 
-RUN_REPORTS = ("summary.md", "junit.xml", "index.html")   # a run's reports, made from its results.json
+RUN_REPORT_FORMATS = {"summary.md": "md", "junit.xml": "junit", "index.html": "html"}   # `parity report --format`
+RUN_REPORTS = tuple(RUN_REPORT_FORMATS)                 # a run's reports, made from its results.json
 REPORT_FILES = (RUN_FILE, "results.json", "results.partial.jsonl", *RUN_REPORTS, "mutants.jsonl", "mutants.json")
 
 
