@@ -406,3 +406,18 @@ def test_reference_failures_beside_a_port_score_are_in_the_headline():
     o = decide(pd.DataFrame(static + ref), {"levels": levels, "planned_rows": 8})
     assert o.status == "fail" and o.exit_code == 1
     assert o.headline.endswith(" · 3 failing on cpu, the reference"), o.headline
+
+
+def test_strict_stale_entries_are_said_not_counted_as_cases_that_do_not_compile():
+    """--strict over a baseline whose 16 entries now compile said `0 compile, 1 wrong · 0/16 cases compile`:
+    they compile; what fails is the baseline, and the headline says so (still exit 1)."""
+    import pandas as pd
+
+    from parity.render.outcome import decide
+    rows = [{"case_id": f"unary.exp/f32/c{i}", "op": "unary.exp", "family": "unary", "level": "amd-static",
+             "kernel": "uexp_f32", "verdict": "xpass-strict"} for i in range(16)]
+    o = decide(pd.DataFrame(rows), {"levels": [{"level": "amd-static", "available": True}], "planned_rows": 16})
+    assert (o.status, o.exit_code) == ("fail", 1)
+    assert o.headline == ("parity: ported 1/1 kernels (100%) · 1 compile · 16/16 cases compile · 16 cases the baseline "
+                          "expects to fail compiled (xpass-strict: stale entries) · compile checks only (amd-static), "
+                          "nothing executed")
