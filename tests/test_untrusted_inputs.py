@@ -60,6 +60,22 @@ def test_a_suite_folder_named_like_an_option_is_discovered(tmp_path, monkeypatch
     s = discover("-dashsrc")
     assert (sorted(s.kernels), str(s.kernels["uneg_f32"].file), s.notes) == (["uneg_f32"], "-dashsrc/k.hip", [])
 
+@pytest.mark.parametrize("name", ['u"+x+".hip', 'back\\slash.hip', 'a"b\\"c.hip'])
+def test_a_source_named_with_quotes_or_backslashes_is_attributed_whole(tmp_path, name):
+    """cpp escapes `"` and `\\` in its line markers: `u"+x+".hip` was attributed to `u\\`, and the repro
+    script printed for it did not parse (its path pasted between double quotes)."""
+    import ast
+
+    from parity.run.repro import snippet
+    from parity.suite.scan import discover
+    (tmp_path / name).write_text("#define NEG_F32 uneg_f32\n" + KERNEL.replace("uneg_f32", "NEG_F32"))
+    s = discover(tmp_path)
+    assert s.kernels["uneg_f32"].file == tmp_path / name and s.file_of("uneg_f32") == tmp_path / name
+    code = snippet(tmp_path / "c.npz", s.file_of("uneg_f32"), "hip-on-nvidia", "uneg_f32")
+    calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "open"]
+    assert [c.args[0].value for c in calls] == [str(tmp_path / name)]
+
+
 def test_discovery_writes_no_stub_outside_its_temp_folder(tmp_path):
     escape = tmp_path / "outside"
     escape.mkdir()

@@ -18,6 +18,7 @@ import numpy as np
 
 from parity import chains, profiles
 from parity.core.row import Verdict
+from parity.core.text import one_line
 from parity.core.suggest import unknown
 from parity.host.marshal import scalar_arg
 from parity.ops import CATALOG
@@ -267,11 +268,11 @@ def snippet(npz: Path, source: Path | None, level: str, kernel: str) -> str:
         opts.append(f"-I{CUDA_RTC_STUBS}")
     opts = repr(tuple(opts))
     return f'''\
-# replay {kernel} from {npz} with CuPy (needs a CUDA GPU and CuPy: cupy-cuda13x or cupy-cuda12x)
+# replay {one_line(kernel)} from {one_line(npz)} with CuPy (needs a CUDA GPU and CuPy: cupy-cuda13x or cupy-cuda12x)
 import json, numpy as np, cupy as cp
-z = np.load("{npz}")
+z = np.load({str(npz)!r})
 meta = json.loads(str(z["meta"]))
-mod = cp.RawModule(code=open("{src}").read(), options={opts}, backend="nvrtc")
+mod = cp.RawModule(code=open({src!r}).read(), options={opts}, backend="nvrtc")
 fn = mod.get_function(meta["kernel"])
 dev = {{k[4:]: cp.asarray(z[k]) for k in z.files if k.startswith("buf_")}}   # base buffers, raw bits
 keep, args = [], []

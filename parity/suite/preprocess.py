@@ -39,7 +39,17 @@ MIRROR_UP = STUB_DEPTH   # folders above a blanked file's own that are mirrored 
 
 _FATAL = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: fatal error: (?P<msg>[^\n]*)$", re.M)
 _NOT_FOUND = re.compile(r"^(?P<name>.+): No such file or directory$")
-_MARKER_PATH = re.compile(r'^(#\s*\d+\s+")([^"\n]*)(")', re.M)
+_MARKER_PATH = re.compile(r'^(#\s*\d+\s+")((?:[^"\\\n]|\\.)*)(")', re.M)   # cpp escapes " and \ in paths
+
+
+def marker_path(quoted: str) -> str:
+    """A line marker's file name as cpp wrote it (\\" and \\\\ escaped) -> the path."""
+    return re.sub(r"\\(.)", r"\1", quoted)
+
+
+def marker_quote(path: str) -> str:
+    """A path as a line marker's file name (a `"` in it would end the name)."""
+    return path.replace("\\", "\\\\").replace('"', '\\"')
 
 
 class SuiteError(ValueError):
@@ -166,13 +176,13 @@ class Overlay:
         root, main = str(self.root) + os.sep, str(self.of(self.source))
 
         def back(m: re.Match) -> str:
-            p = m.group(2)
+            p = marker_path(m.group(2))
             if not p.startswith(root):
                 return m.group(0)
             if p == main:
-                return m.group(1) + str(self.source) + m.group(3)
+                return m.group(1) + marker_quote(str(self.source)) + m.group(3)
             orig = os.sep + p[len(root):]
-            return m.group(1) + (orig if self.source.is_absolute() else os.path.relpath(orig)) + m.group(3)
+            return m.group(1) + marker_quote(orig if self.source.is_absolute() else os.path.relpath(orig)) + m.group(3)
         return _MARKER_PATH.sub(back, text)
 
 

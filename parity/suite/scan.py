@@ -32,7 +32,7 @@ from parity.core.files import special_file
 from parity.suite.compile_cache import cache_dir
 from parity.suite.includes import include_walk
 from parity.suite.preprocess import (CPP_TIMEOUT_S, STUB_DEPTH, SuiteError, default_defines,  # noqa: F401
-                                     preprocess, stub_path)
+                                     marker_path, preprocess, stub_path)
 
 SOURCE_SUFFIXES = (".hip", ".cu")
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inc", ".inl")
@@ -346,7 +346,7 @@ def parse_declarations(text: str) -> list[tuple[str, int, list[str], bool]]:
 
 
 # ------------------------------------------------------------------------- preprocessing
-_LINEMARK = re.compile(r'^#\s*(\d+)\s+"([^"]*)"')
+_LINEMARK = re.compile(r'^#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')     # the name as cpp escapes it (marker_path)
 
 
 def _line_map(text: str) -> list[tuple[str, int]]:
@@ -355,7 +355,7 @@ def _line_map(text: str) -> list[tuple[str, int]]:
     for ln in text.split("\n"):
         m = _LINEMARK.match(ln)
         if m:
-            cur_line, cur_file = int(m.group(1)), m.group(2)
+            cur_line, cur_file = int(m.group(1)), marker_path(m.group(2))
             res.append((cur_file, 0))
             continue
         res.append((cur_file, cur_line))
@@ -383,7 +383,8 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
         raise SuiteError(f"{whole[0]} (discovering {source})")
     if not cached:
         return _scan_source(source, include_dirs, defines, use_cpp, force_includes, refused)
-    h = hashlib.sha256(b"scan/6")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5-6: stub notes
+    h = hashlib.sha256(b"scan/7")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5-6: stub notes;
+    #                                       7: escaped quotes in line markers
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update("\0".join(refused).encode())
