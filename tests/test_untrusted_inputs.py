@@ -552,7 +552,7 @@ def test_repro_output_names_the_npz_written_and_a_folder_is_refused(tmp_path, mo
     case = "unary.exp/f32/transposed/normal/s0"
     r = invoke("repro", case, "--level", "cpu", "-o", "out/x")
     assert r.exit_code == 2, r.output                  # (cpu: the reference alone)
-    assert 'z = np.load("out/x.npz")' in r.stdout and "# wrote out/x.npz (kernel " in r.stderr
+    assert "z = np.load('out/x.npz')" in r.stdout and "# wrote out/x.npz (kernel " in r.stderr
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["x.npz"]
     (tmp_path / "d").mkdir()
     named = Path("d") / repro.default_output(case).name

@@ -64,8 +64,8 @@
 // packs (12 KB, an 8192-column row) at 128 registers: f16 4096x4096 79.5 -> 90.2 -> 85.5, bf16 81.0 ->
 // 89.3 -> 86.2; f16 / bf16 2048x8192 74.3 / 73.1 -> 74.0 / 73.3 -> 79.5 / 77.1; but 768 packs cost the
 // rows dealt to a warp their blocks an SM (17 where 32): 512-1024 columns -1.4 to -4 (f16 1024 97.6 ->
-// 93.9), where 256 packs are within -1 to +2 of the stream path on every other row (bf16 2048 columns
-// -4 in one run of two). The rest of an 8192-column row read from memory in each pass (the registers'
+// 93.9), where 256 packs are within -2.1 to +2 of the stream path on every other row but bf16 2048
+// columns, 95.0 -> 90.9 (one run; 93.9 there for the same path in another build). The rest of an 8192-column row read from memory in each pass (the registers'
 // and 4 KB once, the rest three times) was slower than the stream path: f16 2048x8192 74 -> 70,
 // 1024x16384 66 -> 49. AMD: none until measured (as PK_SOFTMAX_KEEP).
 #ifndef PK_SOFTMAX_RESIDENT

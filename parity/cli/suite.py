@@ -279,6 +279,11 @@ class _Rows(list):
         self.append(cells)
 
 
+def _cell(text: str) -> str:
+    """A note as one table cell: its lines joined by spaces (a compiler's notes span lines), 200 characters."""
+    return one_line(" ".join(text.split()))[:200]
+
+
 def _print_static(rows, per_file: bool) -> None:
     t = _Rows()
     # narrow terminals lose the columns a spill/occupancy review needs least
@@ -296,12 +301,14 @@ def _print_static(rows, per_file: bool) -> None:
             t.add_row(f"{f} ({len(rs)})", arch, status, str(rs[0].wavefront or ""), str(mx("vgprs")),
                       str(mx("sgprs")), str(mx("vgpr_spill") + mx("sgpr_spill")), str(mx("lds_bytes")),
                       str(mx("scratch_bytes")), str(min((r.occupancy or 0) for r in rs)),
-                      "; ".join(sorted({n for r in rs for n in r.notes}))[:200])
+                      _cell("; ".join(sorted({n for r in rs for n in r.notes}))))
     else:
+        def n(v) -> str:                         # (no resource-usage remark: nothing to show, not "None")
+            return "" if v is None else str(v)
         for r in rows:
-            t.add_row(r.kernel, r.arch, r.status, str(r.wavefront or ""), str(r.vgprs), str(r.sgprs),
-                      str((r.vgpr_spill or 0) + (r.sgpr_spill or 0)), str(r.lds_bytes), str(r.scratch_bytes),
-                      str(r.occupancy), "; ".join(r.notes)[:200] or r.message[:200])
+            t.add_row(r.kernel, r.arch, r.status, n(r.wavefront), n(r.vgprs), n(r.sgprs),
+                      str((r.vgpr_spill or 0) + (r.sgpr_spill or 0)), n(r.lds_bytes), n(r.scratch_bytes),
+                      n(r.occupancy), _cell("; ".join(r.notes) or r.message))
     console = Console()
     console.print(fit_table(console, cols, t))
 
