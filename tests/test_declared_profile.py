@@ -178,6 +178,7 @@ SIZE_NAMES = [
     ('"n: len u32"]', '"n: len u32", "m: size u32"]', 20,
      "kernel blas.axpy: params: m: unknown size 'm' (known: n, numel_out, numel_x, numel_y); a size without '= EXPR'"),
     ('"result: out = zero"', '"result: out = value:beta"', 56, "kernel reduce.dot: params: result's value: unknown scalar 'beta'"),
+    ('grid = "ceil(rows / 256)"', 'grid = "ceil(rows / 0)"', 41, "kernel reduce.rowsum: grid: 'ceil(rows / 0)' divides by 0"),
 ]
 
 

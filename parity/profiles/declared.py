@@ -775,6 +775,9 @@ def _known_names(entry: _KernelEntry, text, known: set[str], field: str, cls: st
         raise entry.error(f"{what + ' ' if what else ''}{text!r}: {getattr(x, 'msg', None) or x}", field, line=line)
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for n in ast.walk(tree):
+        if (isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod))
+                and isinstance(n.right, ast.Constant) and n.right.value == 0):   # (every case would raise)
+            raise entry.error(f"{what + ' ' if what else ''}{text!r} divides by 0", field, line=line)
         if isinstance(n, ast.Name) and id(n) not in called and n.id not in known:
             where = f" in shape class {cls!r}" if cls else ""
             raise entry.error(f"{what + ' ' if what else ''}unknown {kind} {n.id!r}{where} "
