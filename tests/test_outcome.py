@@ -421,3 +421,15 @@ def test_strict_stale_entries_are_said_not_counted_as_cases_that_do_not_compile(
     assert o.headline == ("parity: ported 1/1 kernels (100%) · 1 compile · 16/16 cases compile · 16 cases the baseline "
                           "expects to fail compiled (xpass-strict: stale entries) · compile checks only (amd-static), "
                           "nothing executed")
+
+
+def test_a_level_a_stopped_run_never_reached_is_not_said_to_have_run():
+    """Interrupted during cpu, before amd-static's first case: the level table said `amd-static | ran`."""
+    from parity.render import markdown
+    from parity.run.results import Results
+    rows = [{"case_id": "unary.exp/f32/c0", "op": "unary.exp", "level": "cpu", "verdict": "pass"}]
+    levels = [{"level": "cpu", "available": True}, {"level": "amd-static", "available": True}]
+    text = markdown.render(Results.from_rows(rows, {"levels": levels, "interrupted": True, "planned_rows": 32}))
+    assert "| cpu | ran |  |" in text and "| amd-static | not reached (the run stopped) |  |" in text
+    text = markdown.render(Results.from_rows(rows, {"levels": levels[:1], "planned_rows": 1}))
+    assert "| cpu | ran |  |" in text

@@ -62,8 +62,10 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
     levels = meta.get("levels", [])
     if levels:
         lines += ["| level | status | device / reason |", "| --- | --- | --- |"]
-        for lv in levels:
-            status = "ran" if lv["available"] else "**unavailable**"
+        rows = res.table["level"].astype(str).value_counts() if len(res.table) else {}
+        for lv in levels:               # (a run stopped before a level's first case never ran it)
+            status = ("**unavailable**" if not lv["available"] else "ran" if rows.get(lv["level"], 0)
+                      or not outcome.stop_reason(meta, len(res.table)) else "not reached (the run stopped)")
             lines.append(f"| {md_text(lv['level'])} | {status} | {md_text(lv.get('device') or lv.get('reason', ''))} |")
         lines.append("")
         if any(not lv["available"] for lv in levels):
