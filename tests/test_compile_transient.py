@@ -144,6 +144,20 @@ def test_no_home_puts_the_cache_under_the_temporary_folder(monkeypatch):
     assert not str(cc.cache_dir()).startswith("/.cache")
 
 
+def test_our_temporary_cache_folder_made_under_a_loose_umask_is_emptied_and_made_private(tmp_path, monkeypatch,
+                                                                                      capsys):
+    """An older parity made it with the umask (775 under 002): it was passed over on every run, forever."""
+    monkeypatch.delenv("PARITY_CACHE_DIR")
+    monkeypatch.setenv("HOME", "/")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ours = tmp_path / f"parity-cache-{os.getuid()}"
+    (ours / "ab").mkdir(parents=True)
+    (ours / "ab" / "planted").write_text("x")
+    ours.chmod(0o775)
+    assert cc.cache_dir() == ours and stat.S_IMODE(ours.stat().st_mode) == 0o700
+    assert not (ours / "ab").exists() and capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("planted", ["link", "open", "file"])
 def test_a_planted_temporary_cache_folder_is_passed_over(tmp_path, monkeypatch, capsys, planted):
     """With no home the cache's name under the shared temporary folder can be guessed: one made before
@@ -157,9 +171,10 @@ def test_a_planted_temporary_cache_folder_is_passed_over(tmp_path, monkeypatch, 
     if planted == "link":
         (tmp_path / "theirs").mkdir()
         guessed.symlink_to(tmp_path / "theirs")
-    elif planted == "open":
+    elif planted == "open":                    # ours but opened to all, and kept open (repair fails)
         guessed.mkdir()
         guessed.chmod(0o777)
+        monkeypatch.setattr(cc.shutil, "rmtree", lambda *a, **k: None)
     else:
         guessed.write_text("")
     got = cc.cache_dir()

@@ -225,14 +225,18 @@ def test_a_tolerance_is_a_finite_non_negative_number(tmp_path, spec, says):
 ])
 def test_a_case_no_launch_can_pass_is_refused_never_run(tmp_path, monkeypatch, name, old, new, says):
     """`len u16` of a 163,835-element case passed on cpu (its launch cannot be marshalled: on a GPU
-    parity's own `error`), and so did a block of 163,835 threads from `block = "n"`."""
+    parity's own `error`), and so did a block of 163,835 threads from `block = "n"`: unavailable now,
+    on every level (a real host would wrap the size and launch: no verdict of ours would be true)."""
     decl = _renamed_copy(tmp_path, monkeypatch, name) / "parity-kernels.toml"
     text = decl.read_text()
     assert old in text, old
     decl.write_text(text.replace(old, new, 1))
     profiles.get(str(decl))
-    pc = prepare_case(Case.parse(f"{name}.blas.axpy/f32/len163835/normal/s0@alpha=2.5"))
+    big = Case.parse(f"{name}.blas.axpy/f32/len163835/normal/s0@alpha=2.5")
+    pc = prepare_case(big)
     assert pc.launch is None and says in pc.built.refuse
+    (row,) = run_cases([big], CpuExecutor(name), "cpu")           # never a pass of an "expected error"
+    assert row["verdict"] == "unavailable" and row["message"].startswith("not launched: ") and says in row["message"]
     pc = prepare_case(Case.parse(f"{name}.blas.axpy/f32/len255/normal/s0@alpha=2.5"))
     assert pc.launch is not None and pc.built.refuse == ""
 

@@ -389,6 +389,7 @@ def test_baselined_failures_are_said_and_never_counted_as_passes():
     both = run + [dict(r, level="amd-static", verdict="compiled") for r in rows]
     o = decide(pd.DataFrame(both), {"levels": [gpu, dict(gpu, level="amd-static")], "planned_rows": 28})
     assert o.status == "compiled" and o.headline.startswith("parity: compiled, not executed — 1/1 kernels compile")
+    assert "(amd-static); hip-on-nvidia ran them and passed none (every case a known failure)" in o.headline
     assert [p.split(":")[0] for p in o.proves] == ["amd-static"]    # hip-on-nvidia verified nothing
 
 

@@ -179,7 +179,8 @@ def test_a_kernel_defined_only_in_cpp_form_is_missing_with_where_and_why(tmp_pat
                                     '__global__ void scale_cpp(float* x) { x[0] = 1; }\n}\n'
                                     'extern "C" __global__ void other(float* x) {}\n')
     msg = not_found("scale_cpp", discover(tmp_path), "the suite", []).message
-    assert msg.startswith(f"no kernel scale_cpp in the suite ({tmp_path / 'k.hip'}:3 defines it as a C++ kernel, "
-                          "whose symbol is mangled"), msg
+    assert msg.startswith(f"no kernel scale_cpp in the suite ({tmp_path / 'k.hip'}:3 has a kernel of that name that "
+                          "discovery did not take: a C++ kernel (a namespace, a template, no extern \"C\") has a "
+                          "mangled symbol"), msg
     assert "declare it extern \"C\"" in msg
     assert "C++ kernel" not in not_found("nothere", discover(tmp_path), "the suite", []).message

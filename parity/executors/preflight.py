@@ -84,8 +84,9 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
     else:
         cxx = _cxx_kernel(kernel, suite)
         if cxx:
-            msg += (f" ({cxx} defines it as a C++ kernel, whose symbol is mangled (a namespace, a template, no "
-                    "extern \"C\"): the ABI finds kernels by their C names; declare it extern \"C\")")
+            msg += (f" ({cxx} has a kernel of that name that discovery did not take: a C++ kernel (a namespace, "
+                    "a template, no extern \"C\") has a mangled symbol, and the ABI finds kernels by their C "
+                    "names: declare it extern \"C\"; or the preprocessor leaves it out (#if))")
     sugg = suggestion_for(kernel, suite)
     if sugg:
         msg += f"; closest defined: {sugg}"

@@ -42,6 +42,8 @@ class StructuredBuilt:
     out_offset: int = 0                      # pointer offset of the output inside its buffer
     out_init: np.ndarray | None = None       # output buffer before the launch (None: 0xA5 sentinel)
     refuse: str = ""                         # the host errors out: expected error, nothing launched
+    unlaunchable: str = ""                   # no launch can express the case (with `refuse`): unavailable,
+                                             # never a pass of an expected error
     refuse_check: bool = False               # with `refuse`: launch anyway; the executor must refuse
                                              # too (ExecResult "refused": pass; computing: fail)
     notes: list[str] = field(default_factory=list)

@@ -248,7 +248,9 @@ _NP_FUNCTIONS = frozenset("""
     ones_like outer pad partition percentile prod promote_types quantile ravel ravel_multi_index repeat
     reshape result_type roll rot90 round searchsorted select shape size sort split squeeze stack std sum
     swapaxes take take_along_axis tensordot tile trace transpose tril triu unique unravel_index var vdot
-    vstack where zeros zeros_like ndim sinc i0 interp real imag angle
+    vstack where zeros zeros_like ndim sinc i0 interp real imag angle convolve correlate isin append concat
+    column_stack dstack block insert delete resize ptp nanargmax nanargmin nanstd nanvar nancumsum nancumprod
+    nanmedian nanpercentile nanquantile issubdtype isreal iscomplex trim_zeros histogram cov corrcoef
 """.split())
 
 
@@ -256,7 +258,7 @@ def _np_allowed(name: str) -> bool:
     obj = getattr(np, name, None)
     if obj is None:
         return name == "newaxis"
-    if name in _NP_FUNCTIONS or isinstance(obj, (np.ufunc, float)):
+    if name in _NP_FUNCTIONS or isinstance(obj, (np.ufunc, float, np.generic)):   # (np.True_ is a value)
         return True
     return isinstance(obj, type) and (issubclass(obj, np.generic) or obj is np.dtype)
 

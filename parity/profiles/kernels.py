@@ -487,14 +487,16 @@ def build(case, rng) -> KernelBuilt:
     if not b.refuse and 0 in b.geo["grid"]:
         b.refuse = (f"a grid of {tuple(b.geo['grid'])} blocks: the HIP runtime refuses a launch with no "
                     "blocks (hipErrorInvalidConfiguration), so the host's call returns that error")
-    b.refuse = b.refuse or _unlaunchable(op, b)
+    if not b.refuse:
+        b.unlaunchable = b.refuse = _unlaunchable(op, b)
     return b
 
 
 def _unlaunchable(op: KernelOp, b: KernelBuilt) -> str:
     """Why no host can launch this case as declared ('' if it can): a block over the hardware's limits
     (a block expression of the sizes), or a size its parameter's integer type cannot hold (`len u16` of a
-    163,835-element case). Such a case is refused before any launch, never judged as run."""
+    163,835-element case). Such a case is not launched, and is `unavailable`: it is outside what the
+    kernel's parameters can express, neither an expected error nor a pass."""
     names = _size_names(op, b)
     blk = _block(op, names)
     if math.prod(blk) > 1024 or blk[2] > 64 or min(blk) < 1:

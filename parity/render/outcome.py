@@ -129,7 +129,9 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         total = _kernels(c, None)
         targets = meta.get("amd_targets") or []
         head = (f"parity: compiled, not executed — {compiled:,}/{total:,} kernels compile"
-                + (f" for {', '.join(targets)}" if targets else "") + " (amd-static); no level here ran them")
+                + (f" for {', '.join(targets)}" if targets else "") + " (amd-static); "
+                + (f"{_names(by_role[EXECUTES])} ran them and passed none (every case a known failure)"
+                   if len(by_role[EXECUTES]) else "no level here ran them"))
         status = "stopped" if stopped else "compiled"
     elif len(by_role[REFERENCE]) and meta.get("reference_only_requested"):
         r = by_role[REFERENCE]

@@ -149,9 +149,14 @@ def static_row(case: Case, executor: Static, device: str = "") -> dict:
 
 
 def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
-    """The row of a case Candle's host refuses before any launch: the refusal is what it expects."""
-    row.verdict = Verdict.PASS
-    row.message = f"expected error, not launched: {p.built.refuse}"
+    """The row of a case Candle's host refuses before any launch: the refusal is what it expects. A
+    case no launch can express (a declared kernel's parameter too narrow for its size) is unavailable."""
+    if getattr(p.built, "unlaunchable", ""):
+        row.verdict = Verdict.UNAVAILABLE
+        row.message = f"not launched: {p.built.unlaunchable}"
+    else:
+        row.verdict = Verdict.PASS
+        row.message = f"expected error, not launched: {p.built.refuse}"
     row.wall_ms = (time.perf_counter() - t0) * 1e3
     return row.to_dict()
 

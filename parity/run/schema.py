@@ -52,7 +52,7 @@ NUM = _kind(_finite, "a number")
 # catalog, a declaration (C identifiers) and the levels make, one line with no markdown, HTML or
 # control character, so that a results file written by hand cannot put a heading or an image into
 # the summary.md of `parity report` (a PR comment) through them.
-_NAME = re.compile(r"[A-Za-z0-9_.\-+/:@=,()]*\Z")
+_NAME = re.compile(r"[\w.\-+/:@=,()]*\Z")   # \w as a declaration's names take it (any script's letters)
 NAME = _kind(lambda v: isinstance(v, str) and _NAME.match(v) is not None,
              "a name (letters, digits and _ . - + / : @ = , ( ) only)")
 INT = _kind(lambda v: _finite(v) and float(v).is_integer(), "a whole number")

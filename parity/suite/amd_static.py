@@ -303,7 +303,8 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
             for n in sorted(set(by_file.get(src, [])) - names):     # that this target's build left out (#if)
                 rows.append(StaticRow(n, arch, "missing", str(src), wavefront=wf, notes=notes.get(n, []),
                                       message=f"{n} is defined in {src.name} but absent from its code object for "
-                                              f"{arch} (left out for this target: an #if on the arch?)"))
+                                              f"{arch} (left out for this target by an #if on the arch, or a "
+                                              "static kernel: internal linkage renames it)"))
             by_file_here = set(by_file.get(src, [])) & names
         else:                                    # (no list read: the scan's names stand)
             by_file_here = set(by_file.get(src, []))

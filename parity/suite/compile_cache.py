@@ -131,19 +131,24 @@ def _temp_cache() -> Path:
     (a compile error served as compiled, a binary of theirs run) and is passed over for this process's
     private scratch folder, with one warning line."""
     path = Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
-    try:
-        os.mkdir(path, 0o700)
-    except OSError:
-        pass                                      # (there already, or not makeable: judged below)
-    try:
-        st = os.lstat(path)
-        why = ("not a folder" if not stat.S_ISDIR(st.st_mode) else
-               f"owned by uid {st.st_uid}" if st.st_uid != os.getuid() else
-               f"writable by others (mode {stat.S_IMODE(st.st_mode):o})" if st.st_mode & 0o022 else "")
-    except OSError as e:
-        why = e.strerror or str(e)
-    if not why:
-        return path
+    for attempt in (1, 2):
+        try:
+            os.mkdir(path, 0o700)
+        except OSError:
+            pass                                  # (there already, or not makeable: judged below)
+        try:
+            st = os.lstat(path)
+            why = ("not a folder" if not stat.S_ISDIR(st.st_mode) else
+                   f"owned by uid {st.st_uid}" if st.st_uid != os.getuid() else
+                   f"writable by others (mode {stat.S_IMODE(st.st_mode):o})" if st.st_mode & 0o022 else "")
+        except OSError as e:
+            why = e.strerror or str(e)
+        if not why:
+            return path
+        if attempt == 1 and why.startswith("writable by others"):   # ours, made under a loose umask by an
+            shutil.rmtree(path, ignore_errors=True)                  # older parity: its entries may be
+            continue                                                 # anyone's, so emptied and made again
+        break
     scratch = _scratch_root()
     with _GUARD:
         if str(path) not in _WARNED:
