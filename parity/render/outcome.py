@@ -119,7 +119,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if ref_failing:                          # the port's score leaves them out: said, never hidden
             head += f" · {ref_failing:,} failing on {_names(ref)}, the reference"
         status = "stopped" if stopped else "fail"
-    elif by_role[EXECUTES]["verdict"].isin(PASSED).any() if len(by_role[EXECUTES]) else False:
+    elif len(by_role[EXECUTES]) and by_role[EXECUTES]["verdict"].isin(PASSED).any():
         e = by_role[EXECUTES]
         head = (f"parity: {int(e['verdict'].isin(PASSED).sum()):,}/{len(e):,} cases pass on "
                 f"{_names(e)} — {executed:,} kernel{'s' if executed != 1 else ''} executed")
