@@ -96,11 +96,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
     roles = t["level"].astype(str).map(role) if len(t) else pd.Series([], dtype=str)
     by_role = {r: t[roles == r] for r in (EXECUTES, COMPILES, REFERENCE)}
     failing = int(t["verdict"].isin(FAILING).sum()) if len(t) else 0
-    # what a level verified: only where it judged a case (a level whose every case the baseline accepted
-    # verified nothing, and a kernel that was missing or did not build never ran)
-    judged = {r: g[g["verdict"] != Verdict.XFAIL] for r, g in by_role.items()}
-    proves = [f"{', '.join(dict.fromkeys(g['level'].astype(str)))}: {PROVES[r]}"
-              for r, g in judged.items() if len(g)]
+    proves = _proves(by_role)
     not_run = [f"{lv['level']}: {lv.get('reason') or 'unavailable'}" for lv in levels if not lv.get("available")]
     executed = _kernels(by_role[EXECUTES], OK + tuple(FAILING), ran_only=True)
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
@@ -165,6 +161,13 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if status in NOTHING_FAILED:
             status = "partial"
     return Outcome(status, head, **common)
+
+
+def _proves(by_role: dict) -> list[str]:
+    """"level(s): what their rows prove", for the levels that judged a case (a level whose every case the
+    baseline accepted verified nothing)."""
+    judged = {r: g[g["verdict"] != Verdict.XFAIL] for r, g in by_role.items()}
+    return [f"{', '.join(dict.fromkeys(g['level'].astype(str)))}: {PROVES[r]}" for r, g in judged.items() if len(g)]
 
 
 def _port_score(subject: pd.DataFrame, causes: dict[str, int], good: str) -> str:
