@@ -434,3 +434,21 @@ def test_a_level_a_stopped_run_never_reached_is_not_said_to_have_run():
     assert "| cpu | ran |  |" in text and "| amd-static | not reached (the run stopped) |  |" in text
     text = markdown.render(Results.from_rows(rows, {"levels": levels[:1], "planned_rows": 1}))
     assert "| cpu | ran |  |" in text
+
+
+def test_a_baselined_failure_counts_as_what_it_was_in_the_port_score():
+    """Beside a new failure, 167 baselined kernels still missing or not compiling counted as `ported
+    288/289 · 288 compile`: a baselined row is judged by its own verdict (accepted, not fixed)."""
+    import pandas as pd
+
+    from parity.render.outcome import decide
+
+    def rows(op, kernel, verdict, raw=None):
+        return [{"case_id": f"{op}/f32/c{i}", "op": op, "family": "unary", "level": "amd-static", "kernel": kernel,
+                 "verdict": verdict, **({"raw_verdict": raw} if raw else {})} for i in range(4)]
+    t = pd.DataFrame(rows("unary.exp", "uexp_f32", "xfail", "missing") + rows("unary.neg", "uneg_f32", "compiled")
+                     + rows("unary.abs", "uabs_f32", "missing") + rows("unary.sin", "usin_f32", "xfail", "compile-error"))
+    o = decide(t, {"levels": [{"level": "amd-static", "available": True}], "planned_rows": 16})
+    assert o.status == "fail" and o.headline.startswith(
+        "parity: ported 2/4 kernels (50%) · 1 compile, 1 does not compile (0 causes) · 4/16 cases compile · "
+        "2 not ported"), o.headline

@@ -17,9 +17,11 @@ import pandas as pd
 from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Verdict
 from parity.core.text import md_code
+from parity.run.levels import COMPILES, role
 from parity.run.results import FAILING, Results
 
-OK = (Verdict.PASS, Verdict.XFAIL, Verdict.COMPILED)   # amd-static: compiled is its pass
+OK = (Verdict.PASS, Verdict.COMPILED, Verdict.XPASS, Verdict.XPASS_STRICT)   # amd-static: compiled is its pass
+# (a baselined failure, xfail, is not at parity: accepted is not passed, and its kernel is not at parity)
 # Causes worst first: build-level causes hide everything after them, then parity's own gap (the
 # port was not verified), memory safety, wrong values, absent kernels, parity's internal errors,
 # baseline drift. Ties: more kernels, then more cases, first.
@@ -108,7 +110,7 @@ def kind(f: Finding) -> str:
         return "compile"
     if f.cause == Verdict.MISSING:
         return "missing"
-    if f.cause == Verdict.XPASS:               # a notice; xpass-strict fails its kernel: wrong, as its rows count
+    if f.cause in (Verdict.XPASS, Verdict.XPASS_STRICT):   # the baseline's (stale entries), not the port's
         return "baseline"
     return "wrong"
 
@@ -213,7 +215,7 @@ def _scoreboard(t: pd.DataFrame, levels: list[dict] | None) -> list[ScoreRow]:
     if t.empty:
         return []
     ok = t["verdict"].isin(OK)
-    bad = t["verdict"].isin(FAILING)
+    bad = t["verdict"].isin(FAILING) & (t["verdict"] != Verdict.XPASS_STRICT)
     frame = pd.DataFrame({"level": t["level"], "family": t["family"], "kernel": t["kernel"], "ok": ok, "bad": bad})
     per_kernel = frame.groupby(["level", "family", "kernel"], sort=False)["ok"].all().rename("k_ok").reset_index()
     kern = per_kernel.groupby(["level", "family"], sort=False)["k_ok"].agg(["sum", "size"])
@@ -552,9 +554,12 @@ def _reference_error(g: pd.DataFrame) -> list[Finding]:
 
 def _xpass(g: pd.DataFrame) -> list[Finding]:
     cause = str(g["verdict"].iloc[0])
-    return [_make(cause, info, f"{md_code(op)}: {_plural(info['cases'], 'baselined case')} now "
-                  f"pass{'es' if info['cases'] == 1 else ''}", "update the baseline (parity baseline update)",
-                  key=(op,)) for (op,), info in _groups(g, ["op"])]
+    static = set(g.loc[g["level"].astype(str).map(role) == COMPILES, "op"])   # compiled, nothing ran
+    def now(op, n):
+        s = "s" if n == 1 else ""
+        return f"now compile{s} (not executed)" if op in static else f"now pass{'e' + s if s else ''}"
+    return [_make(cause, info, f"{md_code(op)}: {_plural(info['cases'], 'baselined case')} {now(op, info['cases'])}",
+                  "update the baseline (parity baseline update)", key=(op,)) for (op,), info in _groups(g, ["op"])]
 
 
 def _generic(g: pd.DataFrame) -> list[Finding]:

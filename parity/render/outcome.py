@@ -176,12 +176,15 @@ def _port_score(subject: pd.DataFrame, causes: dict[str, int], good: str) -> str
     `ported 200/739 kernels (27%) · 130 at parity, 4 do not compile (1 cause), 66 wrong (9 causes) ·
     ... cases pass · 539 not ported (20 causes) · 4 families not started`. A kernel that does not compile
     somewhere counts there, not as wrong: it never ran there."""
-    ours = subject["verdict"].isin(PARITYS)
-    theirs = subject["verdict"].isin(DECLARATIONS)
-    noc = subject["verdict"] == Verdict.COMPILE_ERROR
-    stale = subject["verdict"] == Verdict.XPASS_STRICT      # it passed (or compiled): the baseline's entry is stale
-    g = subject.assign(_missing=subject["verdict"] == Verdict.MISSING, _ours=ours, _decl=theirs, _noc=noc,
-                       _bad=subject["verdict"].isin(FAILING) & ~ours & ~theirs & ~noc & ~stale)
+    v = subject["verdict"]                       # a baselined failure counts as what it is (accepted, not fixed)
+    if "raw_verdict" in subject:
+        v = v.where(v != Verdict.XFAIL, subject["raw_verdict"].fillna(v))
+    ours = v.isin(PARITYS)
+    theirs = v.isin(DECLARATIONS)
+    noc = v == Verdict.COMPILE_ERROR
+    stale = v == Verdict.XPASS_STRICT            # it passed (or compiled): the baseline's entry is stale
+    g = subject.assign(_missing=v == Verdict.MISSING, _ours=ours, _decl=theirs, _noc=noc,
+                       _bad=v.isin(FAILING) & ~ours & ~theirs & ~noc & ~stale)
     per = g.groupby("kernel", sort=False).agg(missing=("_missing", "all"), bad=("_bad", "any"), noc=("_noc", "any"),
                                                ours=("_ours", "any"), decl=("_decl", "any"), family=("family", "first"))
     ported = per[~per["missing"]]
