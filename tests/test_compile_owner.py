@@ -112,6 +112,23 @@ def test_half_without_its_header_is_the_port_s_compile_error_not_a_mapping_gap(t
     assert r.detail == {"source": str(src), "missing_include": ["hip/hip_fp16.h"]}
 
 
+def test_a_header_the_port_force_includes_counts_as_included(tmp_path: Path):
+    """A shim port's compat header (-include shim/hip_compat.h) brings hip_fp16.h to every Candle .cu: the
+    advice `half is declared in <hip/hip_fp16.h>, which conv.hip does not include` was false there."""
+    from parity.suite.port import Port
+    src = tmp_path / "conv.hip"
+    src.write_text(HALF_KERNEL)
+    (tmp_path / "shim").mkdir()
+    compat = tmp_path / "shim" / "hip_compat.h"
+    compat.write_text("#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n")
+    failed = _failed(_nvcc_undefined(src, "half"))
+    port = Port(tmp_path, force_includes=(compat,))
+    r = compile_failure(src, failed, port=port)
+    assert r.status == "compile-error" and "does not include" not in r.message, r.message
+    assert compile_failure(src, failed, hip_mapping=True, port=port).status == "mapping-gap"   # ours, then
+    assert "does not include" in compile_failure(src, failed).message          # without the build line: as before
+
+
 def test_hipcc_s_unknown_type_names_the_missing_header_too(tmp_path: Path):
     src = tmp_path / "conv.hip"
     src.write_text(HALF_KERNEL)

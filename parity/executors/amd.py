@@ -266,7 +266,7 @@ class AmdExecutor(Executor):
             res = self.compile(s)
             if not res.ok:
                 if s in cands:                       # a definition that does not compile is the verdict
-                    self._unusable[kernel] = compile_failure(s, res)
+                    self._unusable[kernel] = compile_failure(s, res, port=self.port)
                     return self._unusable[kernel]
                 failed.append((s, res))
                 continue

@@ -151,7 +151,7 @@ class AmdStaticExecutor(Executor):
         src = Path(decl.file)
         for arch, res in self._compile(src):
             if not res.ok:
-                v = compile_failure(src, res)
+                v = compile_failure(src, res, port=self.port)
                 return ExecResult(v.status, message=f"hipcc --offload-arch={arch}: {v.message}", detail=v.detail)
         op_key = self._expected.get(kernel)
         if op_key is not None:                           # (pointees too: `const uint32_t *info` for size_t)

@@ -402,7 +402,8 @@ class HipOnNvidiaExecutor(Executor):
             src = Path(decl.file)                      # this one's module leaves it out (#if), never past
             res = self.compile(src)                    # a compile error
             if not res.ok:
-                return None, compile_failure(src, res, self.toolchain.hip)
+                return None, compile_failure(src, res, self.toolchain.hip,
+                                             port=self.port if self.level != "cuda" else None)
             if kernel in self._symbols.get(src, [kernel]):
                 self.suite.choose(kernel, decl)
                 return src, None

@@ -23,16 +23,16 @@ from parity.suite.hip_api import first_error, undeclared_rocm_names
 from parity.suite.scan import Suite
 
 
-def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
-                    include_dirs: list[Path] = ()) -> ExecResult:
+def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False, port=None) -> ExecResult:
     """The verdict of a kernel whose source file did not compile. hip_mapping: the file was
     compiled through parity's HIP-on-NVIDIA mapping, so an undefined HIP identifier that the file
-    does include the ROCm header of is a gap of the mapping. include_dirs: where the file's own
-    headers are found besides its folder (to follow its includes)."""
+    does include the ROCm header of is a gap of the mapping. port: its build line (parity.suite.port.
+    Port), whose include folders the file's headers are found in and whose force-included headers
+    (a shim port's compat header) come ahead of it."""
     text = res.error.message if res.error else res.log
     first = first_error(text) or (text.strip().splitlines() or ["(no compiler output)"])[0]
     detail = {"source": str(source)}
-    rocm = undeclared_rocm_names(text, source, include_dirs)
+    rocm = undeclared_rocm_names(text, source, *((list(port.include_dirs), list(port.force_includes)) if port else ()))
     unincluded = [u for u in rocm if not u.included]
     if unincluded:                   # fails with ROCm's headers too: the port's own error
         u = unincluded[0]

@@ -129,16 +129,19 @@ class Undeclared:
 
 
 def undeclared_rocm_names(compiler_output: str, source: str | os.PathLike,
-                          include_dirs: list[str | os.PathLike] = ()) -> list[Undeclared]:
+                          include_dirs: list[str | os.PathLike] = (),
+                          force_includes: list[str | os.PathLike] = ()) -> list[Undeclared]:
     """Each undefined identifier of the output that ROCm declares, with whether `source` includes
-    a header declaring it. A source that cannot be read counts as including them all: the port is
-    blamed only on evidence."""
+    a header declaring it (itself, or a header the build line force-includes ahead of it). A source
+    that cannot be read counts as including them all: the port is blamed only on evidence."""
     api = hip_device_api()
     names = [n for n in undefined_identifiers(compiler_output) if n in api]
     if not names:
         return []
     readable = Path(source).is_file()
     have = included_headers(source, include_dirs) if readable else set()
+    for f in force_includes:                      # a shim port's compat header includes them for every source
+        have |= included_headers(f, include_dirs)
     return [Undeclared(n, rocm_headers(n), not readable or any(h in have for h in rocm_headers(n)))
             for n in names]
 
