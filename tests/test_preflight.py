@@ -184,3 +184,15 @@ def test_a_kernel_defined_only_in_cpp_form_is_missing_with_where_and_why(tmp_pat
                           "mangled symbol"), msg
     assert "declare it extern \"C\"" in msg
     assert "C++ kernel" not in not_found("nothere", discover(tmp_path), "the suite", []).message
+
+
+def test_a_kernel_only_in_a_file_the_build_does_not_compile_says_so(tmp_path: Path):
+    """Candle's affine.cu kept beside a .hip port: `missing — declared at affine.cu:47 but absent from the
+    compiled module: excluded by #if, or not extern "C"?`, of a file that was never compiled."""
+    (tmp_path / "k.hip").write_text('extern "C" __global__ void other(float* x) {}\n')
+    (tmp_path / "affine.cu").write_text('extern "C" __global__ void affine_u8(unsigned char* x) {}\n')
+    s = discover(tmp_path)
+    s.sources = [p for p in s.sources if Path(p).suffix == ".hip"]     # what a .hip suite's build compiles
+    msg = not_found("affine_u8", s, "the suite", []).message
+    assert msg.startswith(f"no kernel affine_u8 in the suite (declared at {tmp_path / 'affine.cu'}:1, a file the "
+                          "port's build does not compile"), msg

@@ -78,7 +78,11 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
             pass
     decl = suite.kernels.get(kernel)
     msg = f"no kernel {kernel} in {where}"
-    if decl is not None:
+    built = {Path(p).resolve() for p in getattr(suite, "sources", ())}
+    if decl is not None and built and Path(decl.file).resolve() not in built:
+        msg += (f" (declared at {decl.where()}, a file the port's build does not compile: a .hip suite compiles "
+                "its .hip files, so a .cu there, such as Candle's original kept beside the port, defines nothing)")
+    elif decl is not None:
         msg += (f" (declared at {decl.where()} but absent from the compiled module{absent_for}: excluded by #if, "
                 "or not extern \"C\" (a C++ name is mangled)?)")
     else:
