@@ -382,3 +382,14 @@ def test_a_stale_baseline_entry_on_amd_static_says_compile_not_pass():
     f = analyze(rows, [{"level": "amd-static", "available": True}])
     (x,) = by_cause(f, "xpass-strict")
     assert x.title == "`unary.exp`: 1 baselined case now compiles (not executed)" and fnd.kind(x) == "baseline"
+
+
+def test_a_family_not_started_names_the_sources_that_failed_to_compile():
+    """cast_f32.hip with its own cast.h missing: `family cast not started`, and the compile error that hid
+    its macro-stamped kernels was in no finding."""
+    msg = "no kernel cast_f32_u8 in /p; sources that failed to compile: /p/cast_f32.hip, /p/reduce.hip"
+    rows = [row("cast.cast", "f32-u8", "contiguous", "missing", level="amd-static", message=msg)]
+    f = analyze(rows, [{"level": "amd-static", "available": True}])
+    (x,) = f.findings
+    assert x.title.startswith("family `cast` not started")
+    assert x.detail == "sources that failed to compile, which may define them: /p/cast_f32.hip, /p/reduce.hip"

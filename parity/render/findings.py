@@ -384,8 +384,15 @@ def _families_not_started(g: pd.DataFrame, t: pd.DataFrame) -> list[Finding]:
         ops = list(dict.fromkeys(g.loc[g["family"] == fam, "op"]))
         title = (f"family {md_code(fam)} not started: no kernel of its {_plural(len(info['kernels']), 'kernel')} "
                  f"({_names(ops, 4)}; {_plural(info['cases'], 'case')})")
-        out.append(_make(Verdict.MISSING, info, title, "", key=("family", fam)))
+        # a source that did not compile may define them (a header of its own missing hides its macros' kernels)
+        failed = g.loc[g["family"] == fam, "message"].str.extract(_FAILED_SOURCES, expand=False).dropna()
+        names = list(dict.fromkeys(n.strip() for m in failed for n in m.split(", ")))
+        detail = f"sources that failed to compile, which may define them: {_names(names, 4)}" if names else ""
+        out.append(_make(Verdict.MISSING, info, title, detail, key=("family", fam)))
     return out
+
+
+_FAILED_SOURCES = r"sources that failed to compile: ([^;\n]+)"   # (preflight.not_found's words)
 
 
 def _missing_steps(g: pd.DataFrame, step: pd.DataFrame) -> list[Finding]:
