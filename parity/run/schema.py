@@ -110,8 +110,9 @@ def obj(fields: dict[str, Check] | None = None, rest: Check | None = None, what:
             return ("", v, f"a value nested at most {MAX_DEPTH} deep")
         for k, x in v.items():
             p = fields.get(k, rest or ANY)(x, depth + 1)
-            if p is None and names is not None and k not in fields and names(k, depth + 1) is not None:
-                return ("", k, f"a key that is {names(k, depth + 1)[2]}")
+            bad = names(k, depth + 1) if p is None and names is not None and k not in fields else None
+            if bad is not None:
+                return ("", k, f"a key that is {bad[2]}")
             if p is not None:
                 return (f".{k}{p[0]}", p[1], p[2])
         return None
@@ -145,7 +146,8 @@ CHAIN = obj({"steps": opt(list_of(STEP, "a list of step objects")), "culprit": O
 
 ROW: dict[str, Check] = {
     "op": NAME, "family": opt(NAME), "kernel": opt(NAME), "dtype": opt(NAME), "layout": opt(NAME),
-    "values": opt(NAME), "seed": OINT, "params": opt(obj(rest=SCALAR, names=NAME)), "level": NAME, "device": OSTR, "max_ulp": opt(ULPS), "n_bad": OINT,
+    "values": opt(NAME), "seed": OINT, "params": opt(obj(rest=SCALAR, names=NAME)), "level": NAME, "device": OSTR,
+    "max_ulp": opt(ULPS), "n_bad": OINT,
     "numel": OINT, "worst": opt(WORST), "message": OSTR, "tolerance": OSTR, "semantics": OSTR,
     "divergences": opt(STRS), "layouts": opt(obj(rest=SCALAR)), "launch": OSTR, "kernel_ms": ONUM,
     "wall_ms": ONUM,

@@ -129,7 +129,8 @@ def _temp_cache() -> Path:
     name can be guessed: one that is anything but a folder of this user's that no one else can write
     (a link, another user's folder, one open to the group or to all) may hold entries someone planted
     (a compile error served as compiled, a binary of theirs run) and is passed over for this process's
-    private scratch folder, with one warning line."""
+    private scratch folder, with one warning line; our own one that others may write (made by an older
+    parity under a loose umask) is emptied and made again, private."""
     path = Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
     for attempt in (1, 2):
         try:
