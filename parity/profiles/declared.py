@@ -165,7 +165,7 @@ def _strings(value, what: str) -> list[str]:
 
 
 # C's spellings of the types a parameter may name, for the message that refuses them
-C_TYPES = {"int": "i32", "int32_t": "i32", "unsigned": "u32", "unsigned int": "u32", "uint32_t": "u32",
+_C_TYPES = {"int": "i32", "int32_t": "i32", "unsigned": "u32", "unsigned int": "u32", "uint32_t": "u32",
            "uint": "u32", "long long": "i64", "int64_t": "i64", "long": "i64", "unsigned long long": "u64",
            "uint64_t": "u64", "short": "i16", "int16_t": "i16", "unsigned short": "u16", "uint16_t": "u16",
            "char": "i8", "int8_t": "i8", "unsigned char": "u8", "uint8_t": "u8", "float": "f32", "double": "f64",
@@ -196,7 +196,7 @@ def parse_param(text: str) -> Param:
     if typ:
         known = ["T", *INT_TYPES, *DTYPES]
         if ALIASES.get(typ, typ) not in known:
-            c = C_TYPES.get(typ.replace("const", "").replace("*", "").strip())
+            c = _C_TYPES.get(typ.replace("const", "").replace("*", "").strip())
             if c:                                      # what a CUDA author types first
                 ptr = " (a pointer's element type is its operand's dtype: no type after in/out)" if "*" in typ else ""
                 raise ValueError(f"unknown type {typ!r}; parity spells C's {typ.replace('*', '').strip()} {c!r}{ptr} "
