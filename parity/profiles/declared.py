@@ -166,10 +166,10 @@ def _strings(value, what: str) -> list[str]:
 
 # C's spellings of the types a parameter may name, for the message that refuses them
 _C_TYPES = {"int": "i32", "int32_t": "i32", "unsigned": "u32", "unsigned int": "u32", "uint32_t": "u32",
-           "uint": "u32", "long long": "i64", "int64_t": "i64", "long": "i64", "unsigned long long": "u64",
-           "uint64_t": "u64", "short": "i16", "int16_t": "i16", "unsigned short": "u16", "uint16_t": "u16",
-           "char": "i8", "int8_t": "i8", "unsigned char": "u8", "uint8_t": "u8", "float": "f32", "double": "f64",
-           "half": "f16", "__half": "f16", "bfloat16": "bf16", "__nv_bfloat16": "bf16", "hip_bfloat16": "bf16"}
+            "uint": "u32", "long long": "i64", "int64_t": "i64", "long": "i64", "unsigned long long": "u64",
+            "uint64_t": "u64", "short": "i16", "int16_t": "i16", "unsigned short": "u16", "uint16_t": "u16",
+            "char": "i8", "int8_t": "i8", "unsigned char": "u8", "uint8_t": "u8", "float": "f32", "double": "f64",
+            "half": "f16", "__half": "f16", "bfloat16": "bf16", "__nv_bfloat16": "bf16", "hip_bfloat16": "bf16"}
 
 
 def parse_param(text: str) -> Param:
