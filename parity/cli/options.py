@@ -99,7 +99,6 @@ def not_into_a_run(output: Path, what: str, own=(), fmt: str = "") -> None:
                          f"format; use --format {want}, or write the {fmt} elsewhere")
 
 
-
 def not_an_input(output: Path, inputs) -> None:
     """-o naming a file the command reads (a run folder's results.json) is exit 2: the output would
     replace what it is made from."""

@@ -387,7 +387,6 @@ def _coverage(e: Entry, evidence: list[tuple[str, str]], ran: set[str]) -> tuple
     """(the levels `e` can match on which the results ran a case of it, the levels it can match on
     which they ran none): its passes there are evidence, and only there. The levels a glob can match
     are parity's (levels.ALL_LEVELS) and the results' own; none matched at all is nothing judged."""
-    from parity.run.levels import ALL_LEVELS, EXECUTES, REFERENCE, ROLES, role
     glob = e.level or "*"
     levels = [lv for lv in dict.fromkeys([*ALL_LEVELS, *sorted(ran)]) if fnmatch.fnmatchcase(lv, glob)]
     if not any(lv in ran for lv in levels):

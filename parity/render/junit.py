@@ -14,14 +14,14 @@ from parity.run.results import FAILING, Results
 # reference level's passes (cpu, cupy: the reference's math, no kernel of the suite): skipped too.
 SKIPPED = (Verdict.UNAVAILABLE, Verdict.XFAIL, Verdict.COMPILED)
 _REFERENCE_ONLY = "the reference alone: no kernel of the suite ran on this level"
+BODY_LIMIT = 20_000     # characters of a failure's message in its body (a 200 MB message made a 209 MB file)
+# characters XML 1.0 cannot carry (compiler messages may hold them)
+_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _skipped(r: dict) -> bool:
     return r["verdict"] in SKIPPED or (r["verdict"] in (Verdict.PASS, Verdict.XPASS)
                                        and role(str(r["level"])) == REFERENCE)
-BODY_LIMIT = 20_000     # characters of a failure's message in its body (a 200 MB message made a 209 MB file)
-# characters XML 1.0 cannot carry (compiler messages may hold them)
-_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _q(v) -> str:

@@ -98,7 +98,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
     failing = int(t["verdict"].isin(FAILING).sum()) if len(t) else 0
     proves = _proves(by_role)
     not_run = [f"{lv['level']}: {lv.get('reason') or 'unavailable'}" for lv in levels if not lv.get("available")]
-    executed = _kernels(by_role[EXECUTES], OK + tuple(FAILING), ran_only=True)
+    executed = _kernels(by_role[EXECUTES], ran_only=True)
     compiled = _kernels(by_role[COMPILES], (Verdict.COMPILED,))
     stopped = stop_reason(meta, len(table))
     common = dict(proves=proves, not_run=not_run, stopped=stopped, kernels_executed=executed,
