@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from parity.executors.preflight import compile_failure
 from parity.suite import compile_cache as cc
 from parity.suite.compile_cache import compile_source
 
@@ -63,6 +64,7 @@ def test_a_real_compile_error_is_still_cached(tmp_path):
     assert not compile_source(src, [str(comp)], []).ok
     again = compile_source(src, [str(comp)], [])
     assert not again.ok and again.cached and "unknown type name" in again.error.message
+    assert not again.timed_out and compile_failure(src, again).status == "compile-error"
 
 
 def test_an_empty_output_is_no_object(tmp_path):
@@ -92,7 +94,10 @@ def test_a_timeout_kills_the_compiler_and_what_it_started(tmp_path, monkeypatch)
     t0 = time.monotonic()
     r = compile_source(_source(tmp_path), [str(comp)], [])
     assert time.monotonic() - t0 < 30                     # was: waited for the child's pipe for ever
-    assert not r.ok and "timed out after 2 s" in r.error.message
+    assert not r.ok and "timed out after 2 s" in r.error.message and r.timed_out
+    v = compile_failure(_source(tmp_path), r)        # it did not compile, and the finding says why: time, not an error
+    assert v.status == "compile-error" and "compiler timed out after 2 s: not a fault of the source" in v.message
+    assert "PARITY_COMPILE_TIMEOUT=<seconds> raises the limit" in v.message
     child = int(pidfile.read_text())
     for _ in range(50):
         if _gone(child):

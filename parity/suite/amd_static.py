@@ -51,7 +51,7 @@ _REMARK = re.compile(r"^(?P<file>.*?):(?P<line>\d+):\d+: remark:\s+(?P<body>.*?)
 class StaticRow:
     kernel: str
     arch: str
-    status: str                       # "ok" | "compile-error" | "unavailable"
+    status: str                       # "ok" | "compile-error" | "missing" | "unavailable"
     file: str = ""
     line: int | None = None
     wavefront: int | None = None
@@ -125,7 +125,10 @@ def accepted_targets(targets=DEFAULT_TARGETS, cache_root: Path | None = None) ->
         def one(arch):
             r = compile_source(probe, cc, [*BASE_FLAGS, f"--offload-arch={arch}"], target=arch,
                                env=HIP_ENV, cache_root=cache_root)
-            return arch, (True, "") if r.ok else (False, r.error.message.splitlines()[-1] if r.error.message else "rejected")
+            if r.ok:
+                return arch, (True, "")
+            lines = r.error.message.splitlines() or ["rejected"]      # (a timeout: its first line says so)
+            return arch, (False, lines[0].replace(str(probe), "a one-line probe") if r.timed_out else lines[-1])
         with ThreadPoolExecutor(max_workers=max(1, min(len(targets), os.cpu_count() or 1))) as pool:
             res = dict(pool.map(one, targets))
     return res

@@ -49,6 +49,7 @@ TOOL_ENV = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_COMPILE_FLAGS_PREPEND", "HIPCC_
             "HIP_PATH", "ROCM_PATH", "DEVICE_LIB_PATH", "HIP_DEVICE_LIB_PATH", "HIP_PLATFORM", "HIP_COMPILER",
             "HIP_RUNTIME", "HSA_PATH", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "NVCC_CCBIN")
 DEFAULT_TIMEOUT = 1800.0          # seconds; PARITY_COMPILE_TIMEOUT overrides it
+TIMED_OUT = -2                    # a build's return code when the compile timeout killed it
 
 
 _TIMEOUT_NOTED: set[str] = set()
@@ -186,6 +187,11 @@ class CompileResult:
 
     def read(self) -> bytes:
         return self.binary.read_bytes() if self.binary else b""
+
+    @property
+    def timed_out(self) -> bool:
+        """The compiler was stopped by the compile timeout: the source's outcome is unknown, not an error."""
+        return self.error is not None and self.error.returncode == TIMED_OUT
 
 
 def error_locations(text: str) -> list[tuple[str, int]]:
@@ -498,7 +504,8 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
             except subprocess.TimeoutExpired:
                 _kill_tree(p.pid)                  # hipcc is perl -> sh -> clang: its clang holds the pipe
                 p.communicate()
-                return -1, f"{source}: compiler timed out after {limit:.0f} s (PARITY_COMPILE_TIMEOUT)"
+                return TIMED_OUT, (f"{source}: compiler timed out after {limit:g} s: not a fault of the source as far as "
+                                   "anyone knows; PARITY_COMPILE_TIMEOUT=<seconds> raises the limit")
             return p.returncode, text
         finally:
             with _GUARD:
