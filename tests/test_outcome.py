@@ -225,7 +225,7 @@ def test_a_shard_that_holds_no_case_says_so_and_exits_0(tmp_path):
     o = outputs(tmp_path / str(empty))
     assert o["md"] == f"## {head}" and o["badge"] == "EMPTY SHARD" and o["junit"] == ("empty-shard", "skipped")
     r = invoke("merge", *[next((tmp_path / str(k)).iterdir()) for k in range(1, n + 1)], "-o", tmp_path / "m.json")
-    assert r.exit_code == 0 and f"{len(cases)} rows from {n} file(s): {len(cases)} pass" in r.output, r.output
+    assert r.exit_code == 0 and f"{len(cases)} rows from {n} file(s): cpu {len(cases)} pass" in r.output, r.output
     assert "empty_shard_of" not in json.loads((tmp_path / "m.json").read_text())["meta"]
 
 

@@ -231,7 +231,7 @@ def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     assert line == "Error: shard(s) 2/3 missing: merge every shard, or pass --allow-partial to write a merge that says so"
     r = invoke("merge", s1, s3, "-o", out, "--allow-partial")
     assert r.exit_code == 0
-    assert r.output.splitlines() == [f"{out}: 4 rows from 2 file(s): 4 pass",
+    assert r.output.splitlines() == [f"{out}: 4 rows from 2 file(s): cpu 4 pass",
                                      f"⚠️ partial merge: shard(s) 2/3 missing — their cases are not in {out}"]
     assert Results.from_json(out).meta["shards_missing"] == ["2/3"]
     r = invoke("report", out)
@@ -246,10 +246,10 @@ def test_merge_refuses_a_missing_shard_unless_allow_partial(tmp_path):
     assert Results.from_json(again).meta["shards_missing"] == ["2/3"]
     done = tmp_path / "done.json"                              # the partial merge completed by the shard it
     r = invoke("merge", again, s2, "-o", done)                 # lacked (it was `a whole run`, refused)
-    assert r.exit_code == 0 and r.output == f"{done}: 6 rows from 2 file(s): 6 pass\n", r.output
+    assert r.exit_code == 0 and r.output == f"{done}: 6 rows from 2 file(s): cpu 6 pass\n", r.output
     assert "shards_missing" not in Results.from_json(done).meta
     r = invoke("merge", s1, s2, s3, "-o", out)                 # complete: nothing to say
-    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s): 6 pass\n"
+    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s): cpu 6 pass\n"
     assert "shards_missing" not in Results.from_json(out).meta
 
 
@@ -276,7 +276,7 @@ def test_a_file_named_twice_is_read_once_and_a_shard_in_two_files_plans_once(tmp
     s1, s2, s3 = shards(tmp_path, planned_rows=2)
     out = tmp_path / "m.json"
     r = invoke("merge", s1, s1, s2, s3, "-o", out)
-    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s) (1 named twice, read once): 6 pass\n"
+    assert r.exit_code == 0 and r.output == f"{out}: 6 rows from 3 file(s) (1 named twice, read once): cpu 6 pass\n"
     run = tmp_path / "run"
     run.mkdir()
     (run / "results.json").write_bytes(s2.read_bytes())
@@ -284,7 +284,7 @@ def test_a_file_named_twice_is_read_once_and_a_shard_in_two_files_plans_once(tmp
     again.write_bytes(s1.read_bytes())
     r = invoke("merge", s1, again, run, run / "results.json", s3, "-o", out)
     assert r.exit_code == 0 and r.output.splitlines() == [
-        f"{out}: 6 rows from 4 file(s) (1 named twice, read once): 6 pass",
+        f"{out}: 6 rows from 4 file(s) (1 named twice, read once): cpu 6 pass",
         "note: shard(s) 1/3 in more than one file: their rows are merged as one shard's (a case with two "
         "verdicts keeps the worst)"]
     assert Results.from_json(out).meta["planned_rows"] == 6
@@ -341,7 +341,7 @@ def test_merge_conflict_keeps_the_failure_whatever_the_order(tmp_path):
         verdicts = {str(first): "fail" if first == a else "pass", str(second): "fail" if second == a else "pass"}
         where = ", ".join(f"{v} in {f}" for f, v in verdicts.items())
         assert r.output.splitlines() == [
-            f"{out}: 2 rows from 2 file(s): 1 fail, 1 pass",
+            f"{out}: 2 rows from 2 file(s): cpu 1 fail, 1 pass",
             f"⚠️ 1 case(s) with different verdicts in different files; the worst verdict kept "
             f"(e.g. {c[0]} @cpu: {where} -> fail)"]
         res = Results.from_json(out)

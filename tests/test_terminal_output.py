@@ -2,8 +2,10 @@
 and plain progress lines when stdout is not a terminal."""
 import json
 import re
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from rich.console import Console
 from rich.progress import Progress
@@ -106,3 +108,16 @@ def test_run_without_a_terminal_prints_progress_lines(tmp_path):
     assert done == total
     r = invoke("run", "--levels", "cpu", "--ops", "unary.neg", "--out", str(tmp_path), "-q")
     assert not [ln for ln in r.output.splitlines() if ln.startswith("cpu: ")]      # -q: no progress
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc not installed")
+def test_verdict_counts_are_given_level_by_level(tmp_path):
+    """A reference level's passes ran no kernel and amd-static's `compiled` ran none either: the
+    counts line, the terminal's and summary.md's never add them up as one run's verdicts."""
+    out = tmp_path / "run"
+    r = invoke("run", "--levels", "cpu,amd-static", "--ops", "unary.exp", "--sweep", "smoke", "--out", str(out))
+    n = int(re.search(r"^(\d+) cases x 2 level\(s\)", r.output, re.M).group(1))
+    assert f": cpu {n} pass; amd-static {n} compiled\n" in r.output
+    assert f"cpu: pass {n} · amd-static: compiled {n}\n" in r.output
+    summary = next(out.glob("*/summary.md")).read_text()
+    assert f"Verdicts: cpu: pass **{n}**; amd-static: compiled **{n}**\n" in summary

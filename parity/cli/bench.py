@@ -109,7 +109,7 @@ def bench_cmd(sweep, ops, dtypes, layouts, levels, hip_src, cuda_src, mode, max_
                      f"{mode} L2\n\n" + timing_report.markdown(res))
     if not quiet:
         timing_report.show(res, console)
-    counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
+    counts = terminal.counts_text(res)
     click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s: {counts}")
     click.echo(f"reports: {folder}/ (results.json, summary.md)")
     sys.exit(0 if res.ok else 1)
@@ -282,10 +282,11 @@ def merge_cmd(results, output: Path, allow_partial: bool) -> None:
         raise SetupError(str(e))
     with writing(output):                      # (to_json leaves no temporary file behind)
         res.to_json(output)
+    from parity.render import terminal
     read = res.meta["merged_from"]
     again = f" ({len(results) - len(read)} named twice, read once)" if len(read) < len(results) else ""
     click.echo(f"{output}: {len(res.table)} rows from {len(read)} file(s){again}: "
-               + ", ".join(f"{n} {v}" for v, n in res.counts().items()))
+               + terminal.counts_text(res))
     twice = sorted({s for s in res.meta["shards"] if s and res.meta["shards"].count(s) > 1})
     if twice:
         click.echo(f"note: shard(s) {', '.join(twice)} in more than one file: their rows are merged as one "

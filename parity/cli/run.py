@@ -367,7 +367,7 @@ def _report(opts: RunOptions, cases: list, kernels: set[str], meta: dict, folder
     journal.close(finished=signal_ is None)
     terminal.show(res, console)
     outcome = outcome_of(res)
-    counts = ", ".join(f"{n} {v}" for v, n in res.counts().items())
+    counts = terminal.counts_text(res)
     runnable = [lv for lv in lvls if lv.availability.available]
     click.echo(f"{len(cases)} cases x {len(runnable)} level(s) in {meta['elapsed_s']:.1f} s "
                f"({meta['compile_s']:.1f} s compiling): {counts or 'no rows'}")

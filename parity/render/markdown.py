@@ -58,7 +58,8 @@ def _head(res: Results, f: fnd.Findings) -> list[str]:
             lines.append(f"- and {len(found) - _NOTES_SHOWN} more (results.json, `meta.discovery_notes`)")
         lines.append("")
     if counts:
-        lines += ["Verdicts: " + " · ".join(f"{v} **{c:,}**" for v, c in counts.items()), ""]
+        lines += ["Verdicts: " + "; ".join(f"{md_text(lv)}: " + " · ".join(f"{v} **{c:,}**" for v, c in cs.items())
+                                           for lv, cs in res.counts_by_level().items()), ""]
     levels = meta.get("levels", [])
     if levels:
         lines += ["| level | status | device / reason |", "| --- | --- | --- |"]

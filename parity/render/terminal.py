@@ -91,11 +91,19 @@ class LogProgress:
         task["done"] = bool(total) and task["completed"] >= total
 
 
+def counts_text(res: Results) -> str:
+    """'cpu 160 pass; amd-static 160 compiled': verdict counts level by level (a reference level's
+    passes and amd-static's compiles are different claims, never one sum)."""
+    return "; ".join(f"{lv} " + ", ".join(f"{n} {v}" for v, n in c.items()) for lv, c in res.counts_by_level().items())
+
+
 def show(res: Results, console: Console, max_findings: int = 12) -> None:
     """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
     (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
     f = fnd.of(res)
-    console.print("  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in res.counts().items()))
+    console.print(" · ".join(f"[bold]{escape(one_line(lv))}[/]: "
+                             + "  ".join(f"[{STYLE.get(v, 'bold')}]{v}[/] {n:,}" for v, n in c.items())
+                             for lv, c in res.counts_by_level().items()))
     for lv in res.meta.get("levels", []):
         name = escape(one_line(lv["level"]))
         if lv["available"]:

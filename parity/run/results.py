@@ -68,8 +68,15 @@ class Results:
         return self._records
 
     def counts(self) -> dict[str, int]:
-        vc = self.table["verdict"].value_counts()
-        return {v: int(vc[v]) for v in sorted(vc.index, key=lambda v: ORDER.index(v) if v in ORDER else 99)}
+        return _ordered_counts(self.table["verdict"])
+
+    def counts_by_level(self) -> dict[str, dict[str, int]]:
+        """counts() per level, levels in run order: a reference level's passes ran no kernel of the
+        suite, so they are never summed with a level's that did (or with amd-static's `compiled`)."""
+        out: dict[str, dict[str, int]] = {}
+        for lv, g in self.table.groupby(self.table["level"].astype(str), sort=False):
+            out[lv] = _ordered_counts(g["verdict"])
+        return out
 
     def failures(self) -> pd.DataFrame:
         return self.table[self.table["verdict"].isin(FAILING)]
@@ -312,3 +319,9 @@ def environment() -> dict:
     if gpu:
         env["gpu"] = gpu
     return env
+
+
+def _ordered_counts(verdicts: pd.Series) -> dict[str, int]:
+    """Verdict -> rows, worst-to-best in ORDER (verdicts it does not know last)."""
+    vc = verdicts.value_counts()
+    return {v: int(vc[v]) for v in sorted(vc.index, key=lambda v: ORDER.index(v) if v in ORDER else 99)}
