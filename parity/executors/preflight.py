@@ -13,6 +13,7 @@ Shared by the NVIDIA and AMD executors, so a port gets the same verdicts on ever
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -50,15 +51,30 @@ def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
     return ExecResult("compile-error", message=first, detail=detail)
 
 
+def _text(src: Path) -> str:
+    """A source's text, read once while it is unchanged (a half-done port asks about hundreds of
+    missing kernels, each against every source); '' when it cannot be read."""
+    try:
+        st = Path(src).stat()
+    except OSError:
+        return ""
+    return _read(str(src), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read(src: str, _mtime_ns: int, _size: int) -> str:
+    try:
+        return Path(src).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _cxx_kernel(kernel: str, suite: Suite) -> str:
     """`file:line` of a `__global__` function named `kernel` that discovery did not take (it reads
     extern "C" kernels only), else ''."""
     pat = re.compile(r"__global__[^;{}()]*?\b" + re.escape(kernel) + r"\s*[(<]")
     for src in getattr(suite, "sources", ()):
-        try:
-            text = Path(src).read_text(errors="replace")
-        except OSError:
-            continue
+        text = _text(src)
         m = pat.search(text)
         if m:
             return f"{src}:{text.count(chr(10), 0, m.start()) + 1}"
@@ -71,11 +87,8 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
     failure is the verdict (the kernel may be there); otherwise `missing`, with the closest name.
     absent_for: the targets whose code object lacks it, where others have it (` for gfx1030`)."""
     for src, res in failed:
-        try:
-            if kernel in src.read_text(errors="replace"):
-                return compile_failure(src, res, hip_mapping)
-        except OSError:
-            pass
+        if kernel in _text(src):
+            return compile_failure(src, res, hip_mapping)
     decl = suite.kernels.get(kernel)
     msg = f"no kernel {kernel} in {where}"
     built = {Path(p).resolve() for p in getattr(suite, "sources", ())}
