@@ -92,6 +92,26 @@ class WarpOnlyFastPath(CpuExecutor):
         return super().reduce_row(kind, vals, block, dt)
 
 
+class SumTreeStopsEarly(CpuExecutor):
+    """fast_sum's tree one step short: the block's upper half of threads never folded into thread
+    0, so each row's sum leaves out half of its elements."""
+    def reduce_row(self, kind, vals, block, dt):
+        if kind != "sum" or not vals.size:
+            return super().reduce_row(kind, vals, block, dt)
+        kept = np.concatenate([vals[j:j + block // 2] for j in range(0, vals.size, block)])
+        return cuda_block_reduce(kind, kept, block, dt)
+
+
+class WritesZeros(CpuExecutor):
+    """A kernel whose stores never land where they should (returns early; writes another buffer):
+    every output element 0."""
+    def run(self, launch):
+        res = super().run(launch)
+        if res.status == "ok":
+            res.outputs = {n: np.zeros_like(b) for n, b in res.outputs.items()}
+        return res
+
+
 class PackRowInElements(CpuExecutor):
     """index_select's 16-byte path (rows of whole packs, source and destination aligned, as the
     bundled suite's) finding a pack's output row as p / right, the row length in elements, where it
@@ -146,6 +166,16 @@ class SortPaddingLeaks(CpuExecutor):
         return bitonic_argsort(vals, ncols, ncols_pad, asc, pad_last=False)
 
 
+class SortRepeatsTiedIndex(CpuExecutor):
+    """Among equal values, every position gets the first one's index (a comparison network that
+    copies an index where it should swap two): the values the indices pick are all right, the
+    indices are no permutation."""
+    def sort_row(self, vals, ncols, ncols_pad, asc):
+        idx = super().sort_row(vals, ncols, ncols_pad, asc).astype(np.int64)
+        v, first = np.asarray(vals)[:ncols], {}
+        return np.array([first.setdefault(v[i].item(), i) for i in idx])
+
+
 class ScatterFirstWriterWins(CpuExecutor):
     """scatter's duplicate ids resolved by the first j (a racy / reversed loop), not the last."""
     def scatter_order(self, n):
@@ -174,4 +204,5 @@ class OnlineSoftmax(CpuExecutor):
 
 __all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "WarpOnlyFastPath",
            "PackRowInElements", "SentinelIgnored", "SumAccumulatesInFloat", "RopeIgnoresStrideB", "SortPaddingLeaks",
-           "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax"]
+           "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax", "SumTreeStopsEarly", "WritesZeros",
+           "SortRepeatsTiedIndex"]

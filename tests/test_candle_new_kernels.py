@@ -53,7 +53,7 @@ def _host_verdict(kernels, case_id):
 # ------------------------------------------------------------------------------------ sum_*
 def test_cpu_level_passes_the_atomic_sums():
     rows = [run_case(c, CpuExecutor()) for c in _cases(SUM_OPS)]
-    assert len(rows) == 5 * 9 * 3
+    assert len(rows) == 5 * 9 * 3 + 2 * 9          # + the positive class, f16 and bf16
     assert all(r["verdict"] == "pass" for r in rows), [r["case_id"] for r in rows if r["verdict"] != "pass"]
 
 

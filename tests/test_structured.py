@@ -5,8 +5,9 @@ import pytest
 
 from fakes_structured import (ArgFreeOverHeadNaN, ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax,
                               PackRowInElements, ReduceIgnoresPermutation, RopeIgnoresStrideB,
-                              ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks,
-                              SumAccumulatesInFloat, TieBlockSizeBug, UnrolledArgIndexBug, WarpOnlyFastPath)
+                              ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SortRepeatsTiedIndex,
+                              SumAccumulatesInFloat, SumTreeStopsEarly, TieBlockSizeBug, UnrolledArgIndexBug,
+                              WarpOnlyFastPath, WritesZeros)
 from parity.executors.cpu import CpuExecutor
 from parity.run.cases import Case, expand, load_sweep
 from parity.core.dtypes import dtype
@@ -36,6 +37,16 @@ CAUGHT = [
      "4.91038703918457", "-4.6865129470825195"),
     (OnlineSoftmax, "nn.softmax/f16/c1024/peaked/s0", "fail", 1024, [0, 1],
      "0.000823974609375", "0.0008258819580078125"),
+    # 16-bit sums of zero-mean rows sit inside their worst-case bound whatever is written; rows of
+    # one sign (the positive class) do not
+    (SumTreeStopsEarly, "reduce.sum/f16/row4096/positive/s0", "fail", 5, [2], "12488.0", "6160.0"),
+    (SumTreeStopsEarly, "reduce.sum/bf16/row1024/positive/s0", "fail", 5, [4], "3040.0", "1480.0"),
+    (WritesZeros, "reduce.sum/f16/row9000/positive/s0", "fail", 2, [1], "27120.0", "0.0"),
+    (WritesZeros, "reduce.sum/bf16/row1900/positive/s0", "fail", 3, [0], "5792.0", "0.0"),
+    (WritesZeros, "reduce.sum_atomic/bf16/row100/positive/s0", "fail", 37, [5, 0], "338.0", "0.0"),
+    (SortRepeatsTiedIndex, "sort.asc/f32/c100/ties/s0", "fail", 665, [0, 1], "-2.0",
+     "index 1 -> -2.0 (repeated index)"),
+    (SortRepeatsTiedIndex, "sort.desc/i64/c1500/ties/s0", "fail", 2990, [0, 1], "7", "index 14 -> 7 (repeated index)"),
 ]
 
 
@@ -58,6 +69,17 @@ def _failing(subject, cases) -> set[str]:
     return {c.id for c in cases if run_case(c, subject)["verdict"] != "pass"}
 
 
+def test_a_sum_that_writes_zeros_fails_every_positive_fast_sum_row_its_bound_can_tell():
+    """The blind spots, named: an empty row (nothing to write) and bf16 rows of 4000 elements and
+    more, where the worst case of a 32-lane split (gamma_d, d = n/32 + 8 additions) passes u = 2^-8
+    times d = 1 and so allows any result."""
+    cases = [c for c in load_sweep("pr") if c.op == "reduce.sum" and c.values == "positive"]
+    assert {c.dtype for c in cases} == {"f16", "bf16"}
+    passing = {c.id for c in cases} - _failing(WritesZeros(), cases)
+    assert passing == {"reduce.sum/f16/empty/positive/s0", "reduce.sum/bf16/empty/positive/s0"} | {
+        f"reduce.sum/bf16/{lay}/positive/s0" for lay in ("row4000", "row4096", "row9000")}
+
+
 def test_online_softmax_passes_every_softmax_case_but_the_peaked_rows():
     """The value class its bug needs: 16-bit rows of normal or special values cannot tell an online
     sum from Candle's (the errors of e's rounding cancel), a row of one value and a peak can."""
@@ -70,15 +92,18 @@ def test_online_softmax_passes_every_softmax_case_but_the_peaked_rows():
 
 def test_warp_only_fast_path_fails_the_rows_of_one_element_a_thread_only():
     """The shape class its bug needs: a row exactly as long as its 1024-thread block (row1024).
-    Its min/max on `ties` rows (the extreme among the first 32) and its 16-bit sums (inside the
-    sum tolerance) pass: blind spots of the values, not of the launch."""
+    Its min/max on `ties` rows (the extreme among the first 32) and its bf16 sums of zero-mean rows
+    (inside their worst-case bound) pass: blind spots of the values, not of the launch; the
+    positive rows' sums do not."""
     cases = [c for c in load_sweep("pr") if c.op.startswith("reduce.")]
     failing = _failing(WarpOnlyFastPath(), cases)
     row1024 = {c.id for c in cases if c.layout == "row1024"}
     assert failing <= row1024
     arg_or_wide_sum = ("reduce.argmin", "reduce.argmax", "reduce.sum/f32", "reduce.sum/u32")
     assert {c for c in row1024 if c.startswith(arg_or_wide_sum)} <= failing
-    assert len(failing) == 87
+    assert {f"reduce.sum/{t}/row1024/positive/s0" for t in ("f16", "bf16")} <= failing
+    assert {f"reduce.sum/bf16/row1024/{v}/s0" for v in ("normal", "ties")}.isdisjoint(failing)
+    assert len(failing) == 91
 
 
 def test_pack_row_in_elements_fails_the_aligned_rows_of_whole_packs_only():

@@ -12,6 +12,9 @@ VALUE_CLASSES = {
                "integers: 0, 1, extremes, 2^31, 2^32 - 1, ... (integer divisors include 0)",
     "out-of-range": "values outside the destination's range (casts): 300 for u8, 65520 for f16, 464 for fp8, ...",
     "ties": "five distinct values only, so ties are everywhere (reductions, argmin/argmax, sort)",
+    "positive": "finite values of one sign, 0.05 to 6 (sums: no cancellation, so a sum that drops elements or "
+                "writes 0 is off by a large part of its result, where zero-mean values hide it in the rounding bound)",
+    "peaked": "one value almost everywhere and a sparse peak (softmax: x - max rounds alike along a row)",
     "wide": "integers beyond 2^24 with low bits set (float32 cannot hold them: a kernel passing them through "
             "float rounds them), floats of magnitude 2^24..2^40 with fractions; 8/16-bit integers: their full range",
 }
@@ -43,6 +46,8 @@ def generate(dt: DType, n: int, value_class: str, rng: np.random.Generator,
         raise KeyError(f"unknown value class {value_class!r}; known: {', '.join(VALUE_CLASSES)}")
     if value_class == "wide":
         return _wide(dt, n, rng, domain)
+    if value_class == "positive":
+        return _normal(dt, n, rng, "positive") if dt.is_float else rng.integers(1, 8, n).astype(dt.np)
     base = _normal(dt, n, rng, domain)
     if value_class == "normal" or n == 0:
         return base

@@ -169,7 +169,8 @@ _TOL = {k: (("exact (wraps mod 2^32 in any order)") if k == "u32" else
             "(recursive summation in T, any order); NaN/inf exact") for k in DTYPES}
 
 OPS = [Op(name="reduce.sum_atomic", family="reduce", root="sum", dtypes=DTYPES, inputs=("inp",),
-          value_classes=("normal", "special", "ties"), abi=ABI,
+          value_classes=("normal", "special", "ties", "positive"), value_dtypes=(("positive", ("f16", "bf16")),),
+          abi=ABI,
           info_always=True, semantics=_SEM,
           divergences=("not launched by Candle's current Rust host (FastReduce replaced it); launch "
                        "as Candle issued it before (ReduceSum)",

@@ -84,6 +84,8 @@ def rng_values(dt: DType, n: int, value_class: str, rng: np.random.Generator,
         v = np.full(n, rest)
         v[::4099] = peak
         return round_float(v, dt)                # a float class (Op.value_dtypes: f16, bf16)
+    if value_class == "positive":
+        return generate(dt, n, value_class, rng, domain)
     if value_class == "ties":
         pool = np.array([-2, -1, 0, 1, 2], dtype=np.float64)
         if not dt.is_float:
