@@ -93,6 +93,8 @@ class ParityCase(pytest.Item):
         from parity.run.levels import REFERENCE, role
         if role(lv.name) == REFERENCE and not self.config.getoption("parity_executor"):
             pytest.skip(f"the reference alone ({lv.name}): no kernel of the suite ran")   # never a pass of the port
+        if row.get("not_launched"):                     # the host's refusal, right; no kernel ran
+            pytest.skip(row.get("message") or "not launched")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CaseFailed):

@@ -452,3 +452,36 @@ def test_a_baselined_failure_counts_as_what_it_was_in_the_port_score():
     assert o.status == "fail" and o.headline.startswith(
         "parity: ported 2/4 kernels (50%) · 1 compile, 1 does not compile (0 causes) · 4/16 cases compile · "
         "2 not ported"), o.headline
+
+
+def test_cases_the_host_refuses_are_no_kernel_executed():
+    """min/argmax of an empty tensor are refused by Candle's host before any launch: right, so such
+    a case passes, but a port whose every selected case is one (--layouts empty, a narrow --since or
+    shard) ran none of its kernels: nothing verified, exit 2, never a green pass; mixed with launched
+    cases, only the launched ones' kernels count as executed."""
+    from parity.executors.cpu import CpuExecutor
+    from parity.ops.base import ExecResult
+    from parity.render import outcome
+    from parity.run.cases import Filters, load_sweep
+    from parity.run.engine import run_case
+    from parity.run.results import Results
+
+    class Port(CpuExecutor):                      # the emulation as an executing level's subject
+        level = "hip-on-nvidia"
+
+    class EmptyPort(Port):
+        def run(self, launch):
+            return ExecResult("missing", message=f"no kernel {launch.kernel} in the suite")
+
+    meta = {"levels": [{"level": "hip-on-nvidia", "available": True, "reason": "", "device": "x"}]}
+    refused = load_sweep("smoke", Filters(ops=["reduce.min", "reduce.argmax"], layouts=["empty"]))
+    rows = [run_case(c, EmptyPort()) for c in refused]
+    assert {r["verdict"] for r in rows} == {"pass"} and all(r["not_launched"] for r in rows)
+    o = outcome.of(Results.from_rows(rows, meta))
+    assert (o.status, o.exit_code, o.kernels_executed) == ("nothing", 2, 0)
+    assert o.headline == (f"parity: nothing verified — no kernel ran on hip-on-nvidia: its {len(rows)} cases are all "
+                          "ones the host refuses before any launch (those pass; the port's kernels are not reached)")
+    launched = load_sweep("smoke", Filters(ops=["reduce.min"], layouts=["row100"]))
+    rows += [run_case(c, Port()) for c in launched]
+    o = outcome.of(Results.from_rows(rows, meta))
+    assert (o.status, o.kernels_executed) == ("pass", len({k for c in launched for k in c.kernels}))

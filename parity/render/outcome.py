@@ -115,7 +115,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if ref_failing:                          # the port's score leaves them out: said, never hidden
             head += f" · {ref_failing:,} failing on {_names(ref)}, the reference"
         status = "stopped" if stopped else "fail"
-    elif len(by_role[EXECUTES]) and by_role[EXECUTES]["verdict"].isin(PASSED).any():
+    elif _launched(by_role[EXECUTES])["verdict"].isin(PASSED).any():
         e = by_role[EXECUTES]
         head = (f"parity: {int(e['verdict'].isin(PASSED).sum()):,}/{len(e):,} cases pass on "
                 f"{_names(e)} — {executed:,} kernel{'s' if executed != 1 else ''} executed")
@@ -140,8 +140,13 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         status = "empty-shard"
     else:
         tried = pd.concat([by_role[EXECUTES], by_role[COMPILES]])
-        head = ("parity: nothing verified — " + (f"no case passed or compiled on {_names(tried)}" if len(tried) else
-                                                 "no level here ran or compiled the suite's kernels"))
+        refusals = len(by_role[EXECUTES]) - len(_launched(by_role[EXECUTES]))
+        if refusals and refusals == len(tried):  # right of the host, and no kernel of the port ran for them
+            head = (f"parity: nothing verified — no kernel ran on {_names(tried)}: its {_plural(refusals, 'case')} "
+                    "are all ones the host refuses before any launch (those pass; the port's kernels are not reached)")
+        else:
+            head = "parity: nothing verified — " + (f"no case passed or compiled on {_names(tried)}" if len(tried) else
+                                                    "no level here ran or compiled the suite's kernels")
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
@@ -242,6 +247,13 @@ NEVER_RAN = (Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.SIGNATURE_MISMATCH,
              Verdict.REFUSED, Verdict.REFERENCE_ERROR, Verdict.ERROR)
 
 
+def _launched(g: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose case launched a kernel (not a host refusal, which passes with none run)."""
+    if "not_launched" not in g or not len(g):
+        return g
+    return g[~g["not_launched"].map(lambda x: x is True)]
+
+
 def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING), ran_only: bool = False) -> int:
     """Distinct kernels among rows (with one of `verdicts`, None: any; ran_only: of rows whose kernel
     ran, a baselined row judged by the verdict it had)."""
@@ -250,6 +262,7 @@ def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING), ran_only: bool = Fal
     if verdicts is not None:
         g = g[g["verdict"].isin(verdicts)]
     if ran_only and len(g):
+        g = _launched(g)
         own = g["raw_verdict"].fillna(g["verdict"]) if "raw_verdict" in g else g["verdict"]
         g = g[~own.isin(NEVER_RAN)]
     return int(g["kernel"].dropna().astype(str).nunique())

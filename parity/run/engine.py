@@ -154,9 +154,10 @@ def _not_launched(row: Row, p: Prepared, t0: float) -> dict:
     if getattr(p.built, "unlaunchable", ""):
         row.verdict = Verdict.UNAVAILABLE
         row.message = f"not launched: {p.built.unlaunchable}"
-    else:
+    else:                                        # (right of the host; the suite's kernel never ran)
         row.verdict = Verdict.PASS
         row.message = f"expected error, not launched: {p.built.refuse}"
+        row.extra["not_launched"] = True
     row.wall_ms = (time.perf_counter() - t0) * 1e3
     return row.to_dict()
 

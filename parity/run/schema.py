@@ -158,7 +158,7 @@ ROW: dict[str, Check] = {
     "event_ms": ONUM, "event_overhead_ms": ONUM, "gbps": ONUM, "peak_gbps": ONUM, "pct_peak": ONUM,
     "ratio": ONUM, "ratio_vs": OSTR, "source": OSTR, "expected_params": opt(any_of(STR, STRS)),
     "found_params": opt(any_of(STR, STRS)), "mapping_gap": OSTR, "chain": opt(CHAIN),
-    "raw_verdict": opt(VERDICT), "baseline_reason": OSTR,
+    "raw_verdict": opt(VERDICT), "baseline_reason": OSTR, "not_launched": OBOOL,
 }
 
 
