@@ -112,6 +112,16 @@ class WritesZeros(CpuExecutor):
         return res
 
 
+class StoresBeforeView(CpuExecutor):
+    """Right values, plus stores to the 5 elements before dst's view (an index that goes negative:
+    a scatter writing a sentinel id at dst[-k]): in Candle that is another tensor's storage."""
+    def run(self, launch):
+        res = super().run(launch)
+        for n in launch.outputs:
+            res.outputs[n][:5] = 7
+        return res
+
+
 class PackRowInElements(CpuExecutor):
     """index_select's 16-byte path (rows of whole packs, source and destination aligned, as the
     bundled suite's) finding a pack's output row as p / right, the row length in elements, where it
@@ -204,5 +214,5 @@ class OnlineSoftmax(CpuExecutor):
 
 __all__ = ["ReduceIgnoresPermutation", "TieBlockSizeBug", "UnrolledArgIndexBug", "WarpOnlyFastPath",
            "PackRowInElements", "SentinelIgnored", "SumAccumulatesInFloat", "RopeIgnoresStrideB", "SortPaddingLeaks",
-           "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax", "SumTreeStopsEarly", "WritesZeros",
+           "ScatterFirstWriterWins", "ArgmaxWritesF32", "OnlineSoftmax", "SumTreeStopsEarly", "WritesZeros", "StoresBeforeView",
            "SortRepeatsTiedIndex"]

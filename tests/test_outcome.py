@@ -485,3 +485,17 @@ def test_cases_the_host_refuses_are_no_kernel_executed():
     rows += [run_case(c, Port()) for c in launched]
     o = outcome.of(Results.from_rows(rows, meta))
     assert (o.status, o.kernels_executed) == ("pass", len({k for c in launched for k in c.kernels}))
+
+
+def test_cases_not_run_on_a_level_that_ran_are_counted_in_the_headline():
+    """Unavailable rows (a case no launch can express) are neither passed nor failed: left out of
+    'N/N cases pass' without a word, a run whose fifth of cases never ran read as 100%."""
+    from parity.render import outcome
+    from parity.run.results import Results
+    rows = [{"case_id": f"unary.neg/f32/c{i}/normal/s0", "op": "unary.neg", "kernel": "uneg_f32",
+             "family": "unary", "level": "hip-on-nvidia", "verdict": v} for i, v in
+            enumerate(["pass", "pass", "unavailable"])]
+    meta = {"levels": [{"level": "hip-on-nvidia", "available": True, "reason": "", "device": "x"}]}
+    o = outcome.of(Results.from_rows(rows, meta))
+    assert (o.status, o.headline) == ("pass", "parity: 2/2 cases pass on hip-on-nvidia — 1 kernel executed · 1 case "
+                                              "not run (hip-on-nvidia: unavailable, neither passed nor failed)")

@@ -908,3 +908,13 @@ def test_diff_never_calls_a_baselined_failure_fixed_and_says_when_only_the_refer
     r = invoke("diff", a, a)
     assert r.exit_code == 0 and r.output.startswith("## ⚠️ parity diff") and \
         "⚠️ Every compared row is from cpu, the reference: no kernel of the suite was compared." in r.output
+
+
+def test_every_verdict_has_a_rank_and_is_failing_or_named_not_failing():
+    """A verdict outside ORDER ranked before `fail`, so a merge kept a hand-made `refused` over a
+    `fail` and, `refused` not failing, turned the run green."""
+    from parity.core.row import Verdict
+    from parity.run.results import FAILING, ORDER
+    assert sorted(ORDER) == sorted(Verdict)
+    not_failing = {Verdict.PASS, Verdict.COMPILED, Verdict.UNAVAILABLE, Verdict.XFAIL, Verdict.XPASS}
+    assert set(FAILING) == set(Verdict) - not_failing

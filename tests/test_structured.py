@@ -6,6 +6,7 @@ import pytest
 from fakes_structured import (ArgFreeOverHeadNaN, ArgLateNaNWins, ArgmaxWritesF32, OnlineSoftmax,
                               PackRowInElements, ReduceIgnoresPermutation, RopeIgnoresStrideB,
                               ScatterFirstWriterWins, SentinelIgnored, SortPaddingLeaks, SortRepeatsTiedIndex,
+                              StoresBeforeView,
                               SumAccumulatesInFloat, SumTreeStopsEarly, TieBlockSizeBug, UnrolledArgIndexBug,
                               WarpOnlyFastPath, WritesZeros)
 from parity.executors.cpu import CpuExecutor
@@ -67,6 +68,16 @@ def test_broken_structured_subject_is_caught(subject, case_id, verdict, n_bad, c
 def _failing(subject, cases) -> set[str]:
     """The ids of the cases the subject does not pass."""
     return {c.id for c in cases if run_case(c, subject)["verdict"] != "pass"}
+
+
+@pytest.mark.parametrize("case_id,stored", [("index.gather/u32-f32/offset/normal/s0", "-2.8735182454018313e-16"),
+                                            ("index.index_add/u32-f16/rows-offset/normal/s0", "-0.0220489501953125")])
+def test_a_store_before_the_output_view_is_an_oob_write(case_id, stored):
+    """The view's values are right; the buffer before `dst + offset` is not as the launch left it."""
+    row = run_case(Case.parse(case_id), StoresBeforeView())
+    assert row["verdict"] == "oob-write"
+    assert row["message"] == ("wrote outside its output view: 5 element(s) of the buffer around it changed "
+                              f"(buffer index 0, the view starts at 5: {stored} -> 7.0)")
 
 
 def test_a_sum_that_writes_zeros_fails_every_positive_fast_sum_row_its_bound_can_tell():

@@ -262,6 +262,10 @@ class StructuredSpec:
         out = {"verdict": Verdict.PASS if c.passed else Verdict.FAIL, "max_ulp": c.max_ulp, "n_bad": c.n_bad,
                "worst": c.worst.to_dict() if c.worst else None,
                "message": f"{c.n_bad}/{c.n} elements off; worst {c.worst.one_line()}" if c.worst else ""}
+        stray = b.outside_view(res.outputs) if hasattr(b, "outside_view") else ""
+        if stray:                         # right values, and a store into the storage before the view
+            out["verdict"] = Verdict.FAIL if not c.passed else Verdict.OOB_WRITE
+            out["message"] = "; ".join(m for m in (out["message"], stray) if m)
         if b.notes:
             out["message"] = "; ".join([out["message"]] + b.notes if out["message"] else b.notes)
         return out, got

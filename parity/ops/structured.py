@@ -62,6 +62,21 @@ class StructuredBuilt:
         n = int(np.prod(self.out_shape, dtype=np.int64))
         return outputs[self.out_name][self.out_offset: self.out_offset + n].reshape(self.out_shape)
 
+    def outside_view(self, outputs: dict[str, np.ndarray]) -> str:
+        """'' when the output buffer around the result (what lies before a `dst + offset` view: in
+        Candle, another tensor's storage) is as the launch found it, else what changed there."""
+        buf, before = outputs.get(self.out_name), out_buffer(self)
+        n = int(np.prod(self.out_shape, dtype=np.int64))
+        if buf is None or buf.shape != before.shape or self.out_dtype is None or buf.size == n:
+            return ""
+        changed = bits_of(buf, self.out_dtype) != bits_of(before, self.out_dtype)
+        changed[self.out_offset: self.out_offset + n] = False
+        if not changed.any():
+            return ""
+        i = int(np.argmax(changed))
+        return (f"wrote outside its output view: {int(changed.sum())} element(s) of the buffer around it changed "
+                f"(buffer index {i}, the view starts at {self.out_offset}: {_fmt(before[i], self.out_dtype)} -> {_fmt(buf[i], self.out_dtype)})")
+
     @property
     def out_geometry(self) -> Layout:
         """Where the result lies in the output buffer."""

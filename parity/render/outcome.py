@@ -150,6 +150,10 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
+    unavailable = table[table["verdict"] == Verdict.UNAVAILABLE] if len(table) else table
+    if len(unavailable):                         # neither passed nor failed: counted, never left out of "N/N"
+        head = (f"{head} · {_plural(len(unavailable), 'case')} not run ({_names(unavailable)}: unavailable, "
+                "neither passed nor failed)")
     known = int((t["verdict"] == Verdict.XFAIL).sum()) if len(t) else 0
     if known:                                    # accepted, not passed: said beside the counts it is not in
         head = f"{head} · {known:,} known failure{'s' if known != 1 else ''} accepted by the baseline (xfail)"

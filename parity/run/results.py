@@ -27,9 +27,10 @@ COLUMNS = Row.columns()
 # compile error), `expected_params` / `found_params` (type names, e.g. ["size_t", "ptr", "f32"]).
 FAILING = (Verdict.FAIL, Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.CRASH, Verdict.TIMEOUT,
            Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.ERROR, Verdict.XPASS_STRICT,
-           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN, Verdict.REFERENCE_ERROR)
+           Verdict.SIGNATURE_MISMATCH, Verdict.MAPPING_GAP, Verdict.NOT_RUN, Verdict.REFERENCE_ERROR,
+           Verdict.REFUSED)           # (a refusal Candle's host does not make: an expected one is a pass)
 ORDER = [Verdict.FAIL, Verdict.CRASH, Verdict.OOB_WRITE, Verdict.INPUT_CLOBBERED, Verdict.TIMEOUT, Verdict.NOT_RUN,
-         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING,
+         Verdict.COMPILE_ERROR, Verdict.MAPPING_GAP, Verdict.SIGNATURE_MISMATCH, Verdict.MISSING, Verdict.REFUSED,
          Verdict.REFERENCE_ERROR, Verdict.ERROR, Verdict.XPASS_STRICT, Verdict.XFAIL, Verdict.XPASS, Verdict.UNAVAILABLE,
          Verdict.COMPILED, Verdict.PASS]
 
