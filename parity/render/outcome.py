@@ -150,11 +150,18 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         if len(by_role[REFERENCE]):
             head += f" (the reference alone ran {len(by_role[REFERENCE]):,} cases)"
         status = "stopped" if stopped else "nothing"
+    head, status = _qualified(head, status, table, meta, stopped)
+    return Outcome(status, head, **common)
+
+
+def _qualified(head: str, status: str, table: pd.DataFrame, meta: dict, stopped: str) -> tuple[str, str]:
+    """The headline's qualifiers, each said beside the counts it is not in (cases not run, known
+    failures, unreadable rows, an early stop, a partial merge), and the status they overrule."""
     unavailable = table[table["verdict"] == Verdict.UNAVAILABLE] if len(table) else table
     if len(unavailable):                         # neither passed nor failed: counted, never left out of "N/N"
         head = (f"{head} · {_plural(len(unavailable), 'case')} not run ({_names(unavailable)}: unavailable, "
                 "neither passed nor failed)")
-    known = int((t["verdict"] == Verdict.XFAIL).sum()) if len(t) else 0
+    known = int((table["verdict"] == Verdict.XFAIL).sum()) if len(table) else 0
     if known:                                    # accepted, not passed: said beside the counts it is not in
         head = f"{head} · {known:,} known failure{'s' if known != 1 else ''} accepted by the baseline (xfail)"
     unread, unread_failing = unread_counts(meta)
@@ -169,7 +176,7 @@ def decide(table: pd.DataFrame, meta: dict, n_findings: int = 0, causes: dict[st
         head = f"{head} · partial merge: shard(s) {', '.join(meta['shards_missing'])} missing"
         if status in NOTHING_FAILED:
             status = "partial"
-    return Outcome(status, head, **common)
+    return head, status
 
 
 def _proves(by_role: dict) -> list[str]:
