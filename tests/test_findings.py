@@ -221,6 +221,20 @@ def test_fail_groups_by_family_dtype_and_kind_with_the_worst_example():
     assert f.findings[0].detail.endswith("inf ulp") and "expected `nan`" in f.findings[0].detail
 
 
+def test_the_example_is_the_case_with_the_worst_failing_element():
+    """Integers (no max_ulp) took the first case, floats the largest max_ulp, which counts elements
+    inside the absolute tolerance too: the example showed a smaller error than the run had."""
+    def w(expected, got, ulps=None):
+        return {"coords": [0], "inputs": {}, "expected": expected, "got": got, "ulps": ulps, "note": ""}
+    rows = [row("binary.add", "u8", "rank0", "fail", worst=w("92", "255")),
+            row("binary.add", "u8", "len1025", "fail", worst=w("0", "255")),
+            row("unary.sin", "f32", "contiguous", "fail", max_ulp=4.7e7, worst=w("1.0", "1.0000003", 3.0)),
+            row("unary.sin", "f32", "len31", "fail", max_ulp=900.0, worst=w("0.5", "0.51", 900.0))]
+    ex = {f.title.split(":")[0]: f.example for f in analyze(rows).findings}
+    assert ex == {"`binary.add` u8, values": "binary.add/u8/len1025/normal/s0",
+                  "`unary.sin` f32, values": "unary.sin/f32/len31/normal/s0"}
+
+
 def test_errors_by_first_message_line_and_xpass_per_op():
     rows = [row("unary.exp", d, "contiguous", "error", message="parity internal error: KeyError: 'x'\ntrace")
             for d in ("f16", "f32")]

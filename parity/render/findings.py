@@ -503,6 +503,20 @@ def _fault_kind(w) -> str:
     return "values"
 
 
+def _severity(w) -> float:
+    """How far a case's worst failing element is off: its ulps (floats), |expected - got| (integers);
+    -1 when unknown. (A case's max_ulp also counts elements that pass by their absolute tolerance,
+    and integers have none: ranking by it showed a small error where a larger one was found.)"""
+    if not isinstance(w, dict):
+        return -1.0
+    try:
+        if w.get("ulps") is not None:
+            return float(w["ulps"])
+        return float(abs(int(w["expected"]) - int(w["got"])))
+    except (TypeError, ValueError, KeyError):
+        return -1.0
+
+
 def _fail(g: pd.DataFrame) -> list[Finding]:
     """One finding per family x dtype x kind of error (NaN handling, infinities, values), listing
     the ops, value classes and layouts, with the worst element of all. One cause usually spans
@@ -512,9 +526,8 @@ def _fail(g: pd.DataFrame) -> list[Finding]:
     g = g.assign(_family=family.fillna(g["op"].str.split(".").str[0]).astype(str),
                  _kind=g["worst"].map(_fault_kind) if "worst" in g.columns else "values")
     keys = ["_family", "dtype", "_kind"]
-    ulp = pd.to_numeric(g["max_ulp"], errors="coerce") if "max_ulp" in g.columns else pd.Series(0.0, index=g.index)
-    g = g.assign(_ulp=ulp.fillna(-1.0))
-    worst = g.sort_values("_ulp", ascending=False, kind="stable").drop_duplicates(keys)   # largest max_ulp
+    g = g.assign(_ulp=g["worst"].map(_severity) if "worst" in g.columns else -1.0)
+    worst = g.sort_values("_ulp", ascending=False, kind="stable").drop_duplicates(keys)   # the worst element
     ops, vals, lays = (_collect(g, keys, c) for c in ("op", "values", "layout"))
     out = []
     for k, info in _groups(g, keys, example=worst):
