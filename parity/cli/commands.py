@@ -1,7 +1,6 @@
 """Commands around a run's results: report, baseline, diff, repro."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -55,8 +54,7 @@ def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_pa
     elif fmt == "junit":
         text = junit.render(res)
     else:
-        text = json.dumps({"schema": "parity.results/1", "meta": res.meta,
-                           "results": json.loads(res.table.to_json(orient="records"))}, indent=1)
+        text = res.json_text()                   # (as results.json writes it: inf stays "inf")
     if output:
         with writing(output):
             files.write_text(output, text, "-o")

@@ -89,13 +89,17 @@ class Results:
     def to_json(self, path: Path) -> None:
         """One row per line (compact rows: the C encoder; a nightly sweep has 60,000 of them). Written
         beside `path` and renamed over it: files.FileRefused when `path` is not a regular file."""
+        files.write_text(path, self.json_text(), "results file")
+
+    def json_text(self) -> str:
+        """The results.json text (non-finite numbers as "inf"/"nan" strings, as the schema reads them)."""
         try:
             head = json.dumps({"schema": SCHEMA, "meta": self.meta}, indent=1, default=_json_default, allow_nan=False)
         except ValueError:                     # a non-finite number (a sum of huge times): as rows write them
             head = json.dumps({"schema": SCHEMA, "meta": _finite_json(self.meta)}, indent=1, default=_json_default,
                               allow_nan=False)
         rows = ",\n".join(row_json(r) for r in self.records())
-        files.write_text(path, head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}", "results file")
+        return head[:-2] + ',\n "results": [\n' + rows + "\n ]\n}"
 
     @staticmethod
     def from_json(path: Path) -> "Results":
