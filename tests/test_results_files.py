@@ -933,3 +933,12 @@ def test_report_json_is_the_results_file_itself(tmp_path):
     assert r.exit_code == 1 and r.stdout == p.read_text() + "\n"
     (tmp_path / "again.json").write_text(r.stdout)
     assert invoke("report", tmp_path / "again.json").stdout == invoke("report", p).stdout
+
+
+def test_an_unreadable_rows_text_stays_in_a_code_span(tmp_path):
+    """The first skipped row's text is the file's, not parity's: raw, `<details>` in it folded away
+    the rest of summary.md on GitHub."""
+    p, _ = _with_bad_rows(tmp_path, {2: {"op": "<details><summary>ok"}})
+    line = next(ln for ln in invoke("report", p).stdout.splitlines() if "Unreadable rows" in ln)
+    assert line.endswith("; first: `row 2: op is '<details><summary>ok', not a name (letters, digits and "
+                         "_ . - + / : @ = , ( ) only)`."), line

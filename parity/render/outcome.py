@@ -328,8 +328,8 @@ def unread_counts(meta: dict) -> tuple[int, int]:
 
 def unread_notes(meta: dict) -> list[str]:
     """One line per results file whose damaged rows were skipped when it was read."""
-    return [f"Unreadable rows — {e.get('count')} row(s) of `{e.get('file')}` are not result rows and are in no "
-            f"table ({e.get('failing')} with a failing verdict); first: {e.get('first')}."
+    return [f"Unreadable rows — {e.get('count')} row(s) of {md_code(str(e.get('file')))} are not result rows and "
+            f"are in no table ({e.get('failing')} with a failing verdict); first: {md_code(str(e.get('first')))}."
             for e in meta.get("unread_rows") or [] if isinstance(e, dict)]
 
 
