@@ -121,3 +121,13 @@ def test_verdict_counts_are_given_level_by_level(tmp_path):
     assert f"cpu: pass {n} · amd-static: compiled {n}\n" in r.output
     summary = next(out.glob("*/summary.md")).read_text()
     assert f"Verdicts: cpu: pass **{n}**; amd-static: compiled **{n}**\n" in summary
+
+
+def test_findings_keep_the_end_of_a_long_path_at_80_columns():
+    """A CI checkout's path cut at the right edge left three compile findings the same text."""
+    from parity.render.terminal import short_paths
+    deep = "/home/runner/work/candle-rocm-port/candle-rocm-port/candle-kernels/src"
+    assert short_paths(f"{deep}/unary_f32.hip does not compile: 4 kernels, {deep}/x.h") == \
+        "…/src/unary_f32.hip does not compile: 4 kernels, …/src/x.h"
+    assert [short_paths(p) for p in ("/a.hip", "/src/a.hip", "rel/dir/a.hip", "1/2/3")] == \
+        ["/a.hip", "/src/a.hip", "rel/dir/a.hip", "1/2/3"]

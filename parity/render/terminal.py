@@ -1,6 +1,7 @@
 """The rich terminal view: a progress bar while running, then counts and the failures."""
 from __future__ import annotations
 
+import re
 import time
 
 from rich.console import Console
@@ -97,6 +98,15 @@ def counts_text(res: Results) -> str:
     return "; ".join(f"{lv} " + ", ".join(f"{n} {v}" for v, n in c.items()) for lv, c in res.counts_by_level().items())
 
 
+_LONG_PATH = re.compile(r"(?<![\w.])/(?:[^\s/]+/)+([^\s/]+/[^\s/]+)")
+
+
+def short_paths(text: str) -> str:
+    """Absolute paths cut to their last two parts (`…/src/unary_f32.hip`): cut at the right edge
+    of an 80-column CI log, a CI checkout's long prefix left every compile finding the same text."""
+    return _LONG_PATH.sub(lambda m: "…/" + m.group(1), text)
+
+
 def show(res: Results, console: Console, max_findings: int = 12) -> None:
     """Verdict counts, the parity score (family × level), then the top findings; fits 80 columns
     (names are cut with an ellipsis, never wrapped). The rest: summary.md / index.html."""
@@ -143,7 +153,8 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     t.add_column("cause", no_wrap=True, width=18, overflow="ellipsis")
     t.add_column("finding", no_wrap=True, overflow="ellipsis", width=max(20, console.width - 3 - 18 - 4))
     for i, x in enumerate(f.findings[:max_findings], 1):
-        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]", escape(one_line(x.title.replace("`", ""))))
+        t.add_row(str(i), f"[{STYLE.get(x.cause, 'bold')}]{x.cause}[/]",
+                  escape(short_paths(one_line(x.title.replace("`", "")))))
     console.print(t)
     more = len(f.findings) - max_findings
     console.print((f"… {more} more findings: " if more > 0 else "details: ") + "see summary.md / index.html")
