@@ -45,7 +45,8 @@ DETAIL_MAX = 300
 
 @dataclass(frozen=True)
 class ScoreRow:
-    """One level × family: kernels with every counted case pass/xfail, and the case counts."""
+    """One level × family: kernels with every counted case pass (xfail: accepted, not at parity), and the
+    case counts."""
     level: str
     family: str                       # "all" for the level's total
     kernels_ok: int

@@ -124,7 +124,7 @@ def show(res: Results, console: Console, max_findings: int = 12) -> None:
     if f.scoreboard:
         levels = list(dict.fromkeys(r.level for r in f.scoreboard))
         cell = {(r.level, r.family): r for r in f.scoreboard}
-        console.print("[bold]parity score[/]: kernels at parity (every case pass/xfail; amd-static: compiled) "
+        console.print("[bold]parity score[/]: kernels at parity (every case pass, xfail not; amd-static: compiled) "
                       "/ kernels run; the reference levels (cpu, cupy) run no kernel: their column counts cases")
         t = Table(box=None, pad_edge=False)
         t.add_column("family", no_wrap=True, overflow="ellipsis", max_width=14)
