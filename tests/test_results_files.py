@@ -942,3 +942,15 @@ def test_an_unreadable_rows_text_stays_in_a_code_span(tmp_path):
     line = next(ln for ln in invoke("report", p).stdout.splitlines() if "Unreadable rows" in ln)
     assert line.endswith("; first: `row 2: op is '<details><summary>ok', not a name (letters, digits and "
                          "_ . - + / : @ = , ( ) only)`."), line
+
+
+def test_a_diff_of_compile_checks_is_no_green_check_and_counts_case_runs(tmp_path):
+    """amd-static beside the reference executes nothing: a ✅ diff of two such runs read as values
+    compared; and its rows are cases x levels, not cases."""
+    static = {"level": "amd-static", "available": True, "device": "hipcc"}
+    a = write(tmp_path / "a.json", {c: "compiled" for c in ids("unary.neg", 3)}, levels=(CPU, static))
+    r = invoke("diff", a, a)
+    assert r.exit_code == 0 and r.stdout.startswith("## ⚠️ parity diff: 0 new failure(s)")
+    assert "⚠️ No compared row executed a kernel of the suite (amd-static, cpu): what is compared is whether " \
+           "kernels compile, not the values they compute." in r.stdout
+    assert "6 case runs (case x level) in both runs (0 only in NEW, 0 only in OLD)" in r.stdout

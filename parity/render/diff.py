@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from parity.core.row import Verdict
 from parity.core.text import md_code, md_text
-from parity.run.levels import REFERENCE, role
+from parity.run.levels import EXECUTES, REFERENCE, role
 from parity.run.results import FAILING, Results
 
 
@@ -64,6 +64,11 @@ class Diff:
     def reference_only(self) -> bool:
         """Every compared row is a reference level's (cpu, cupy): no kernel of the suite was compared."""
         return bool(self.levels) and all(role(lv) == REFERENCE for lv in self.levels)
+
+    @property
+    def nothing_executed(self) -> bool:
+        """No compared row is an executing level's: at most compile checks (amd-static) were compared."""
+        return bool(self.levels) and all(role(lv) != EXECUTES for lv in self.levels)
 
     @property
     def regressions(self) -> bool:
@@ -192,7 +197,7 @@ def _key(c: Change | Slowdown) -> str:
 
 def render(d: Diff, limit: int = 50) -> str:
     """Markdown-ish text for a terminal or a PR comment."""
-    icon = "❌" if d.regressions else "⚠️" if d.partial or d.baselined or d.reference_only else "✅"
+    icon = "❌" if d.regressions else "⚠️" if d.partial or d.baselined or d.nothing_executed else "✅"
     head = (f"## {icon} parity diff: {len(d.new_failures)} new failure(s), {len(d.fixed)} fixed, "
             + (f"{len(d.baselined)} failing now accepted by the baseline, " if d.baselined else "")
             + f"{len(d.slowdowns)} slowdown(s) > {d.threshold:g}x")
@@ -211,7 +216,11 @@ def render(d: Diff, limit: int = 50) -> str:
     if d.reference_only:
         lines += [f"⚠️ Every compared row is from {', '.join(sorted(d.levels))}, the reference: no kernel of the "
                   "suite was compared.", ""]
-    lines += [f"{d.compared} cases in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
+    elif d.nothing_executed:
+        lines += [f"⚠️ No compared row executed a kernel of the suite ({', '.join(sorted(d.levels))}): what is "
+                  "compared is whether kernels compile, not the values they compute.", ""]
+    runs = "case runs (case x level)" if len(d.levels) > 1 else "cases"
+    lines += [f"{d.compared} {runs} in both runs ({d.added} only in NEW, {d.removed} only in OLD); "
               f"{d.still_failing} still failing; {d.timed} with kernel times in both.", ""]
 
     def table(title: str, header: str, rows: list[str], total: int) -> None:
