@@ -144,3 +144,16 @@ class TestInBrowser:
         assert re.search(r'data-layout="contiguous" data-values="special" style="background:[^"]+" title="fail"', drill)
         assert re.search(r'data-layout="contiguous" data-values="normal" style="background:[^"]+" title="pass"', drill)
         assert "parity repro binary.minimum/f16/contiguous/special/s0 --level cpu" in drill
+
+
+def test_the_header_counts_verdicts_level_by_level():
+    """The reference's passes ran no kernel: never one green 'pass N' beside amd-static's compiles."""
+    from parity.render import html
+    from parity.run.results import Results
+    rows = [{"case_id": "unary.neg/f32/contiguous/normal/s0", "op": "unary.neg", "kernel": "uneg_f32",
+             "level": lv, "verdict": v} for lv, v in (("cpu", "pass"), ("amd-static", "compiled"))]
+    page = html.render(Results.from_rows(rows, {"levels": []}))
+    counts = page.split('id="counts">', 1)[1].split("</div>", 1)[0]
+    assert counts.count('class="level-counts"') == 2
+    assert counts.index("<b>cpu</b>: ") < counts.index("pass <b>1</b>") < counts.index("<b>amd-static</b>: ") \
+        < counts.index("compiled <b>1</b>")
