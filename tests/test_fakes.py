@@ -1,7 +1,7 @@
 """The engine must catch each deliberately broken subject, with the exact verdict and worst element."""
 import pytest
 
-from fakes import (DropsStartOffset, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, LostBlocksPast128,
+from fakes import (DropsStartOffset, GeAsGt, I64DivByZeroAllOnes, IgnoresStrides, InPlaceReadsStrided, LostBlocksPast128,
                    NanDroppingMinimum, NoInPlacePath, OneStrideArray, SaturatingU8Cast, UnwrittenTail)
 from parity.executors.cpu import CpuExecutor
 from parity.run.cases import Case
@@ -9,6 +9,9 @@ from parity.run.engine import run_case
 
 # (subject, case, n_bad, worst coords, worst inputs, expected, got)
 CAUGHT = [
+    # comparisons draw their normal values from a few, so that equal pairs are common
+    (GeAsGt, "cmp.ge/f32/contiguous/normal/s0", 343, [0, 0], {"lhs": "0.0", "rhs": "0.0"}, "1", "0"),
+    (GeAsGt, "cmp.ge/i64/transposed/normal/s0", 296, [0, 2], {"lhs": "2", "rhs": "2"}, "1", "0"),
     (IgnoresStrides, "unary.exp/f32/transposed/normal/s0", 1548, [1, 39],
      {"x": "4.849396228790283"}, "127.66328430175781", "0.00801017601042986"),
     (DropsStartOffset, "unary.neg/f32/narrowed/normal/s0", 384, [0, 0],

@@ -93,6 +93,10 @@ def _restrict(v: np.ndarray, dt: DType, domain: str | None, special: bool = Fals
 
 
 def _normal(dt: DType, n: int, rng: np.random.Generator, domain: str | None) -> np.ndarray:
+    if domain == "few":                             # comparisons: equal pairs common, so eq/ne/le/ge
+        pool = [-3.0, -1.5, -1.0, 0.0, 1.0, 1.5, 3.0] if dt.is_float else [0, 1, 2, 3, 7]   # see both answers
+        return round_float(rng.choice(np.array(pool), n), dt) if dt.is_float else \
+            rng.choice(np.array(pool), n).astype(dt.np)
     if dt.is_float:
         if domain == "positive":
             v = rng.uniform(0.05, 6.0, n)

@@ -97,7 +97,7 @@ OPS = [
     for n in _SEM
 ] + [
     elementwise_op(name=f"cmp.{n}", family="binary", root=n, dtypes=DTYPES, inputs=("lhs", "rhs"),
-       reference=_cmp_ref(n), tolerance=EXACT, out_rule="u8",
+       reference=_cmp_ref(n), tolerance=EXACT, out_rule="u8", domain={"lhs": "few", "rhs": "few"},
        semantics=f"lhs {n} rhs as u8 0/1; NaN compares false (ne -> 1)", abi=ABI)
     for n in _CMP
 ]
