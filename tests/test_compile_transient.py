@@ -45,6 +45,7 @@ def _source(tmp_path: Path) -> Path:
     "print('hipcc: child died with signal 2, without coredump'); sys.exit(2)",  # Ctrl-C under hipcc.pl
     "print('clang: error: unable to make temporary file: No such file or directory'); sys.exit(1)",
     "sys.exit(1)",                                                             # not a word
+    "print('nvcc: Terminated'); sys.exit(255)",                                # nvcc under SIGTERM
 ])
 def test_a_compile_that_did_not_finish_is_compiled_again_next_time(tmp_path, failure):
     flag = tmp_path / "failed-once"
@@ -254,3 +255,16 @@ def test_a_compile_timeout_that_is_no_number_is_said_once(monkeypatch, capsys):
                                        "using 1800\n")
     monkeypatch.setenv("PARITY_COMPILE_TIMEOUT", "90")
     assert compile_cache.compile_timeout() == 90.0 and capsys.readouterr().err == ""
+
+
+def test_a_compile_that_fails_after_parity_got_a_signal_is_not_cached(tmp_path, monkeypatch):
+    """The signal that stops parity stops its compilers too, which then fail in their own words
+    (nvcc: rc 255): whatever they say, that failure is not the source's and is not kept."""
+    from parity.core import interrupts
+    comp = _compiler(tmp_path, "print('k.hip:1:1: error: something'); sys.exit(1)")
+    monkeypatch.setattr(interrupts._S, "first", KeyboardInterrupt())
+    r = compile_source(_source(tmp_path), [str(comp)], [])
+    assert not r.ok and "not cached" in r.error.message
+    monkeypatch.setattr(interrupts._S, "first", None)
+    again = compile_source(_source(tmp_path), [str(comp)], [])
+    assert not again.ok and not again.cached

@@ -347,11 +347,30 @@ def test_a_case_failing_on_the_unmutated_suite_kills_nothing():
             res = super().run(launch)
             return type(res)("crash", message="always") if res.status == "ok" else res
     [m, *_] = mutants_of_text("if (i < n) {}\n", "k.hip")
-    cases = load_sweep("smoke", Filters(["unary.neg"]))[:3]
+    cases = list({c.layout: c for c in load_sweep("smoke", Filters(["unary.neg"], dtypes=["f32"]))}.values())[:3]
     out = run_cases_until_fail(m, cases, Broken(), 60, __import__("time").perf_counter(), original_passes=lambda c: False)
     assert (out.verdict, out.cases_run) == ("survived", 3)
     out = run_cases_until_fail(m, cases, Broken(), 60, __import__("time").perf_counter(), original_passes=lambda c: c is cases[1])
     assert (out.verdict, out.case) == ("killed", cases[1].id)
+
+
+def test_a_case_held_back_after_a_fault_kills_nothing():
+    """After a crash on a (kernel, layout) path, the engine holds the path's next cases back
+    (`not-run`): they never ran on the mutant, so they cannot kill it, even where the original
+    passes them (the original's own crash on the first case is no kill either)."""
+    from parity.run.cases import Filters, load_sweep
+    from parity.executors.cpu import CpuExecutor
+    from parity.mutate.run import run_cases_until_fail
+
+    class Broken(CpuExecutor):
+        def run(self, launch):
+            res = super().run(launch)
+            return type(res)("crash", message="always") if res.status == "ok" else res
+    [m, *_] = mutants_of_text("if (i < n) {}\n", "k.hip")
+    path = [c for c in load_sweep("smoke", Filters(["unary.neg"], dtypes=["f32"], layouts=["contiguous"]))][:3]
+    out = run_cases_until_fail(m, path, Broken(), 60, __import__("time").perf_counter(),
+                               original_passes=lambda c: c is not path[0])
+    assert len(path) >= 2 and (out.verdict, out.cases_run) == ("survived", len(path))
 
 
 def test_a_kill_mid_pipeline_leaves_the_worker_answering_its_own_launches():
@@ -460,6 +479,7 @@ def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: P
     from fakes_worker import SuiteCpu
     from parity.executors.base import Availability
     from parity.run.levels import Level
+    from parity.run.session import DEFAULT_HIP_SRC
     monkeypatch.setattr(parity.run.levels, "make", lambda *a, **k: Level("cpu", Availability(True, device="cpu"), SuiteCpu()))
     args = ["mutate", "--sweep", "smoke", "--ops", "unary.neg", "--max", "4", "--jobs", "2", "--runners", "1",
             "--out", str(tmp_path)]
@@ -467,21 +487,60 @@ def test_resume_runs_only_the_mutants_the_journal_lacks(monkeypatch, tmp_path: P
     assert r.exit_code == 0, r.output
     [folder] = tmp_path.glob("mutate-smoke-*")
     lines = (folder / "mutants.jsonl").read_text().splitlines()
-    assert len(lines) == 4
-    (folder / "mutants.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])   # killed mid-line
+    assert len(lines) == 5 and json.loads(lines[0]) == {"scope": {
+        "sweep": "smoke", "ops": "unary.neg", "max": 4, "seed": 0, "level": "hip-on-nvidia",
+        "hip_src": str(DEFAULT_HIP_SRC)}}
+    (folder / "mutants.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:40])   # killed mid-line
     r = CliRunner().invoke(main, [*args, "--resume", str(folder)])
     assert r.exit_code == 0, r.output
     assert f"(2 from {folder}/mutants.jsonl, 2 this run)" in r.output
     assert json.loads((folder / "mutants.json").read_text())["meta"]["done"] == 4
-    ids = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[:2]]
-    again = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[3:]]
+    ids = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[1:3]]
+    again = [json.loads(ln)["mutant"] for ln in (folder / "mutants.jsonl").read_text().splitlines()[4:]]
     assert len(again) == 2 and not set(ids) & set(again)
     assert json.loads((folder / "mutants.json").read_text())["meta"]["resumed_with"] == 2
     r = CliRunner().invoke(main, [*args[:-4], "--seed", "7", "--out", str(tmp_path), "--resume", str(folder)])
-    assert r.exit_code == 2 and "is not in this run's sample" in r.output
+    assert r.exit_code == 2 and "that run was another one (seed 0 there, 7 now)" in r.output, r.output
+    r = CliRunner().invoke(main, [*args[:2], "pr", *args[3:], "--resume", str(folder)])
+    assert r.exit_code == 2 and "that run was another one (sweep 'smoke' there, 'pr' now)" in r.output, r.output
+    (folder / "mutants.jsonl").write_text("\n".join(lines[1:3]) + "\n")      # a journal without its scope line:
+    r = CliRunner().invoke(main, [*args[:-4], "--seed", "7", "--out", str(tmp_path), "--resume", str(folder)])
+    assert r.exit_code == 2 and "is not in this run's sample" in r.output   # the sample still tells
     r = CliRunner().invoke(main, [*args, "--resume", str(tmp_path)])
     assert r.exit_code == 2 and "no mutants.jsonl there" in r.output
-    first = json.loads(lines[0])                    # the mutated line reads otherwise now: another suite
+    first = json.loads(lines[1])                    # the mutated line reads otherwise now: another suite
     (folder / "mutants.jsonl").write_text(json.dumps({**first, "diff": first["diff"] + " (edited)"}) + "\n")
     r = CliRunner().invoke(main, [*args, "--resume", str(folder)])
     assert r.exit_code == 2 and "the suite changed since that run, start a new one" in r.output, r.output
+
+
+def test_mutants_that_time_out_are_said_and_nothing_counted_fails_a_min_score(monkeypatch, tmp_path: Path):
+    """Timeouts are not counted; a run where no mutant was counted cannot meet --min-score 0.5
+    (it exited 0 with the score n/a)."""
+    import parity.run.levels
+    from fakes_worker import SuiteCpu
+    from parity.executors.base import Availability
+    from parity.run.levels import Level
+    monkeypatch.setattr(parity.run.levels, "make", lambda *a, **k: Level("cpu", Availability(True, device="cpu"), SuiteCpu()))
+    r = CliRunner().invoke(main, ["mutate", "--sweep", "smoke", "--ops", "unary.neg", "--max", "2", "--jobs", "1",
+                                  "--mutant-timeout", "0.000001", "--min-score", "0.5", "--out", str(tmp_path)])
+    assert r.exit_code == 1, r.output
+    assert "mutation score n/a: 2 timeout in " in r.output
+    assert "warning: 2 mutant(s) timed out (--mutant-timeout 1e-06 s): not counted" in r.output
+    assert r.output.rstrip().endswith("no mutant was counted (killed or survived): the score cannot be held to "
+                                      "--min-score 0.5")
+    [folder] = tmp_path.glob("mutate-smoke-*")
+    assert "**Timeouts**: 2 mutant(s) ran out of --mutant-timeout" in (folder / "summary.md").read_text()
+
+
+def test_a_shim_port_is_refused_and_a_latin1_comment_is_read(tmp_path: Path):
+    """mutate builds a suite folder's files as they are: a port with a build line is refused (its
+    mutants would be built otherwise than parity run builds it); bytes that are not UTF-8 are kept."""
+    r = CliRunner().invoke(main, ["mutate", "--hip-src", str(Path(__file__).parent / "fixtures/ports/shim-port"),
+                                  "--list"])
+    assert r.exit_code == 2 and "is a port built by its build line" in r.output, r.output
+    from parity.run.session import DEFAULT_HIP_SRC
+    shutil.copytree(DEFAULT_HIP_SRC, tmp_path / "s")
+    (tmp_path / "s" / "affine.hip").write_bytes(b"// caf\xe9\n" + (DEFAULT_HIP_SRC / "affine.hip").read_bytes())
+    r = CliRunner().invoke(main, ["mutate", "--hip-src", str(tmp_path / "s"), "--ops", "affine", "--list", "--max", "3"])
+    assert r.exit_code == 0 and "3 mutants over" in r.output, r.output

@@ -24,7 +24,8 @@ Examples:
   parity mutate --sweep pr --max 300 --min-score 0.95
   parity mutate --ops 'unary.*' --max 20 --level amd
   parity mutate --max 300 --resume reports/mutate-pr-20261125-195429   # go on after Ctrl-C
-Exit codes: 0 score at or above --min-score, 1 below it, 2 usage or setup error (no GPU level).
+Exit codes: 0 score at or above --min-score, 1 below it (or no mutant counted where --min-score is above 0),
+2 usage or setup error (no GPU level).
 """
 
 
@@ -55,7 +56,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     """Mutation testing of a sweep: change a kernel in one small way, run the cases that reach it,
     and count the changes the sweep catches (score = killed / (killed + survived))."""
     from parity.core.resources import hip_mapping
-    from parity.mutate.operators import mutants_of, sample
+    from parity.mutate.operators import mutants_of, sample, source_text
     from parity.mutate.targets import cases_for, targets
     from parity.run.cases import Filters
     from parity.run.session import check_report_files, check_writable, select_cases
@@ -64,6 +65,10 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     if subj.profile.name != "candle":        # its sweeps and catalog are Candle's: no case would reach a kernel
         raise SetupError(f"parity mutate scores suites in Candle's kernel ABI; {subj.hip_src} has profile "
                          f"{subj.profile.name} ({subj.how}): check its kernels with parity run")
+    if subj.port is not None:                # mutants compile as the suite folder's own files: not its build line
+        raise SetupError(f"parity mutate compiles a suite folder's files as they are; {subj.hip_src} is a port built "
+                         f"by its build line ({subj.port.describe()}), which mutate does not apply yet: its "
+                         "mutants would be built otherwise than parity run builds the port")
     suite = subj.hip_src
     lv = None if list_only else _gpu_level(level, suite)     # before the seconds of sampling below
     if equivalent_file and not Path(equivalent_file).is_file():
@@ -82,7 +87,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
         raise SetupError("no suite file defines a kernel of the selected cases")
     from parity.mutate.scope import largest_case, unreachable, wide_spans
     largest = largest_case(cases)
-    spans = {f: wide_spans((suite / f).read_text()) for f in files}
+    spans = {f: wide_spans(source_text(suite / f)) for f in files}
     reach, out_of_reach = [], Counter()
     for m in mutants_of(suite, list(files)):      # sample among what the sweep can catch at all
         why = unreachable(m, largest, spans[m.file])
@@ -106,14 +111,15 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
             click.echo(f"not sampled, out of the sweep's reach: {n} mutant{'s' if n != 1 else ''}: {why}")
         return
     previous = []
+    scope = {"sweep": sweep, "ops": ops or "", "max": max_n, "seed": seed, "level": level, "hip_src": str(suite)}
     if resume:
         from parity.mutate.report import load_journal
         try:
-            previous = load_journal(Path(resume) / "mutants.jsonl", {m.id: m for m in mutants})
+            previous = load_journal(Path(resume) / "mutants.jsonl", {m.id: m for m in mutants}, scope)
         except ValueError as e:
             raise SetupError(str(e))
     _run(suite, files, cases, mutants, sweep, lv, jobs or os.cpu_count() or 1, runners, min_score,
-         mutant_timeout, out, table, dict(out_of_reach), resume, previous)
+         mutant_timeout, out, table, dict(out_of_reach), resume, previous, scope)
 
 
 def _gpu_level(level: str, suite: Path):
@@ -127,7 +133,9 @@ def _gpu_level(level: str, suite: Path):
 
 def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, jobs: int,
          runners: int, min_score: float, mutant_timeout: float, out: Path, table: dict,
-         out_of_reach: dict[str, int], resume: Path | None = None, previous: list = ()) -> None:
+         out_of_reach: dict[str, int], resume: Path | None = None, previous: list = (), scope: dict | None = None
+         ) -> None:
+    from parity.core import interrupts
     from parity.mutate.report import record, summary, write
     from parity.mutate.run import GpuRunner, evaluate
     from parity.mutate.scope import argued
@@ -151,12 +159,16 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
     with journal_file as journal:        # each outcome as it comes
         if resume and journal.tell() and not (folder / "mutants.jsonl").read_bytes().endswith(b"\n"):
             journal.write("\n")          # a line cut short by a kill stays apart from the next one
+        if not resume:                   # what --resume must match: another sweep's outcomes are not this one's
+            journal.write(json.dumps({"scope": scope or {}}) + "\n")
         try:
             with terminal.progress(console) as prog:
                 task = prog.add_task(level, total=len(mutants), completed=len(outcomes), status="", unit="mutants")
                 tally: Counter = Counter(o.verdict for o in outcomes)
 
                 def done(o) -> None:
+                    if interrupts.first() is not None:   # finished under a signal, its compiles killed:
+                        return                           # no outcome (--resume runs it again)
                     outcomes.append(o)
                     journal.write(json.dumps(record(o)) + "\n")
                     journal.flush()
@@ -195,6 +207,13 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
                    f"(the same command with --resume {shlex.quote(str(folder))} runs the rest)")
         sys.stdout.flush()
         os._exit(130)
+    slow = s["counts"].get("timeout", 0)
+    if slow:
+        click.echo(f"warning: {slow} mutant(s) timed out (--mutant-timeout {mutant_timeout:g} s): not counted, "
+                   "the score does not cover them")
+    if s["score"] is None and min_score > 0:     # nothing counted cannot meet a bar
+        click.echo(f"no mutant was counted (killed or survived): the score cannot be held to --min-score {min_score:g}")
+        sys.exit(1)
     sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)
 
 

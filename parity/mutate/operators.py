@@ -47,6 +47,12 @@ class Mutant:
 _DEFINE_HEAD = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+(\([^)]*\))?", re.M)
 
 
+def source_text(path: Path) -> str:
+    """A source as mutants see it: bytes that are not UTF-8 (a Latin-1 comment) kept as they are, one
+    character each, so that a mutant written back changes nothing but its edit."""
+    return Path(path).read_text(errors="surrogateescape")
+
+
 def mask(text: str) -> str:
     """`text` with comments, literals and preprocessor directives (but #define bodies) blanked."""
     out = list(text)
@@ -309,7 +315,7 @@ def mutants_of(suite_dir: Path, files: list[str], operators: list[str] | None = 
     """Every mutant of these files (relative to `suite_dir`), file by file in the given order."""
     out: list[Mutant] = []
     for f in files:
-        out += mutants_of_text((Path(suite_dir) / f).read_text(), f, operators)
+        out += mutants_of_text(source_text(Path(suite_dir) / f), f, operators)
     return out
 
 

@@ -88,10 +88,11 @@ def record(o: Outcome) -> dict:
     return {**{k: v for k, v in asdict(o).items() if k != "mutant"}, "mutant": o.mutant.id, "diff": o.mutant.diff()}
 
 
-def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
+def load_journal(path: Path, mutants: dict[str, Mutant], scope: dict | None = None) -> list[Outcome]:
     """The outcomes a mutants.jsonl recorded (`record`'s lines), for the mutants by id; ValueError
-    naming the first one that is not among them (another sample: --sweep, --max, --seed or the
-    suite differ), or whose line the suite no longer reads as it did (the recorded diff). A line cut
+    where the run it began (its first line, {"scope": ...}) had another `scope` (--sweep, --ops,
+    --max, --seed, --level, the suite), naming the first mutant that is not among them (another
+    sample), or whose line the suite no longer reads as it did (the recorded diff). A line cut
     short by a kill is left out: that mutant runs again."""
     out = []
     try:
@@ -102,6 +103,13 @@ def load_journal(path: Path, mutants: dict[str, Mutant]) -> list[Outcome]:
         try:
             r = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(r, dict) and isinstance(r.get("scope"), dict) and scope is not None:
+            was = {k: r["scope"].get(k) for k in scope}
+            differ = [f"{k} {was[k]!r} there, {scope[k]!r} now" for k in scope if was[k] != scope[k]]
+            if differ:
+                raise ValueError(f"{path}: that run was another one ({'; '.join(differ)}): resume it with the "
+                                 "same options, or start a new run")
             continue
         if not isinstance(r, dict) or not isinstance(r.get("mutant", ""), str) or not isinstance(r.get("verdict"), str):
             continue                      # not a line `record` wrote: that mutant runs again
@@ -145,7 +153,12 @@ def markdown(s: dict) -> str:
     lines = [f"# Mutation score: {_pct(s['score'])}", "",
              f"Sweep `{s['meta'].get('sweep')}` on level `{s['meta'].get('level')}`: {counts}. "
              f"Score = killed / (killed + survived); {eq} equivalent mutant(s) (object code unchanged), "
-             "mutants argued equivalent, mutants out of the sweep's reach and compile errors are not counted.", ""]
+             "mutants argued equivalent, mutants out of the sweep's reach, compile errors and timeouts are not "
+             "counted.", ""]
+    slow = s["counts"].get("timeout", 0)
+    if slow:                             # not caught in time is not caught: the score does not cover them
+        lines += [f"**Timeouts**: {slow} mutant(s) ran out of --mutant-timeout before their cases caught them or "
+                  "all passed; the score does not cover them (raise --mutant-timeout).", ""]
     bad = s["meta"].get("failing_on_original") or {}
     if bad:
         lines += [f"**Warning**: {len(bad)} case(s) fail on the unmutated suite; they killed no mutant: "
@@ -200,7 +213,7 @@ td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left}} th{{background:#f
 .score{{font-size:2em;color:{'#2e9e4f' if (s['score'] or 0) >= 0.95 else '#d62828'}}}</style></head><body>
 <h1>Mutation score: <span class="score">{_pct(s['score'])}</span></h1>
 <p>Sweep <code>{e(str(s['meta'].get('sweep')))}</code> on <code>{e(str(s['meta'].get('level')))}</code>: {e(counts)}.
-Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach and compile errors are not counted.</p>
+Equivalent (and argued equivalent) mutants, mutants out of the sweep's reach, compile errors and timeouts are not counted.</p>
 {table('operator', s['per_operator'])}{table('file', s['per_file'])}
 <h2>Survivors ({len(s['survivors'])})</h2>
 <table><tr><th>where</th><th>operator</th><th>diff</th><th>family</th><th>hint</th></tr>{rows}</table>

@@ -2,10 +2,10 @@
 
 Verdicts: `killed` (a case did not pass, and passes on the unmutated suite: its id and verdict are
 kept), `survived` (every case passed), `equivalent` (no kernel's machine code changed),
-`compile-error`, and
-`timeout` (the mutant's time limit ran out); `argued-equivalent` is decided by `scope` (which
-also keeps mutants out of the sweep's reach from being sampled). Only killed and survived count
-towards the score.
+`compile-error`, `timeout` (the mutant's time limit ran out before its cases said either), and
+`out-of-reach` (no selected case runs a kernel whose code it changed: --ops narrower than its
+file); `argued-equivalent` is decided by `scope` (which also keeps mutants out of the sweep's
+reach from being sampled). Only killed and survived count towards the score.
 
 `evaluate` takes any `run_mutant(mutant) -> Outcome`, so classification, score and reports are
 tested without a GPU; `GpuRunner` is the one that compiles and launches.
@@ -27,12 +27,12 @@ from parity.executors.base import Compiling, Executor
 from parity.executors.hip_nvidia import HipOnNvidiaExecutor
 from parity.executors.worker import IsolatedExecutor
 from parity.mutate.objcode import changed_kernels, sections
-from parity.mutate.operators import Mutant
+from parity.mutate.operators import Mutant, source_text
 from parity.mutate.targets import FileTarget, case_kernels, cases_for, source_order, sources_needed, spread
 from parity.run.cases import Case
 from parity.run.engine import Prepared, drive, prepare_case, run_case
 
-VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "compile-error")
+VERDICTS = ("killed", "survived", "timeout", "equivalent", "argued-equivalent", "compile-error", "out-of-reach")
 COUNTED = ("killed", "survived")
 CACHED_BYTES = 16 << 20        # cases with larger outputs are built again for each mutant
 
@@ -103,8 +103,8 @@ def run_cases_until_fail(mutant: Mutant, cases: list[Case], executor: Executor, 
                 return
             yield n, case, prepared(case)
 
-    def kills(row: dict) -> bool:
-        return row["verdict"] != "pass" and original_passes(cases[len(rows) - 1])
+    def kills(row: dict) -> bool:       # (not-run: held back after an earlier fault, never launched on it)
+        return row["verdict"] not in ("pass", "not-run") and original_passes(cases[len(rows) - 1])
     drive(items(), executor, "", None, lambda _, row: rows.append(row), stop=kills)
     seconds = time.perf_counter() - t0
     if rows and kills(rows[-1]):
@@ -192,7 +192,8 @@ class GpuRunner:
             f = self._dirty.pop(j)
             shutil.copyfile(self.suite_dir / f, slot / f)
         if mutant is not None:
-            (slot / mutant.file).write_text(mutant.apply((self.suite_dir / mutant.file).read_text()))
+            (slot / mutant.file).write_text(mutant.apply(source_text(self.suite_dir / mutant.file)),
+                                             errors="surrogateescape")   # (bytes as they were)
             self._dirty[j] = mutant.file
         return slot
 
@@ -254,7 +255,7 @@ class GpuRunner:
         if got is None:
             target = self.targets[mutant.file]
             needed = sources_needed(target, self.cases[mutant.file])
-            text = mutant.apply((self.suite_dir / mutant.file).read_text())
+            text = mutant.apply(source_text(self.suite_dir / mutant.file))
             got = self._source_lists[mutant.id] = source_order(target, needed, text, mutant.offset, self.suite_dir)
         return got
 
@@ -300,8 +301,13 @@ class GpuRunner:
                 if out.verdict != "survived":
                     return replace(out, seconds=time.perf_counter() - t0, cases_run=ran, kernels=tuple(sorted(touched)))
             if not changed:
-                return Outcome(mutant, "equivalent", message="object code unchanged",
-                               seconds=time.perf_counter() - t0)
+                n = len(self._sources(mutant))
+                return Outcome(mutant, "equivalent", seconds=time.perf_counter() - t0,
+                               message=f"object code unchanged in the {n} source(s) the selected cases use")
+            if not ran:                       # changed code, and none of the selected cases runs it
+                return Outcome(mutant, "out-of-reach", message="no selected case runs the kernels it changed: "
+                               + ", ".join(sorted(touched)), seconds=time.perf_counter() - t0,
+                               kernels=tuple(sorted(touched)))
             return Outcome(mutant, "survived", seconds=time.perf_counter() - t0, cases_run=ran,
                            kernels=tuple(sorted(touched)))
         finally:

@@ -362,7 +362,7 @@ Builder = Callable[[Path], tuple[int, str]]   # (output path) -> (return code, c
 
 # A compiler's failure that says nothing of the source: a signal (Ctrl-C, the OOM killer, a timeout's
 # kill), the machine (no temporary file, no memory, a full disk), or no word at all.
-_TRANSIENT = re.compile(r"died with signal|^Killed$|timed out after|unable to make temporary file|"
+_TRANSIENT = re.compile(r"died with signal|^Killed$|: Terminated$|timed out after|unable to make temporary file|"
                         r"No space left on device|Cannot allocate memory|out of memory", re.M | re.I)
 _SIGNAL_EXITS = {128 + s for s in (1, 2, 9, 15)}   # a shell's exit status for SIGHUP/INT/KILL/TERM
 
@@ -436,7 +436,8 @@ def _compile_into(root: Path, key: str, build: Builder, command: list[str], forc
                 rc, text = -1, f"{type(e).__name__}: {e}"
             seconds = time.perf_counter() - t0
             ok = rc == 0 and out.is_file() and out.stat().st_size > 0
-            if not ok and transient(rc, text):         # this attempt's failure, not the source's: not kept
+            stopped = interrupts.first() is not None   # a signal to parity reaches its compilers too (nvcc
+            if not ok and (transient(rc, text) or stopped):   # exits 255): this attempt's failure, not kept
                 err = make_error(f"{text.strip() or f'compiler exited with {rc} and wrote no output'}\n(the "
                                  f"compile did not finish: not cached, the next run compiles again)", command, rc)
                 return CompileResult(False, key, None, text, False, err, seconds, list(command))
