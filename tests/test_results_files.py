@@ -176,6 +176,9 @@ def test_baseline_update_of_several_runs_uses_the_newest(tmp_path):
      "unknown key 'knwon'; did you mean 'known'?"),
     ('known = ["cast/*"]\n',
      "entry 1 is str, not a table {pattern, level?, reason}"),
+    ('[[known]]\npattern = "cast/*"\nlevel = ""\n',          # was: every level
+     "entry 1: `level` matches no level: unknown level ''; known: cpu, hip-on-nvidia, amd, amd-static, cuda, "
+     "cupy, hip-on-nvidia/w32"),
 ])
 def test_baseline_files_are_validated_key_by_key(tmp_path, text, line):
     known = tmp_path / "known.toml"

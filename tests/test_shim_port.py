@@ -64,12 +64,30 @@ def _write(tmp_path: Path, text: str) -> Path:
     ('sources = ["/etc/*"]\n', "leaves the sources' folder"),
     ('sources = [" "]\n', "is empty: a glob such as 'src/*.hip'"),
     ('sources = [\n', "not valid TOML"),
+    ('include_dirs = ["inc\\u0000"]\n', "expected a path string, got 'inc\\x00'"),
+    # options that would write, load or read where the port file says: an untrusted file's text
+    ('flags = ["-MD", "-MF", "x.d"]\n', "flags: '-MF' names an output"),
+    ('flags = ["-DX=/etc/passwd"]\n', "flags: '-DX=/etc/passwd' is a path"),
+    ('flags = ["-save-temps=obj"]\n', "flags: '-save-temps=obj' writes intermediate files"),
+    ('flags = ["-fplugin=evil.so"]\n', "flags: '-fplugin=evil.so' loads a plugin"),
+    ('flags = ["-Wp,-MD,x.d"]\n', "flags: '-Wp,-MD,x.d' passes options past the driver"),
+    ('nvidia_flags = ["@opts.txt"]\n', "nvidia_flags: '@opts.txt' reads a response file"),
+    ('nvidia_flags = ["-ccbin", "gcc"]\n', "nvidia_flags: '-ccbin' names a program to run"),
+    ('flags = ["-O3 -o x"]\n', "flags: '-O3 -o x' is not one option"),
 ])
 def test_port_file_mistakes_are_one_line_naming_file_and_key(tmp_path, text, said):
     f = _write(tmp_path, text)
     with pytest.raises(PortError) as e:
         load_port(f)
     assert said in str(e.value) and str(f) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_port_file_options_that_stay_in_the_compile_are_kept(tmp_path):
+    f = _write(tmp_path, 'flags = ["-O3", "-ffast-math", "-std=c++17", "-munsafe-fp-atomics", "-MD"]\n'
+                         'nvidia_flags = ["--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr"]\n')
+    port = load_port(f)
+    assert port.flags == ("-O3", "-ffast-math", "-std=c++17", "-munsafe-fp-atomics", "-MD")
+    assert port.nvidia_flags == ("--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr")
 
 
 def test_port_file_paths_are_relative_to_it_and_kept_in_order(tmp_path):

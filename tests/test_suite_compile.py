@@ -419,3 +419,16 @@ def test_compile_of_a_folder_with_no_kernel_is_exit_2_not_a_pass(monkeypatch, tm
     r = CliRunner().invoke(main, ["compile", "--hip-src", str(tmp_path), "--amd-arch", "gfx90a"])
     assert r.exit_code == 2 and r.output.endswith(
         f"Error: 1 HIP source(s) in {tmp_path}, no kernel in them: nothing compiled\n"), r.output
+
+
+def test_a_hip_source_is_read_as_hipccs_amd_pass_reads_it(tmp_path):
+    """`#ifdef __CUDA_ARCH__` picks a parameter type: hipcc for AMD does not define it, so the port
+    ships the other branch; discovery read the CUDA one and called a real mismatch present."""
+    (tmp_path / "k.hip").write_text(
+        "#include <hip/hip_runtime.h>\n#ifdef __CUDA_ARCH__\n#define REAL float\n#else\n#define REAL double\n#endif\n"
+        'extern "C" __global__ void uneg_f32(const size_t numel, const size_t num_dims, const size_t *info, '
+        "const REAL *inp, REAL *out) {}\n")
+    s = discover(tmp_path)
+    assert s.kernels["uneg_f32"].types[3:] == ["const f64*", "f64*"]
+    row = {r.kernel: r for r in coverage(s)}["uneg_f32"]
+    assert row.status == "signature-mismatch", row

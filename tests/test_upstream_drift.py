@@ -82,6 +82,11 @@ def test_a_bad_record_is_one_line(tmp_path):
     assert r.exit_code == 2 and "does not exist (write one with --update-snapshot)" in r.output
     r = _cli("coverage", "--cuda-src", str(src), "--snapshot", str(bad))
     assert r.exit_code == 2 and "go with --drift" in r.output
+    for text in ('{"kernels": {"affine_f32": {"file": "affine.cu", "line": 1, "params": [1]}}}',   # were exit 3
+                 '{"kernels": {"affine_f32": []}}', '{"kernels": {"a": {"file": ["x"]}}}', "[" * 100000):
+        bad.write_text(text)
+        r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(bad))
+        assert r.exit_code == 2 and r.output.startswith(f"Error: {bad} is not an upstream record ("), r.output
 
 
 def test_the_bundled_record_is_every_kernel_the_catalog_expects_of_candle():

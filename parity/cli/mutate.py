@@ -195,26 +195,32 @@ def _run(suite: Path, files: dict, cases: list, mutants: list, sweep: str, lv, j
                + f" in {meta['elapsed_s']:.0f} s (summed over {jobs} lanes: {meta['compile_s']:.0f} s compiling,"
                f" {meta['wait_s']:.0f} s waiting for one of {runners} runners, {meta['run_s']:.0f} s running"
                f" {meta['cases_run']} cases)")
-    bad = meta["failing_on_original"]
-    if bad:
-        click.echo(f"warning: {len(bad)} case(s) fail on the unmutated suite and killed no mutant: "
-                   + ", ".join(f"{k} ({v})" for k, v in list(bad.items())[:5]))
-    for v in s["survivors"][:20]:
-        click.echo(f"  survived {v['operator']:20s} {v['diff']}")
+    _warnings(s, meta, mutant_timeout)
     click.echo(f"reports: {folder}/ (mutants.json, mutants.jsonl, summary.md, index.html)")
     if interrupted:                      # lanes still compiling are not waited for
         click.echo(f"interrupted: {len(outcomes)} of {len(mutants)} mutants done; the score covers those "
                    f"(the same command with --resume {shlex.quote(str(folder))} runs the rest)")
         sys.stdout.flush()
         os._exit(130)
-    slow = s["counts"].get("timeout", 0)
-    if slow:
-        click.echo(f"warning: {slow} mutant(s) timed out (--mutant-timeout {mutant_timeout:g} s): not counted, "
-                   "the score does not cover them")
     if s["score"] is None and min_score > 0:     # nothing counted cannot meet a bar
         click.echo(f"no mutant was counted (killed or survived): the score cannot be held to --min-score {min_score:g}")
         sys.exit(1)
     sys.exit(0 if s["score"] is None or s["score"] >= min_score else 1)
+
+
+
+def _warnings(s: dict, meta: dict, mutant_timeout: float) -> None:
+    """What the score does not cover, then the survivors (the first 20; summary.md has them all)."""
+    bad = meta["failing_on_original"]
+    if bad:
+        click.echo(f"warning: {len(bad)} case(s) fail on the unmutated suite and killed no mutant: "
+                   + ", ".join(f"{k} ({v})" for k, v in list(bad.items())[:5]))
+    slow = s["counts"].get("timeout", 0)
+    if slow:
+        click.echo(f"warning: {slow} mutant(s) timed out (--mutant-timeout {mutant_timeout:g} s): not counted, "
+                   "the score does not cover them")
+    for v in s["survivors"][:20]:
+        click.echo(f"  survived {v['operator']:20s} {v['diff']}")
 
 
 COMMANDS = [mutate_cmd]

@@ -257,15 +257,22 @@ def _read_record(record: Path | None, must_exist: bool, lenient: bool = False) -
         lock = json.loads(record.read_text())
         if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
             raise ValueError("no 'kernels' object")
+        for name, k in lock["kernels"].items():    # as --update-snapshot writes them, or not a record
+            ok = isinstance(k, dict) and isinstance(k.get("file", ""), str) and \
+                isinstance(k.get("line", 0), int) and not isinstance(k.get("line", 0), bool) and \
+                (k.get("params") is None or (isinstance(k["params"], list)
+                                             and all(isinstance(x, str) for x in k["params"])))
+            if not ok:
+                raise ValueError(f"kernel {name!r}: not a {{file: str, line: int, params: [str]}} entry")
         return lock
     except FileNotFoundError:
         if must_exist:
             raise SetupError(f"--snapshot {record} does not exist (write one with --update-snapshot)")
         return None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         if lenient:
             return None
-        raise SetupError(f"{record} is not an upstream record ({e})")
+        raise SetupError(f"{record} is not an upstream record ({e if not isinstance(e, RecursionError) else 'nested too deeply'})")
 
 
 def _relative(where: str, folder: Path) -> str:

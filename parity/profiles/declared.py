@@ -294,6 +294,31 @@ def typed_scalars(scalars: dict, ctypes: dict[str, str], key: str) -> dict:
     return out
 
 
+def _constant(node: ast.AST) -> bool:
+    """An expression of literals only (no name: nothing of it is an array)."""
+    return not any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
+def _runaway(node: ast.AST) -> bool:
+    """A power or shift of constants that Python would compute on the host for as long as it takes
+    (9**9**9**9, 1 << 10**12): allowed only of two numbers as written, the second at most 4096."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift))):
+        return False
+    if not (_constant(node.left) and _constant(node.right)):
+        return False                       # (an array's power: NumPy's, elementwise)
+    base, exp = _literal(node.left), _literal(node.right)
+    return base is None or exp is None or abs(exp) > 4096
+
+
+def _literal(node: ast.AST) -> float | None:
+    """The value of a number written as it is (`2`, `-0.5`), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    ok = isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    return node.value if ok else None
+
+
 def expression_reference(text: str, ctypes: dict[str, str] | None = None):
     """A reference from a NumPy expression (names: operands, scalars, sizes, `np`, HELPERS); ValueError
     for syntax or a construct that is not allowed."""
@@ -312,6 +337,9 @@ def expression_reference(text: str, ctypes: dict[str, str] | None = None):
                              "and array functions that touch no file; a references module takes any Python)")
         if isinstance(node, ast.Name) and node.id.startswith("__"):
             raise ValueError(f"name {node.id!r} is not allowed")
+        if _runaway(node):
+            raise ValueError("a power or shift of constants is allowed of two numbers, the second at most 4096 "
+                             "(9**9**9**9 or 1 << 10**12: Python computes it on the host for as long as it takes)")
     free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(HELPERS) - {"np"}
     code_float = compile(tree, "<reference>", "eval")
     code_int = compile(ast.fix_missing_locations(_CDiv().visit(ast.parse(text.strip(), mode="eval"))),
@@ -382,7 +410,11 @@ def _load_module(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(f"parity_declared_{re.sub(r'[^A-Za-z0-9_]', '_', name)}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    was, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no __pycache__ in the port's folder
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = was
     return mod
 
 
@@ -636,6 +668,8 @@ def _value_classes(entry: _KernelEntry) -> list[str]:
         values = _strings(entry.table.get("values", ["normal", "special"]), "value classes")
     except ValueError as e:
         raise entry.error(str(e), "values")
+    if not values:                       # (an empty list dropped the kernel from every sweep, silently)
+        raise entry.error("at least one value class (e.g. [\"normal\", \"special\"])", "values")
     for v in values:
         if v not in VALUE_CLASSES:
             raise entry.error(unknown("value class", v, VALUE_CLASSES), "values")

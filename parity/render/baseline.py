@@ -164,7 +164,8 @@ def _entry(e, i: int, path: Path) -> Entry:
     for k in ("level", "reason"):
         if k in e and not isinstance(e[k], str):
             raise ValueError(f"{where}: `{k}` must be a string (got {e[k]!r})")
-    if e.get("level") and not any(fnmatch.fnmatchcase(lv, e["level"]) for lv in ALL_LEVELS):
+    if "level" in e and not any(fnmatch.fnmatchcase(lv, e["level"]) for lv in ALL_LEVELS):   # ("": no level,
+                                                                                              # not every one)
         raise ValueError(f"{where}: `level` matches no level: {unknown('level', e['level'], ALL_LEVELS)}")
     return Entry(e["pattern"], e.get("level") or None, e.get("reason", ""))
 

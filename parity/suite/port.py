@@ -159,7 +159,7 @@ def _cli_path(p, option: str, dir_: bool = False) -> Path:
 
 
 def _inside(base: Path, value: str, where: str, dir_: bool) -> Path:
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\0" in value:
         raise PortError(f"{where}: expected a path string, got {value!r}")
     if os.path.isabs(value) or ".." in Path(value).parts:
         raise PortError(f"{where}: {value!r} leaves the port folder {base} (paths in the file are relative "
@@ -180,6 +180,41 @@ def _source_globs(globs, where: str) -> tuple[str, ...]:
         if os.path.isabs(s) or ".." in Path(s).parts:
             raise PortError(f"{where} {s!r} leaves the sources' folder (globs are relative to it)")
     return tuple(globs)
+
+
+# Compiler options that name a file to write, a plugin or program to load, or a file to read by
+# another way than the port's own keys: a port file is untrusted text, and parity writes nothing
+# outside its own folders (prefixes; a value that is a path, with a `/`, is refused anyway)
+_FLAG_REFUSED = {"-o": "names an output", "-MF": "names an output", "-MJ": "names an output",
+                 "-save-temps": "writes intermediate files", "--save-temps": "writes intermediate files",
+                 "-keep": "writes intermediate files", "--keep": "writes intermediate files",
+                 "-dump": "names outputs", "--output": "names an output",
+                 "-fcrash-diagnostics": "names an output folder", "-fprofile": "names an output",
+                 "-ftime-trace": "names an output", "-fplugin": "loads a plugin", "-fpass-plugin": "loads a plugin",
+                 "-load": "loads a plugin", "-B": "names programs to run", "-specs": "reads a file",
+                 "--specs": "reads a file", "-Xclang": "passes options past the driver",
+                 "-Xlinker": "passes options past the driver", "-Xcompiler": "passes options past the driver",
+                 "--compiler-options": "passes options past the driver", "-Xptxas": "passes options past the driver",
+                 "-Wl,": "passes options past the driver", "-Wp,": "passes options past the driver",
+                 "-Wa,": "passes options past the driver", "-include": "reads a file (force_includes does)",
+                 "-imacros": "reads a file", "-I": "names a folder (include_dirs does)",
+                 "-isystem": "names a folder (include_dirs does)", "-iquote": "names a folder (include_dirs does)",
+                 "-idirafter": "names a folder (include_dirs does)", "--include-path": "names a folder",
+                 "-ccbin": "names a program to run", "--compiler-bindir": "names a program to run"}
+
+
+def _flags(data: dict, key: str, file: Path) -> tuple[str, ...]:
+    """A build line's extra options, each one that cannot write, load or read outside parity's
+    control (see _FLAG_REFUSED); PortError naming the first that can."""
+    out = _strings(data, key, str(file))
+    for f in out:
+        why = ("is a path" if "/" in f or "\\" in f else "reads a response file" if f.startswith("@") else
+               "is not one option" if not f.startswith("-") or any(c.isspace() or c == "\0" for c in f) else
+               next((w for pre, w in _FLAG_REFUSED.items() if f.startswith(pre)), ""))
+        if why:
+            raise PortError(f"{file}: {key}: {f!r} {why}: a port file's options may not name files, folders or "
+                            "programs (include_dirs and force_includes name the port's own)")
+    return tuple(out)
 
 
 def _strings(data: dict, key: str, where: str) -> list[str]:
@@ -224,9 +259,9 @@ def load_port(path: str | os.PathLike, root: str | os.PathLike | None = None) ->
         force_includes=tuple(_inside(base, f, f"{file}: force_includes", False)
                              for f in _strings(data, "force_includes", str(file))),
         defines=tuple(parse_defines(data.get("defines", {}), f"{file}: defines")),
-        flags=tuple(_strings(data, "flags", str(file))),
+        flags=_flags(data, "flags", file),
         nvidia_defines=tuple(parse_defines(data.get("nvidia_defines", {}), f"{file}: nvidia_defines")),
-        nvidia_flags=tuple(_strings(data, "nvidia_flags", str(file))),
+        nvidia_flags=_flags(data, "nvidia_flags", file),
         language=lang, name=_name(data.get("name", ""), file), file=file)
 
 

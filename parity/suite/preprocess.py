@@ -58,12 +58,15 @@ class SuiteError(ValueError):
 
 
 def default_defines(suffix: str) -> dict[str, str]:
-    d = {"__CUDA_ARCH__": "900", "__PARITY_DISCOVERY__": "1"}
+    """The macros a source is read under: a .hip file as hipcc's AMD device pass sees it (no
+    __CUDA_ARCH__: a parameter type chosen by `#ifdef __CUDA_ARCH__` is the AMD build's, which the
+    port ships), a .cu file as nvcc's device pass."""
+    d = {"__PARITY_DISCOVERY__": "1"}
     if suffix == ".hip":
         d.update({"__HIPCC__": "1", "__HIP__": "1", "__HIP_DEVICE_COMPILE__": "1",
-                  "__HIP_PLATFORM_AMD__": "1", "__HIP_PLATFORM_HCC__": "1"})
+                  "__HIP_PLATFORM_AMD__": "1", "__HIP_PLATFORM_HCC__": "1", "__AMDGCN__": "1"})
     else:
-        d.update({"__CUDACC__": "1", "__NVCC__": "1"})
+        d.update({"__CUDA_ARCH__": "900", "__CUDACC__": "1", "__NVCC__": "1"})
     return d
 
 
