@@ -82,6 +82,23 @@ def test_summary_md_keeps_hostile_text_inside_code_spans_on_one_line():
             assert "`" in line.split("<img")[0], line
 
 
+def test_a_failing_rows_message_inputs_note_and_divergences_render_inert():
+    """A wrong result without a worst element shows its message; a declaration's divergences are
+    listed: both were raw markdown in summary.md (an image, a <details> folding the page away)."""
+    w = {"coords": [0], "inputs": {"x": "<img src=a>"}, "expected": "1", "got": "2", "ulps": 3.0,
+         "note": "<details open>"}
+    rows = [{"case_id": f"unary.exp/f32/c{i}/normal/s0", "op": "unary.exp", "family": "unary", "kernel": "uexp_f32",
+             "dtype": "f32", "level": "hip-on-nvidia", "verdict": "fail", "worst": worst,
+             "message": f"{HOSTILE} ![x](https://e.example/a.png)", "divergences": ["<img src=d> ![d](https://e/d)"]}
+            for i, worst in enumerate([None, w])]
+    levels = [{"level": "hip-on-nvidia", "available": True, "reason": "", "device": "x"}]
+    md = markdown.render(Results.from_rows(rows, runs.meta(levels=levels, reference_only_requested=False)))
+    for line in md.splitlines():
+        for bad in ("<img", "![", "<details open"):
+            if bad in line:
+                assert "`" in line.split(bad)[0] or "\\" + bad[0] in line, line
+
+
 def test_terminal_findings_print_no_escape_sequence():
     from parity.render.terminal import headline, show
     res = _hostile_compile_error_run()

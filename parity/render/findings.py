@@ -16,7 +16,7 @@ import pandas as pd
 
 from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Verdict
-from parity.core.text import md_code
+from parity.core.text import md_code, md_text
 from parity.run.levels import COMPILES, role
 from parity.run.results import FAILING, Results
 
@@ -143,15 +143,15 @@ def layout_name(layout: str) -> str:
 
 def worst_text(w: dict | None, message: str = "") -> str:
     """The worst element as one line (coords, inputs, expected, got, ULPs), else the message's first line."""
-    if isinstance(w, dict) and w:
-        ins = ", ".join(f"{k}={v}" for k, v in (w.get("inputs") or {}).items())
+    if isinstance(w, dict) and w:             # (text from a results file: markdown-inert, as every field)
+        ins = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in (w.get("inputs") or {}).items())
         ulp = w.get("ulps")
         u = "" if ulp is None else f", {ulp:g} ulp" if ulp == ulp and ulp != float("inf") else ", inf ulp"
-        note = f" ({w['note']})" if w.get("note") else ""
+        note = f" ({md_text(w['note'])})" if w.get("note") else ""
         exact = f", exact {md_code(w['exact'])}" if w.get("exact") is not None else ""
         return (f"at {tuple(w.get('coords') or [])}{': ' + ins if ins else ''} → "
                 f"expected {md_code(w.get('expected'))} got {md_code(w.get('got'))}{exact}{u}{note}")
-    return first_line(message)
+    return md_code(first_line(message))
 
 
 def first_line(s, n: int = 300) -> str:

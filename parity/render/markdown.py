@@ -160,7 +160,7 @@ def render(res: Results, limit: int = LIMIT, appendix: str = "") -> str:
         text = text + [""]
         if divs and size + sum(len(d) + 4 for d in divs) + 100 < budget:
             text += ["Known CUDA vs Candle-CPU divergences of the failing ops (the reference follows CUDA):", ""]
-            text += [f"- {d}" for d in divs] + [""]
+            text += [f"- {md_text(d)}" for d in divs] + [""]
         block = "\n".join(text) + "\n"
         out.append(block)
         room -= len(block)
