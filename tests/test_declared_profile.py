@@ -387,15 +387,27 @@ def test_a_size_expression_that_raises_is_the_declarations_error(tmp_path, monke
     declaration's reference-error, one finding per op naming the expression, the sizes on the row."""
     hip = _renamed_copy(tmp_path, monkeypatch, "vecopsgrid")
     decl = hip / "parity-kernels.toml"
-    decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "ceil(n / (n - 257))"'))
+    decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "ceil(n / (n - 257) ** 2)"'))
     folder, rows, bad = _failing_pr_run(hip, "blas.axpy", tmp_path / "out")
     assert bad and {row["verdict"] for row in bad} == {"reference-error"}
     assert {row["message"].splitlines()[0] for row in bad} == {
-        "size expression 'ceil(n / (n - 257))' raised ZeroDivisionError: division by zero"}
+        "size expression 'ceil(n / (n - 257) ** 2)' raised ZeroDivisionError: division by zero"}
     assert all("n=257" in row["message"].splitlines()[1] for row in bad)
     summary = (folder / "summary.md").read_text()
     assert "— `vecopsgrid.blas.axpy`: its declared size expression raised in" in summary
     assert "parity internal error" not in summary
+
+
+def test_a_grid_no_launch_can_have_is_unavailable_not_a_pass(tmp_path, monkeypatch):
+    """`grid = "0 - n"` loads (a size expression), and the cpu level recorded <<<(-255, 1, 1)>>> as a pass."""
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopsneg")
+    decl = hip / "parity-kernels.toml"
+    decl.write_text(decl.read_text().replace('grid = "ceil(n / 256)"', 'grid = "0 - n"'))
+    p = profiles.load(decl)
+    (row,) = run_cases([Case.parse("vecopsneg.blas.axpy/f32/len255/normal/s0@alpha=2.5")], CpuExecutor(p.name), "cpu")
+    assert row["verdict"] == "unavailable"
+    assert row["message"] == ("not launched: a grid of (-255, 1, 1) blocks: no launch has a negative grid, more than "
+                              "2^31 - 1 blocks in x or 65535 in y and z")
 
 
 def test_a_reference_that_returns_the_wrong_shape_is_the_declarations_error(tmp_path, monkeypatch):

@@ -502,6 +502,10 @@ def _unlaunchable(op: KernelOp, b: KernelBuilt) -> str:
     if math.prod(blk) > 1024 or blk[2] > 64 or min(blk) < 1:
         return (f"a block of {blk} threads: the HIP runtime refuses a launch of more than 1024 threads a block "
                 "(or z > 64, or none), so the host's call returns that error")
+    grid = tuple(b.geo["grid"])
+    if min(grid) < 0 or grid[0] > 2**31 - 1 or max(grid[1:], default=0) > 65535:
+        return (f"a grid of {grid} blocks: no launch has a negative grid, more than 2^31 - 1 blocks in x or "
+                "65535 in y and z")
     for p in op.params:
         if p.operand or p.role in ("dims", "strides", "scalar") or p.ctype not in INT_TYPES:
             continue
