@@ -121,6 +121,11 @@ MUTATIONS = [
      "kernel blas.axpy: reference: np.savetxt is not allowed"),
     ('reference = "factor * x"', "reference = \"factor * x + 0 * np.memmap('/etc/passwd')[0]\"", 32,
      "kernel blas.scale_strided: reference: np.memmap is not allowed"),
+    ('reference = "alpha * x + y"', 'reference = "alpha * x + y + 0 * 9**9**9**9"', 21,   # hung the run
+     "kernel blas.axpy: reference: a power or shift of constants is allowed of two numbers"),
+    ('values = ["normal", "special"]', 'values = []', 24, "kernel blas.axpy: values: at least one value class"),
+    ('references = "refs.py"', 'references = "re\\u0000fs.py"', 6,
+     "references: must be a .py file next to the declaration"),
 ]
 
 
@@ -609,3 +614,12 @@ def test_a_declared_shape_too_large_to_build_is_the_declaration_s_error(tmp_path
     assert bad and {row["verdict"] for row in bad} == {"reference-error"}
     assert all(row["message"].startswith("the declaration's shape class 'small' does not fit in memory here (")
                and row["message"].endswith("): declare smaller sizes") for row in bad)
+
+
+def test_loading_the_references_writes_nothing_in_the_port(tmp_path, monkeypatch):
+    """Importing refs.py wrote __pycache__/ into the port's folder where Python writes bytecode."""
+    import sys
+    hip = _renamed_copy(tmp_path, monkeypatch, "vecopspyc")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    profiles.load(hip / "parity-kernels.toml")
+    assert not (hip / "__pycache__").exists() and sys.dont_write_bytecode is False

@@ -436,3 +436,9 @@ def test_compile_takes_the_port_s_build_line():
     r = CliRunner().invoke(main, ["compile", "--hip-src", str(PORT_DIR), "--amd-arch", "gfx90a", "--json"])
     rows = json.loads(r.output[r.output.index("["):])
     assert r.exit_code == 0 and len({x["kernel"] for x in rows}) == 4 and {x["status"] for x in rows} == {"ok"}
+
+
+def test_a_port_file_with_a_byte_order_mark_is_read(tmp_path):
+    """A Windows editor's BOM was 'Invalid statement (at line 1, column 1)' in every TOML parity reads."""
+    f = _write(tmp_path, '\ufeffname = "bom"\ninclude_dirs = ["shim"]\n')
+    assert load_port(f).name == "bom"

@@ -467,7 +467,7 @@ def load_declaration(path: Path) -> Profile:
     refs = None
     if "references" in data:
         rp = data["references"]
-        if not isinstance(rp, str) or not rp.endswith(".py"):
+        if not isinstance(rp, str) or not rp.endswith(".py") or "\0" in rp:
             raise where.error("must be a .py file next to the declaration", "references")
         target = (path.parent / rp).resolve()
         if not target.is_relative_to(path.parent.resolve()):

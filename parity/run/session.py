@@ -381,7 +381,7 @@ def _references_of(decl: Path) -> list[Path]:
         rp = toml.loads(files.read_text(decl, "declaration")).get("references")
     except (OSError, ValueError):              # (undecodable, refused, no TOML: the loader says so)
         return []
-    if not isinstance(rp, str):
+    if not isinstance(rp, str) or "\0" in rp:
         return []
     path = decl.parent / rp
     return [path] if path.resolve().is_relative_to(decl.parent.resolve()) else []
