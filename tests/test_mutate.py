@@ -335,6 +335,18 @@ def test_argued_equivalents_are_not_counted_unless_killed(tmp_path: Path):
     f.write_text('[[equivalent]]\nfile = "cast.hip"\nline = "x"\n')
     with pytest.raises(ValueError, match="lacks mutated, why"):
         load_argued(f)
+    # an argument from PTX's conversions holds on hip-on-nvidia only: on amd the survivor is one
+    entry = ('[[equivalent]]\nfile = "cast.hip"\nline = "if (!(v > F(-1))) return 0u;"\n'
+             'mutated = "if (!(v >= F(-1))) return 0u;"\nwhy = "cvt.rzi.u32 saturates"\n')
+    f.write_text(entry + 'level = "hip-on-nvidia"\n')
+    assert argued(Outcome(m, "survived"), load_argued(f, "hip-on-nvidia")).verdict == "argued-equivalent"
+    assert argued(Outcome(m, "survived"), load_argued(f, "amd")).verdict == "survived"
+    f.write_text(entry + 'levle = "hip-on-nvidia"\n')           # a misspelt level held everywhere
+    with pytest.raises(ValueError, match="unknown key 'levle'; did you mean 'level'"):
+        load_argued(f, "amd")
+    f.write_text(entry + 'level = "rocm"\n')
+    with pytest.raises(ValueError, match="unknown level 'rocm'"):
+        load_argued(f, "amd")
 
 
 def test_a_case_failing_on_the_unmutated_suite_kills_nothing():

@@ -98,7 +98,7 @@ def mutate_cmd(hip_src, sweep, ops, max_n, seed, level, jobs, runners, min_score
     mutants = sample(reach, max_n, seed)
     from parity.mutate.scope import EQUIVALENT_FILE, load_argued
     try:
-        table = load_argued(equivalent_file or suite / EQUIVALENT_FILE)
+        table = load_argued(equivalent_file or suite / EQUIVALENT_FILE, level)
     except ValueError as e:
         raise SetupError(str(e))
     if list_only:                                # (a bad --equivalent is refused here too)

@@ -14,6 +14,7 @@ wrong and it counts as killed.
 """
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from dataclasses import replace
@@ -21,9 +22,11 @@ from pathlib import Path
 
 from parity.core import files, toml
 from parity.core.layouts import LAYOUT_CLASSES
+from parity.core.suggest import unknown
 from parity.mutate.operators import Mutant, mask
 from parity.mutate.run import Outcome
 from parity.run.cases import Case
+from parity.run.levels import ALL_LEVELS
 from parity.suite.scan import balanced_end
 
 EQUIVALENT_FILE = "mutants-equivalent.toml"
@@ -81,8 +84,10 @@ def unreachable(mutant: Mutant, largest: int, spans: list[tuple[int, int, int, s
     return ""
 
 
-def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
-    """(file, original line, mutated line) -> why, from a mutants-equivalent.toml (absent: {})."""
+def load_argued(path: Path, level: str | None = None) -> dict[tuple[str, str, str], str]:
+    """(file, original line, mutated line) -> why, from a mutants-equivalent.toml (absent: {}); an
+    entry with a `level` (a glob: an argument from PTX's conversions holds on hip-on-nvidia only)
+    is left out for another `level` (None: every entry)."""
     if files.kind(path) == "nothing":
         return {}
     try:
@@ -99,12 +104,19 @@ def load_argued(path: Path) -> dict[tuple[str, str, str], str]:
     if not isinstance(entries, list):
         raise ValueError(f"{path}: `equivalent` must be a list of [[equivalent]] tables")
     for i, e in enumerate(entries):
-        if not isinstance(e, dict) or not all(isinstance(e.get(k, ""), str) for k in keys):
-            raise ValueError(f"{path}: [[equivalent]] #{i + 1} must be a table of strings (file, line, mutated, why)")
+        if not isinstance(e, dict) or not all(isinstance(e.get(k, ""), str) for k in (*keys, "level")):
+            raise ValueError(f"{path}: [[equivalent]] #{i + 1} must be a table of strings (file, line, mutated, why, "
+                             "level)")
+        extra = [k for k in e if k not in (*keys, "level")]
+        if extra:                        # (a misspelt `level` would make an argument hold everywhere)
+            raise ValueError(f"{path}: [[equivalent]] #{i + 1}: {unknown('key', extra[0], [*keys, 'level'])}")
         missing = [k for k in keys if not str(e.get(k, "")).strip()]
         if missing:
             raise ValueError(f"{path}: [[equivalent]] #{i + 1} lacks {', '.join(missing)}")
-        out[(e["file"], e["line"].strip(), e["mutated"].strip())] = e["why"].strip()
+        if "level" in e and not any(fnmatch.fnmatchcase(lv, e["level"]) for lv in ALL_LEVELS):
+            raise ValueError(f"{path}: [[equivalent]] #{i + 1}: {unknown('level', e['level'], ALL_LEVELS)}")
+        if level is None or fnmatch.fnmatchcase(level, e.get("level", "*")):
+            out[(e["file"], e["line"].strip(), e["mutated"].strip())] = e["why"].strip()
     return out
 
 
