@@ -837,6 +837,15 @@ def test_a_resume_after_the_kernel_sources_changed_is_refused(tmp_path):
     assert str(e.value) == (f"--resume {tmp_path}: the kernel sources changed since that run: hip:unary.hip (changed), "
                             "hip:new.cuh (new), hip:sub/common.h (gone); the verdicts it finished are of the old "
                             "code: start a new run")
+    (suite / "unary.hip").write_text('#include "ops.def"\n')      # a header by its include, not its suffix
+    (suite / "ops.def").write_text("#define K 1\n")
+    (suite / "pipe.h").unlink()                                       # (discovery refuses a FIFO)
+    subj = Subject(suite, None, None, default(), "default", True)     # (a subject discovers its suite once)
+    before = source_record(subj)
+    assert "hip:ops.def" in before and "hip:notes.txt" not in before
+    (suite / "ops.def").write_text("#define K 2\n")
+    with pytest.raises(SessionError, match=r"the kernel sources changed since that run: hip:ops.def \(changed\)"):
+        check_sources_unchanged(tmp_path, {"sources": before}, source_record(subj))
     with pytest.raises(SessionError, match="run.json: sources must be an object of file digests"):
         check_sources_unchanged(tmp_path, {"sources": ["x"]}, {})
 

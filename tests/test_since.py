@@ -51,6 +51,24 @@ def test_a_changed_header_selects_the_sources_including_it(repo: Path):
     assert kernels_changed("HEAD", repo)[0] == {"uneg_f32"}
 
 
+def test_a_header_of_any_name_counts_and_parity_files_select_everything(repo: Path):
+    """`#include "ops.def"`: a change there selected nothing (headers were known by their suffix),
+    nor did a change to parity-kernels.toml, parity-port.toml or a references module; a README is text."""
+    (repo / "ops.def").write_text("#define K 1\n")
+    (repo / "exp.hip").write_text('#include "ops.def"\n' + (repo / "exp.hip").read_text())
+    _git(repo.parent, "add", ".")
+    _git(repo.parent, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "def")
+    (repo / "ops.def").write_text("#define K 2\n")
+    assert kernels_changed("HEAD", repo)[0] == {"uexp_f32"}
+    _git(repo.parent, "checkout", "-q", "--", ".")
+    (repo / "README.md").write_text("notes\n")
+    assert kernels_changed("HEAD", repo) == (set(), [])
+    for name in ("parity-kernels.toml", "parity-port.toml", "refs.py"):
+        (repo / name).write_text("# changed\n")
+        assert kernels_changed("HEAD", repo)[0] == {"uexp_f32", "uneg_f32"}, name
+        (repo / name).unlink()
+
+
 def test_an_untracked_source_counts(repo: Path):
     (repo / "new.hip").write_text('extern "C" __global__ void usqrt_f32(size_t numel) { }\n')
     assert kernels_changed("HEAD", repo)[0] == {"usqrt_f32"}

@@ -348,6 +348,7 @@ def source_record(subj: Subject) -> dict[str, str]:
             d = digest(Path(f))
             if d is not None:
                 out[f"force-include{i}:{Path(f).name}"] = d
+    included = _included_elsewise(subj)
     for label, root in roots:
         if root is None or not root.is_dir():
             continue
@@ -355,7 +356,7 @@ def source_record(subj: Subject) -> dict[str, str]:
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
                 path = Path(top, name)
-                if path.suffix not in RECORDED_SUFFIXES or path.is_symlink():
+                if (path.suffix not in RECORDED_SUFFIXES and path.resolve() not in included) or path.is_symlink():
                     continue
                 d = digest(path)
                 if d is None:
@@ -364,6 +365,20 @@ def source_record(subj: Subject) -> dict[str, str]:
                 if len(out) >= _RECORD_MAX_FILES:    # (in the walk's sorted order: the same ones again)
                     return out
     return out
+
+
+def _included_elsewise(subj: Subject) -> set[Path]:
+    """The headers the HIP suite's sources include whose names have no header suffix (`ops.def`):
+    recorded too, as a change there changes the code a resume would run."""
+    from parity.suite.includes import header_closure
+    from parity.suite.scan import SuiteError
+    try:
+        suite = subj.suite()
+    except (SessionError, SuiteError, OSError):
+        return set()
+    dirs = list(subj.port.include_dirs) if subj.port is not None else []
+    return {h.resolve() for src in suite.sources for h in header_closure(Path(src), dirs)
+            if h.suffix not in RECORDED_SUFFIXES}
 
 
 def suite_digest(record: dict[str, str]) -> str:

@@ -4,7 +4,8 @@ The fast check before a PR (and the pre-commit hook): a changed `.hip`/`.cu` fil
 kernels it defines, and those it defined at REF, scanned with REF's headers (a kernel deleted or
 renamed, by its file or by a header's macro, is then `missing`, not unseen; a deleted file's
 likewise); a changed header selects every source that includes it, directly or not, from the suite's
-folder or a port's include folders (a changed force-included header selects every source). Changes
+folder or a port's include folders, whatever its name (`ops.def`); a changed force-included header,
+parity-port.toml, parity-kernels.toml or references module selects every source. Changes
 are what `git diff REF` sees (staged and unstaged), untracked files, and files git ignores (git
 cannot say whether they changed, and the suite's discovery reads them).
 """
@@ -18,7 +19,13 @@ from pathlib import Path
 from typing import Callable
 
 from parity.suite.includes import header_closure
-from parity.suite.scan import HEADER_SUFFIXES, SOURCE_SUFFIXES, Suite, SuiteError, discover, listing, scan_source
+from parity.suite.scan import SOURCE_SUFFIXES, Suite, SuiteError, discover, listing, scan_source
+
+
+# parity's own files beside a suite: a change to the build line, the declared kernels or their
+# references module may change any kernel's verdict, so it selects every source
+CONFIG_NAMES = ("parity-port.toml", "parity-kernels.toml")
+IGNORED_NAMES = ("README.md", ".gitignore")        # text no compile reads (a changed one selects nothing)
 
 
 class SinceError(ValueError):
@@ -71,13 +78,16 @@ class BuildLine:
     include_dirs: tuple[Path, ...] = ()
     force_includes: tuple[Path, ...] = ()
     defines: dict | None = None
+    files: tuple[Path, ...] = ()                 # the port's own file, wherever it is
 
     @classmethod
     def of(cls, port) -> BuildLine:
         if port is None:
             return cls()
         include_dirs, defines, forced = port.scan_line()       # as the port's discovery reads its sources
-        return cls(tuple(Path(p).resolve() for p in include_dirs), tuple(Path(f).resolve() for f in forced), defines)
+        own = (Path(port.file).resolve(),) if getattr(port, "file", None) else ()
+        return cls(tuple(Path(p).resolve() for p in include_dirs), tuple(Path(f).resolve() for f in forced), defines,
+                   own)
 
 
 def _blob(ref: str, top: Path, path: Path) -> bytes | None:
@@ -161,12 +171,13 @@ def _changed(ref: str, suite_dir: Path, build: BuildLine,
     (a port's build line), made on demand, else the folder's."""
     suite_dir = Path(suite_dir).resolve()
     forced = set(build.force_includes)
-    found = [p for p in changed_files(ref, suite_dir) if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES or p in forced]
+    # any file may be a header (`#include "ops.def"`): what the sources include decides, below
+    found = [p for p in changed_files(ref, suite_dir) if p.name not in IGNORED_NAMES]
     top = _top(suite_dir)
-    for d in build.include_dirs:                 # headers only, and of this repository (REF means nothing elsewhere)
+    for d in build.include_dirs:                 # and of this repository (REF means nothing elsewhere)
         if not d.is_relative_to(suite_dir) and d.is_dir() and d.is_relative_to(top):
-            found += [p for p in changed_files(ref, d) if p.suffix in HEADER_SUFFIXES or p in forced]
-    for f in forced:                             # a forced header in neither
+            found += [p for p in changed_files(ref, d)]
+    for f in (*forced, *build.files):            # a forced header, or the port's file, in neither
         if not f.is_relative_to(suite_dir) and f.is_relative_to(top) and f.parent.is_dir():
             found += [p for p in changed_files(ref, f.parent) if p == f]
     changed = list(dict.fromkeys(found))
@@ -176,9 +187,10 @@ def _changed(ref: str, suite_dir: Path, build: BuildLine,
         suite = discovered() if discovered is not None else discover(suite_dir)
     except SuiteError as e:
         raise SinceError(str(e)) from None
-    headers = {p for p in changed if p.suffix in HEADER_SUFFIXES or p in forced}
+    headers = {p for p in changed if p.suffix not in SOURCE_SUFFIXES or p in forced}
     dirs = list(build.include_dirs)
-    every = any(f in headers or headers & set(header_closure(f, dirs)) for f in forced)
+    every = any(p.name in CONFIG_NAMES or p.suffix == ".py" or p in build.files for p in changed) or \
+        any(f in headers or headers & set(header_closure(f, dirs)) for f in forced)
     hit = [Path(src) for src in suite.sources
            if every or Path(src).resolve() in changed or headers & set(header_closure(Path(src).resolve(), dirs))]
     return suite, hit, changed
