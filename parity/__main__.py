@@ -13,8 +13,9 @@ def entry() -> None:
     parity.core.interrupts) takes over before it makes anything."""
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _starting)
-    from parity.core import ci_log
-    ci_log.guard()                              # before anything is printed
+    from parity.core import ci_log, streams
+    streams.harden()                            # before anything is printed: any locale, any reader
+    ci_log.guard()
     from parity.cli.main import main
     from parity.core import interrupts
     interrupts.own_process()

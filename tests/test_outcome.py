@@ -499,3 +499,21 @@ def test_cases_not_run_on_a_level_that_ran_are_counted_in_the_headline():
     o = outcome.of(Results.from_rows(rows, meta))
     assert (o.status, o.headline) == ("pass", "parity: 2/2 cases pass on hip-on-nvidia — 1 kernel executed · 1 case "
                                               "not run (hip-on-nvidia: unavailable, neither passed nor failed)")
+
+
+def test_a_reader_that_goes_away_or_an_ascii_locale_changes_no_exit_code(tmp_path):
+    """`parity run | head -1` stopped the run at the next print (BrokenPipeError: exit 1, no report);
+    a locale that cannot encode ✅ or — turned every finished run into exit 3."""
+    args = [sys.executable, "-m", "parity", "run", "--sweep", "smoke", "--levels", "cpu", "--ops", "unary.neg"]
+    p = subprocess.Popen([*args, "--out", str(tmp_path / "pipe")], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    p.stdout.readline()
+    p.stdout.close()                              # the reader is gone
+    assert p.wait(timeout=120) == 0
+    (folder,) = (tmp_path / "pipe").iterdir()
+    assert (folder / "results.json").is_file() and (folder / "summary.md").is_file()
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}
+    r = subprocess.run([*args, "--out", str(tmp_path / "ascii")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "parity: reference only" in r.stdout and "?" in r.stdout
