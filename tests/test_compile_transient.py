@@ -96,8 +96,8 @@ def test_a_timeout_kills_the_compiler_and_what_it_started(tmp_path, monkeypatch)
     r = compile_source(_source(tmp_path), [str(comp)], [])
     assert time.monotonic() - t0 < 30                     # was: waited for the child's pipe for ever
     assert not r.ok and "timed out after 2 s" in r.error.message and r.timed_out
-    v = compile_failure(_source(tmp_path), r)        # it did not compile, and the finding says why: time, not an error
-    assert v.status == "compile-error" and "compiler timed out after 2 s: not a fault of the source" in v.message
+    v = compile_failure(_source(tmp_path), r)        # slow is not wrong: not checked here, neither pass nor fail
+    assert v.status == "unavailable" and "compiler timed out after 2 s: not checked here" in v.message
     assert "PARITY_COMPILE_TIMEOUT=<seconds> raises the limit" in v.message
     child = int(pidfile.read_text())
     for _ in range(50):

@@ -493,12 +493,13 @@ def test_cases_not_run_on_a_level_that_ran_are_counted_in_the_headline():
     from parity.render import outcome
     from parity.run.results import Results
     rows = [{"case_id": f"unary.neg/f32/c{i}/normal/s0", "op": "unary.neg", "kernel": "uneg_f32",
-             "family": "unary", "level": "hip-on-nvidia", "verdict": v} for i, v in
-            enumerate(["pass", "pass", "unavailable"])]
+             "family": "unary", "level": "hip-on-nvidia", "verdict": v, "message": m} for i, (v, m) in
+            enumerate([("pass", ""), ("pass", ""), ("unavailable", "k.hip: compiler timed out after 8 s\nmore")])]
     meta = {"levels": [{"level": "hip-on-nvidia", "available": True, "reason": "", "device": "x"}]}
     o = outcome.of(Results.from_rows(rows, meta))
     assert (o.status, o.headline) == ("pass", "parity: 2/2 cases pass on hip-on-nvidia — 1 kernel executed · 1 case "
-                                              "not run (hip-on-nvidia: unavailable, neither passed nor failed)")
+                                              "not run (hip-on-nvidia: unavailable, neither passed nor failed; e.g. "
+                                              "k.hip: compiler timed out after 8 s)")
 
 
 def test_a_reader_that_goes_away_or_an_ascii_locale_changes_no_exit_code(tmp_path):

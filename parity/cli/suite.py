@@ -113,8 +113,9 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
     and report per kernel VGPRs, SGPRs, spills, LDS, scratch, wavefront size and occupancy.
 
     Exit 1 on a compile error, any spill or a kernel a target's code object lacks (left out by an #if);
-    2 when hipcc is missing (see `parity doctor`) or cannot compile for a target given with --amd-arch
-    (a default it lacks is an `unavailable` row).
+    2 when hipcc is missing (see `parity doctor`), cannot compile for a target given with --amd-arch
+    (a default it lacks is an `unavailable` row) or a compile ran past PARITY_COMPILE_TIMEOUT (not
+    checked: no pass).
     """
     from click.core import ParameterSource
 
@@ -165,6 +166,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         raise SetupError(f"nothing was compiled: {why}")
     errors = [r for r in rows if r.status == "compile-error"]
     missing = [r for r in rows if r.status == "missing"]     # defined, yet not in a target's code object
+    unchecked = [r for r in rows if r.status == "unavailable"]    # (a compile that timed out)
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
@@ -177,7 +179,9 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
             click.echo(f"compile-error ({r.arch}): {r.message.strip()[:2000]}")
         for r in missing:
             click.echo(f"missing ({r.arch}): {r.message}")
-    sys.exit(1 if errors or spills or missing else 0)
+        for r in {r.message: r for r in unchecked}.values():
+            click.echo(f"not checked ({r.arch}): {one_line(r.message)[:500]}")
+    sys.exit(1 if errors or spills or missing else 2 if unchecked else 0)   # (not checked is no pass)
 
 
 def _analyze_with_progress(suite, targets: tuple[str, ...], log_lines: bool = True, port=None) -> list:

@@ -31,7 +31,7 @@ from parity.suite.scan import Suite
 RUN_TARGETS = ("gfx90a", "gfx1030")
 INSTALL = "apt-get install hipcc libamdhip64-dev (Debian 12)"
 # worst first: the verdict of a case that needs several kernels is its worst kernel's
-_RANK = ("compile-error", "signature-mismatch", "missing", "compiled")
+_RANK = ("compile-error", "signature-mismatch", "missing", "unavailable", "compiled")
 
 
 class AmdStaticExecutor(Executor):

@@ -31,6 +31,8 @@ def compile_failure(source: Path, res: CompileResult, hip_mapping: bool = False,
     Port), whose include folders the file's headers are found in and whose force-included headers
     (a shim port's compat header) come ahead of it."""
     text = res.error.message if res.error else res.log
+    if res.timed_out:                # slow, not wrong: the level could not check it here (not a failure)
+        return ExecResult("unavailable", message=text.strip().splitlines()[0], detail={"source": str(source)})
     first = first_error(text) or (text.strip().splitlines() or ["(no compiler output)"])[0]
     detail = {"source": str(source)}
     rocm = undeclared_rocm_names(text, source, *((list(port.include_dirs), list(port.force_includes)) if port else ()))

@@ -159,8 +159,11 @@ def _qualified(head: str, status: str, table: pd.DataFrame, meta: dict, stopped:
     failures, unreadable rows, an early stop, a partial merge), and the status they overrule."""
     unavailable = table[table["verdict"] == Verdict.UNAVAILABLE] if len(table) else table
     if len(unavailable):                         # neither passed nor failed: counted, never left out of "N/N"
+        why = unavailable["message"].dropna().astype(str).map(lambda m: m.strip().splitlines()[0] if m.strip()
+                                                             else "").value_counts()
+        why = next((w for w in why.index if w), "")
         head = (f"{head} · {_plural(len(unavailable), 'case')} not run ({_names(unavailable)}: unavailable, "
-                "neither passed nor failed)")
+                "neither passed nor failed" + (f"; e.g. {why[:160]}" if why else "") + ")")
     known = int((table["verdict"] == Verdict.XFAIL).sum()) if len(table) else 0
     if known:                                    # accepted, not passed: said beside the counts it is not in
         head = f"{head} · {known:,} known failure{'s' if known != 1 else ''} accepted by the baseline (xfail)"

@@ -294,8 +294,8 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
         if not res.ok:
             names = by_file.get(src) or ["*"]
             for n in sorted(names):
-                rows.append(StaticRow(n, arch, "compile-error", str(src), wavefront=wf,
-                                      notes=notes.get(n, []), message=res.error.message))
+                rows.append(StaticRow(n, arch, "unavailable" if res.timed_out else "compile-error", str(src),
+                                      wavefront=wf, notes=notes.get(n, []), message=res.error.message))
             continue
         usage = parse_resource_usage(res.log)
         try:
