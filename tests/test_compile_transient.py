@@ -148,6 +148,9 @@ def test_no_home_puts_the_cache_under_the_temporary_folder(monkeypatch):
     monkeypatch.delenv("PARITY_CACHE_DIR")
     monkeypatch.setenv("HOME", "/")
     assert not str(cc.cache_dir()).startswith("/.cache")
+    monkeypatch.setenv("HOME", "/nonexistent-parity-home")     # Debian's home of nobody: made by no one
+    assert cc.cache_dir() == Path(tempfile.gettempdir()) / f"parity-cache-{os.getuid()}"
+    assert not Path("/nonexistent-parity-home").exists()
 
 
 def test_our_temporary_cache_folder_made_under_a_loose_umask_is_emptied_and_made_private(tmp_path, monkeypatch,

@@ -114,13 +114,14 @@ interrupts.on_first(kill_compilers)
 
 
 def cache_dir() -> Path:
-    """PARITY_CACHE_DIR, else ~/.cache/parity; with no home (HOME empty or /: a CI container's user)
-    a folder of this user's under the temporary folder, never one at the file system's root."""
+    """PARITY_CACHE_DIR, else ~/.cache/parity; with no home (HOME empty, /, or a folder that does not
+    exist: Debian's /nonexistent for nobody and _apt) a folder of this user's under the temporary
+    folder, never one at the file system's root or a home parity would have to make."""
     named = env.folder("PARITY_CACHE_DIR")
     if named:
         return named
     home = Path(os.path.expanduser("~"))
-    if str(home) in ("", "/", "~", "."):
+    if str(home) in ("", "/", "~", ".") or not home.is_dir():
         return _temp_cache()
     return home / ".cache" / "parity"
 
