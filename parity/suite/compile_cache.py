@@ -491,8 +491,14 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
     limit = timeout if timeout is not None else compile_timeout()
 
     def build(out: Path) -> tuple[int, str]:
+        # the compiler's temporary files in a folder of the build's own (hipcc left an empty
+        # /tmp/<stem>-<hex> folder per compile; a TMPDIR that does not exist failed every compile)
+        with tempfile.TemporaryDirectory(prefix="parity-cc-") as scratch:
+            return _build(out, {**os.environ, **(env or {}), "TMPDIR": scratch})
+
+    def _build(out: Path, run_env: dict[str, str]) -> tuple[int, str]:
         p = subprocess.Popen([*cmd, str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             errors="replace", env={**os.environ, **(env or {})})
+                             errors="replace", env=run_env)
         with _GUARD:
             _LIVE.add(p)
         try:
