@@ -966,3 +966,13 @@ def test_a_diff_of_compile_checks_is_no_green_check_and_counts_case_runs(tmp_pat
     assert "⚠️ No compared row executed a kernel of the suite (amd-static, cpu): what is compared is whether " \
            "kernels compile, not the values they compute." in r.stdout
     assert "6 case runs (case x level) in both runs (0 only in NEW, 0 only in OLD)" in r.stdout
+
+
+def test_an_output_named_dash_is_refused_not_written(tmp_path, monkeypatch):
+    """`report -o -` wrote a file named `-` in the current folder."""
+    monkeypatch.chdir(tmp_path)
+    results = write(tmp_path / "r.json", {ids("cast", 1)[0]: "pass"})
+    assert one_line_error(invoke("report", results, "-o", "-")) == (
+        "Error: --output -: give a file name; '-' is not stdout here (without it the report goes to stdout)")
+    assert one_line_error(invoke("merge", results, "-o", "-")) == "Error: --output -: give a file name; '-' is not stdout here"
+    assert not (tmp_path / "-").exists()
