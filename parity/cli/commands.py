@@ -22,7 +22,9 @@ from parity.core.text import one_line
 def report(results: tuple[Path, ...], fmt: str, output: Path | None, baseline_path, strict: bool) -> None:
     """Render a results.json (or a run folder) as markdown, JUnit XML, JSON or the HTML scoreboard.
 
-    Given several (a shell glob over runs), the newest run is rendered and named on stderr."""
+    Given several (a shell glob over runs), the newest run is rendered and named on stderr. Exits
+    with the run's outcome: 0 pass, compiled or reference-only; 1 a case failing, or a run that
+    stopped before every case ran (not a verified run); 2 nothing verified."""
     from parity.render import baseline as bl
     from parity.render import html, junit, markdown
     from parity.core import files
