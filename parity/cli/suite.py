@@ -166,7 +166,7 @@ def compile_cmd(hip_src, amd_arch, as_json, per_file, since, port_file, port_sou
         raise SetupError(f"nothing was compiled: {why}")
     errors = [r for r in rows if r.status == "compile-error"]
     missing = [r for r in rows if r.status == "missing"]     # defined, yet not in a target's code object
-    unchecked = [r for r in rows if r.status == "unavailable"]    # (a compile that timed out)
+    unchecked = [r for r in rows if r.status == "timeout"]        # a compile past PARITY_COMPILE_TIMEOUT
     spills = [r for r in rows if (r.vgpr_spill or 0) + (r.sgpr_spill or 0) > 0]
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=1))

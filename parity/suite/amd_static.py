@@ -51,7 +51,7 @@ _REMARK = re.compile(r"^(?P<file>.*?):(?P<line>\d+):\d+: remark:\s+(?P<body>.*?)
 class StaticRow:
     kernel: str
     arch: str
-    status: str                       # "ok" | "compile-error" | "missing" | "unavailable"
+    status: str                       # "ok" | "compile-error" | "timeout" (not checked) | "missing" | "unavailable"
     file: str = ""
     line: int | None = None
     wavefront: int | None = None
@@ -294,7 +294,7 @@ def analyze(suite: Suite | str | os.PathLike, targets=DEFAULT_TARGETS, *, jobs: 
         if not res.ok:
             names = by_file.get(src) or ["*"]
             for n in sorted(names):
-                rows.append(StaticRow(n, arch, "unavailable" if res.timed_out else "compile-error", str(src),
+                rows.append(StaticRow(n, arch, "timeout" if res.timed_out else "compile-error", str(src),
                                       wavefront=wf, notes=notes.get(n, []), message=res.error.message))
             continue
         usage = parse_resource_usage(res.log)
