@@ -481,6 +481,11 @@ def test_cases_the_host_refuses_are_no_kernel_executed():
     assert (o.status, o.exit_code, o.kernels_executed) == ("nothing", 2, 0)
     assert o.headline == (f"parity: nothing verified — no kernel ran on hip-on-nvidia: its {len(rows)} cases are all "
                           "ones the host refuses before any launch (those pass; the port's kernels are not reached)")
+    from parity.render import findings, junit
+    res = Results.from_rows(rows, meta)
+    assert findings.of(res).scoreboard == []            # was: 14/14 kernels at parity (100%)
+    xml = junit.render(res)
+    assert xml.count("<skipped message=\"expected error, not launched: ") == len(rows)
     launched = load_sweep("smoke", Filters(ops=["reduce.min"], layouts=["row100"]))
     rows += [run_case(c, Port()) for c in launched]
     o = outcome.of(Results.from_rows(rows, meta))

@@ -196,3 +196,17 @@ def test_a_kernel_only_in_a_file_the_build_does_not_compile_says_so(tmp_path: Pa
     msg = not_found("affine_u8", s, "the suite", []).message
     assert msg.startswith(f"no kernel affine_u8 in the suite (declared at {tmp_path / 'affine.cu'}:1, a file the "
                           "port's build does not compile"), msg
+
+
+def test_a_kernel_an_arch_if_leaves_out_for_amd_is_named_where_it_is(tmp_path):
+    """Candle's `#if __CUDA_ARCH__ >= 800` around a macro-stamped bf16 kernel: hipcc's AMD pass
+    leaves it out, so it is missing, and the message says where it is and why (it said only the
+    closest name)."""
+    from parity.executors.preflight import not_found
+    from parity.suite.scan import discover
+    (tmp_path / "affine.hip").write_text(
+        '#include <hip/hip_runtime.h>\n#define OP(T, FN) extern "C" __global__ void FN(const size_t numel, T *out) { }\n'
+        "#if __CUDA_ARCH__ >= 800\nOP(float, affine_bf16)\n#endif\nOP(float, affine_f32)\n")
+    r = not_found("affine_bf16", discover(tmp_path), str(tmp_path), [])
+    assert r.status == "missing" and f"({tmp_path / 'affine.hip'}:4 names it, but the sources read as hipcc's AMD " \
+        "pass reads them (no __CUDA_ARCH__) define no such kernel" in r.message

@@ -83,7 +83,8 @@ def test_a_bad_record_is_one_line(tmp_path):
     r = _cli("coverage", "--cuda-src", str(src), "--snapshot", str(bad))
     assert r.exit_code == 2 and "go with --drift" in r.output
     for text in ('{"kernels": {"affine_f32": {"file": "affine.cu", "line": 1, "params": [1]}}}',   # were exit 3
-                 '{"kernels": {"affine_f32": []}}', '{"kernels": {"a": {"file": ["x"]}}}', "[" * 100000):
+                 '{"kernels": {"affine_f32": []}}', '{"kernels": {"a": {"file": ["x"]}}}', "[" * 100000,
+                 '{"kernels": {"zzz_gone_kernel": {"params": ["ptr"]}}}'):
         bad.write_text(text)
         r = _cli("coverage", "--cuda-src", str(src), "--drift", "--snapshot", str(bad))
         assert r.exit_code == 2 and r.output.startswith(f"Error: {bad} is not an upstream record ("), r.output

@@ -262,8 +262,8 @@ def _read_record(record: Path | None, must_exist: bool, lenient: bool = False) -
         if not isinstance(lock, dict) or not isinstance(lock.get("kernels"), dict):
             raise ValueError("no 'kernels' object")
         for name, k in lock["kernels"].items():    # as --update-snapshot writes them, or not a record
-            ok = isinstance(k, dict) and isinstance(k.get("file", ""), str) and \
-                isinstance(k.get("line", 0), int) and not isinstance(k.get("line", 0), bool) and \
+            ok = isinstance(k, dict) and isinstance(k.get("file"), str) and \
+                isinstance(k.get("line"), int) and not isinstance(k.get("line"), bool) and \
                 (k.get("params") is None or (isinstance(k["params"], list)
                                              and all(isinstance(x, str) for x in k["params"])))
             if not ok:

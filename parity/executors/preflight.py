@@ -71,10 +71,10 @@ def _read(src: str, _mtime_ns: int, _size: int) -> str:
         return ""
 
 
-def _cxx_kernel(kernel: str, suite: Suite) -> str:
+def _cxx_kernel(kernel: str, suite: Suite, pattern: str = r"__global__[^;{}()]*?\b{k}\s*[(<]") -> str:
     """`file:line` of a `__global__` function named `kernel` that discovery did not take (it reads
-    extern "C" kernels only), else ''."""
-    pat = re.compile(r"__global__[^;{}()]*?\b" + re.escape(kernel) + r"\s*[(<]")
+    extern "C" kernels only; pattern: what to look for instead, `{k}` the name), else ''."""
+    pat = re.compile(pattern.replace("{k}", re.escape(kernel)))
     for src in getattr(suite, "sources", ()):
         text = _text(src)
         m = pat.search(text)
@@ -102,10 +102,15 @@ def not_found(kernel: str, suite: Suite, where: str, failed: list[tuple[Path, Co
                 "or not extern \"C\" (a C++ name is mangled)?)")
     else:
         cxx = _cxx_kernel(kernel, suite)
+        named = "" if cxx else _cxx_kernel(kernel, suite, r"\b{k}\b")
         if cxx:
             msg += (f" ({cxx} has a kernel of that name that discovery did not take: a C++ kernel (a namespace, "
                     "a template, no extern \"C\") has a mangled symbol, and the ABI finds kernels by their C "
                     "names: declare it extern \"C\"; or the preprocessor leaves it out (#if))")
+        elif named:                  # (a macro stamps it under an #if the AMD pass does not take)
+            msg += (f" ({named} names it, but the sources read as hipcc's AMD pass reads them (no __CUDA_ARCH__) "
+                    "define no such kernel: an #if around it, such as Candle's `#if __CUDA_ARCH__ >= 800`, leaves "
+                    "it out for AMD)")
     sugg = suggestion_for(kernel, suite)
     if sugg:
         msg += f"; closest defined: {sugg}"

@@ -18,7 +18,7 @@ from parity.core.layouts import LAYOUT_CLASSES, code_path
 from parity.core.row import Verdict
 from parity.core.text import md_code, md_text
 from parity.run.levels import COMPILES, role
-from parity.run.results import FAILING, Results
+from parity.run.results import FAILING, Results, not_launched
 
 OK = (Verdict.PASS, Verdict.COMPILED, Verdict.XPASS, Verdict.XPASS_STRICT)   # amd-static: compiled is its pass
 # (a baselined failure, xfail, is not at parity: accepted is not passed, and its kernel is not at parity)
@@ -193,7 +193,8 @@ def analyze(table: pd.DataFrame, levels: list[dict] | None = None) -> Findings:
 def _prepared(table: pd.DataFrame, levels: list[dict] | None) -> pd.DataFrame:
     """The counted rows with string kernel/family (missing ones derived from the op)."""
     cols = [c for c in ("case_id", "op", "family", "kernel", "dtype", "layout", "values", "level", "verdict",
-                        "max_ulp", "worst", "message", "source", "expected_params", "found_params", "mapping_gap")
+                        "max_ulp", "worst", "message", "source", "expected_params", "found_params", "mapping_gap",
+                        "not_launched")
             if c in table.columns]
     t = table[cols].copy()
     for c in ("family", "kernel", "dtype", "layout", "values", "level", "message", "op", "case_id"):
@@ -209,6 +210,7 @@ def _prepared(table: pd.DataFrame, levels: list[dict] | None) -> pd.DataFrame:
     t["message"] = t["message"].fillna("").astype(str)
     down = {lv["level"] for lv in (levels or []) if not lv.get("available", True)}
     keep = (t["verdict"] != Verdict.UNAVAILABLE) & ~t["level"].isin(down)
+    keep &= ~not_launched(t)                     # a host refusal ran no kernel: no kernel "run" or "at parity"
     return t[keep]
 
 

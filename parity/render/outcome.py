@@ -28,7 +28,7 @@ from parity.core.text import md_code, share
 from parity.render.findings import KINDS, tally
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_WOULD_RUN_IT, role
-from parity.run.results import FAILING, Results
+from parity.run.results import FAILING, Results, not_launched
 
 OK = (Verdict.PASS, Verdict.XFAIL, Verdict.XPASS)     # not failing (a baselined failure included)
 PASSED = (Verdict.PASS, Verdict.XPASS)                 # what the headline counts as passing
@@ -263,9 +263,7 @@ NEVER_RAN = (Verdict.MISSING, Verdict.COMPILE_ERROR, Verdict.SIGNATURE_MISMATCH,
 
 def _launched(g: pd.DataFrame) -> pd.DataFrame:
     """The rows whose case launched a kernel (not a host refusal, which passes with none run)."""
-    if "not_launched" not in g or not len(g):
-        return g
-    return g[~g["not_launched"].map(lambda x: x is True)]
+    return g[~not_launched(g)] if len(g) else g
 
 
 def _kernels(g: pd.DataFrame, verdicts=OK + tuple(FAILING), ran_only: bool = False) -> int:

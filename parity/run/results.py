@@ -330,3 +330,11 @@ def _ordered_counts(verdicts: pd.Series) -> dict[str, int]:
     """Verdict -> rows, worst-to-best in ORDER (verdicts it does not know last)."""
     vc = verdicts.value_counts()
     return {v: int(vc[v]) for v in sorted(vc.index, key=lambda v: ORDER.index(v) if v in ORDER else 99)}
+
+
+def not_launched(t: pd.DataFrame) -> pd.Series:
+    """Rows of cases the host refuses before any launch (engine: `not_launched`): they pass, and no
+    kernel of the suite ran for them. False where the column is absent or empty."""
+    if "not_launched" not in t:
+        return pd.Series(False, index=t.index)
+    return t["not_launched"].map(lambda x: isinstance(x, (bool, np.bool_)) and bool(x)).astype(bool)
