@@ -82,8 +82,8 @@ class OutputFile(_Type):
         self.empty(value, param)
         if str(value) == "-":                        # (it wrote a file named `-`)
             raise SetupError(f"{flag(param)} -: give a file name; '-' is not stdout here"
-                             + (" (without it the report goes to stdout)" if ctx is not None and ctx.info_name == "report"
-                                else ""))
+                             + (" (without it the report goes to stdout)"
+                                if ctx is not None and ctx.info_name == "report" else ""))
         path = Path(value)
         if path.is_symlink():
             try:

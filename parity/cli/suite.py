@@ -276,7 +276,8 @@ def _read_record(record: Path | None, must_exist: bool, lenient: bool = False) -
     except (OSError, ValueError, RecursionError) as e:
         if lenient:
             return None
-        raise SetupError(f"{record} is not an upstream record ({e if not isinstance(e, RecursionError) else 'nested too deeply'})")
+        why = "nested too deeply" if isinstance(e, RecursionError) else e
+        raise SetupError(f"{record} is not an upstream record ({why})")
 
 
 def _relative(where: str, folder: Path) -> str:

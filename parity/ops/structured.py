@@ -74,8 +74,9 @@ class StructuredBuilt:
         if not changed.any():
             return ""
         i = int(np.argmax(changed))
+        was, now = _fmt(before[i], self.out_dtype), _fmt(buf[i], self.out_dtype)
         return (f"wrote outside its output view: {int(changed.sum())} element(s) of the buffer around it changed "
-                f"(buffer index {i}, the view starts at {self.out_offset}: {_fmt(before[i], self.out_dtype)} -> {_fmt(buf[i], self.out_dtype)})")
+                f"(buffer index {i}, the view starts at {self.out_offset}: {was} -> {now})")
 
     @property
     def out_geometry(self) -> Layout:

@@ -331,7 +331,8 @@ def context(res: Results) -> dict:
     n_listed = int(t["verdict"].isin(list(FAILING) + [Verdict.XFAIL, Verdict.XPASS]).sum())
     return {
         "title": f"parity — {meta.get('sweep', 'results')}", "meta": meta, "total": len(t),
-        "passed": counts.get(Verdict.PASS, 0), "n_fail": n_fail, "counts_by_level": res.counts_by_level(), "levels": _levels(res),
+        "passed": counts.get(Verdict.PASS, 0), "n_fail": n_fail, "counts_by_level": res.counts_by_level(),
+        "levels": _levels(res),
         "cols": cols, "grid": grid, "verdicts": verdicts, "colors": COLORS,
         "failures": failures, "failures_cut": max(0, n_listed - len(failures)),
         "timing": _timing(t), "golden": meta.get("golden"), "environment": meta.get("environment") or {},

@@ -512,8 +512,9 @@ def compile_source(source: str | os.PathLike, compiler: list[str], flags: list[s
             except subprocess.TimeoutExpired:
                 _kill_tree(p.pid)                  # hipcc is perl -> sh -> clang: its clang holds the pipe
                 p.communicate()
-                return TIMED_OUT, (f"{source}: compiler timed out after {limit:g} s: not checked here (not a fault of the "
-                                   "source as far as anyone knows); PARITY_COMPILE_TIMEOUT=<seconds> raises the limit")
+                return TIMED_OUT, (f"{source}: compiler timed out after {limit:g} s: not checked here (not a "
+                                   "fault of the source as far as anyone knows); PARITY_COMPILE_TIMEOUT=<seconds> "
+                                   "raises the limit")
             return p.returncode, text
         finally:
             with _GUARD:

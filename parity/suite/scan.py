@@ -383,8 +383,8 @@ def scan_source(source: Path, include_dirs: list[Path] = (), defines: dict[str, 
         raise SuiteError(f"{whole[0]} (discovering {source})")
     if not cached:
         return _scan_source(source, include_dirs, defines, use_cpp, force_includes, refused)
-    h = hashlib.sha256(b"scan/8")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups; 5-6: stub notes;
-    #                                       7: escaped quotes in line markers; 8: the defines read under in the key
+    h = hashlib.sha256(b"scan/8")         # 3: KernelDecl.types, notes; 4: attributes as balanced groups;
+    #                                       5-6: stub notes; 7: escaped quotes in line markers; 8: the defines
     h.update(json.dumps(default_defines(Path(source).suffix), sort_keys=True).encode())
     for f in [Path(source).resolve(), *headers]:
         h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
