@@ -74,6 +74,12 @@ def _write(tmp_path: Path, text: str) -> Path:
     ('nvidia_flags = ["@opts.txt"]\n', "nvidia_flags: '@opts.txt' reads a response file"),
     ('nvidia_flags = ["-ccbin", "gcc"]\n', "nvidia_flags: '-ccbin' names a program to run"),
     ('flags = ["-O3 -o x"]\n', "flags: '-O3 -o x' is not one option"),
+    # (the review's: each wrote or read a file in the current folder)
+    ('flags = ["-foptimization-record-file=README.md"]\n', "'-foptimization-record-file=README.md' names an output"),
+    ('flags = ["-mllvm", "-info-output-file=stats.txt"]\n', "flags: '-mllvm' passes options past the driver"),
+    ('nvidia_flags = ["--dependency-output=d.d"]\n', "'--dependency-output=d.d' names an output"),
+    ('nvidia_flags = ["--options-file=o.txt"]\n', "'--options-file=o.txt' reads a file"),
+    ('flags = ["evil.cu"]\n', "flags: 'evil.cu' is not one option"),
 ])
 def test_port_file_mistakes_are_one_line_naming_file_and_key(tmp_path, text, said):
     f = _write(tmp_path, text)
@@ -84,10 +90,12 @@ def test_port_file_mistakes_are_one_line_naming_file_and_key(tmp_path, text, sai
 
 def test_port_file_options_that_stay_in_the_compile_are_kept(tmp_path):
     f = _write(tmp_path, 'flags = ["-O3", "-ffast-math", "-std=c++17", "-munsafe-fp-atomics", "-MD"]\n'
-                         'nvidia_flags = ["--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr"]\n')
+                         'nvidia_flags = ["--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr", "-maxrregcount", '
+                         '"64", "--keep-device-functions"]\n')
     port = load_port(f)
     assert port.flags == ("-O3", "-ffast-math", "-std=c++17", "-munsafe-fp-atomics", "-MD")
-    assert port.nvidia_flags == ("--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr")
+    assert port.nvidia_flags == ("--use_fast_math", "-lineinfo", "--expt-relaxed-constexpr", "-maxrregcount", "64",
+                                 "--keep-device-functions")
 
 
 def test_port_file_paths_are_relative_to_it_and_kept_in_order(tmp_path):

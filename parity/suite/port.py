@@ -187,7 +187,7 @@ def _source_globs(globs, where: str) -> tuple[str, ...]:
 # outside its own folders (prefixes; a value that is a path, with a `/`, is refused anyway)
 _FLAG_REFUSED = {"-o": "names an output", "-MF": "names an output", "-MJ": "names an output",
                  "-save-temps": "writes intermediate files", "--save-temps": "writes intermediate files",
-                 "-keep": "writes intermediate files", "--keep": "writes intermediate files",
+                 "-keep": "writes intermediate files",
                  "-dump": "names outputs", "--output": "names an output",
                  "-fcrash-diagnostics": "names an output folder", "-fprofile": "names an output",
                  "-ftime-trace": "names an output", "-fplugin": "loads a plugin", "-fpass-plugin": "loads a plugin",
@@ -200,7 +200,16 @@ _FLAG_REFUSED = {"-o": "names an output", "-MF": "names an output", "-MJ": "name
                  "-imacros": "reads a file", "-I": "names a folder (include_dirs does)",
                  "-isystem": "names a folder (include_dirs does)", "-iquote": "names a folder (include_dirs does)",
                  "-idirafter": "names a folder (include_dirs does)", "--include-path": "names a folder",
-                 "-ccbin": "names a program to run", "--compiler-bindir": "names a program to run"}
+                 "-ccbin": "names a program to run", "--compiler-bindir": "names a program to run",
+                 "-foptimization-record-file": "names an output", "-save-stats": "writes a file",
+                 "-fproc-stat-report": "writes a file", "-resource-dir": "names a folder",
+                 "-fmodules-cache-path": "names a folder", "-mllvm": "passes options past the driver",
+                 "-Xarch": "passes options past the driver", "-Xoffload": "passes options past the driver",
+                 "-Xnvlink": "passes options past the driver", "--ptxas-options": "passes options past the driver",
+                 "--linker-options": "passes options past the driver", "--dependency-output": "names an output",
+                 "--options-file": "reads a file", "-optf": "reads a file", "--output-file": "names an output",
+                 "--keep-dir": "names a folder", "--keep=": "writes intermediate files"}
+_FLAG_EXACT = {"--keep": "writes intermediate files"}     # (--keep-device-functions is harmless)
 
 
 def _flags(data: dict, key: str, file: Path) -> tuple[str, ...]:
@@ -209,8 +218,9 @@ def _flags(data: dict, key: str, file: Path) -> tuple[str, ...]:
     out = _strings(data, key, str(file))
     for f in out:
         why = ("is a path" if "/" in f or "\\" in f else "reads a response file" if f.startswith("@") else
+               "" if f.isdigit() else                # an option's number (`-maxrregcount`, `64`)
                "is not one option" if not f.startswith("-") or any(c.isspace() or c == "\0" for c in f) else
-               next((w for pre, w in _FLAG_REFUSED.items() if f.startswith(pre)), ""))
+               _FLAG_EXACT.get(f) or next((w for pre, w in _FLAG_REFUSED.items() if f.startswith(pre)), ""))
         if why:
             raise PortError(f"{file}: {key}: {f!r} {why}: a port file's options may not name files, folders or "
                             "programs (include_dirs and force_includes name the port's own)")
