@@ -25,7 +25,7 @@ import pandas as pd
 
 from parity.core.row import Verdict
 from parity.core.text import md_code, share
-from parity.render.findings import KINDS, tally
+from parity.render.findings import KINDS, first_line, tally
 from parity.render.findings import of as findings_of
 from parity.run.levels import COMPILES, EXECUTES, PROVES, REFERENCE, WHAT_EXECUTES_IT, WHAT_WOULD_RUN_IT, role
 from parity.run.results import FAILING, Results, not_launched
@@ -159,9 +159,9 @@ def _qualified(head: str, status: str, table: pd.DataFrame, meta: dict, stopped:
     failures, unreadable rows, an early stop, a partial merge), and the status they overrule."""
     unavailable = table[table["verdict"] == Verdict.UNAVAILABLE] if len(table) else table
     if len(unavailable):                         # neither passed nor failed: counted, never left out of "N/N"
-        why = unavailable["message"].dropna().astype(str).map(lambda m: m.strip().splitlines()[0] if m.strip()
-                                                             else "").value_counts()
-        why = next((w for w in why.index if w), "")
+        reasons = unavailable["message"].map(first_line)
+        why = reasons[reasons != ""].mode()
+        why = why.iloc[0] if len(why) else ""
         head = (f"{head} · {_plural(len(unavailable), 'case')} not run ({_names(unavailable)}: unavailable, "
                 "neither passed nor failed" + (f"; e.g. {why[:160]}" if why else "") + ")")
     known = int((table["verdict"] == Verdict.XFAIL).sum()) if len(table) else 0
